@@ -1,0 +1,137 @@
+// `brig run`: parse, resolve against the host, run, and turn the outcome into the output
+// contract (exit code, --result JSON).
+#include <google/protobuf/util/json_util.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/cli.h"
+#include "config/brig.pb.h"
+#include "container/launch.h"
+#include "util/files.h"
+
+namespace brig::cli {
+namespace {
+
+int64_t Ms(const struct timeval& tv) { return tv.tv_sec * 1000 + tv.tv_usec / 1000; }
+
+// Fills exit_code, signal, error_code and error from an outcome.
+void Judge(const container::Outcome& o, v1::RunResult& r) {
+  if (o.timed_out) {
+    r.set_exit_code(kExitTimeout);
+    r.set_error_code("timeout");
+    r.set_error("timed out");
+  } else if (o.error) {
+    r.set_exit_code(ExitCodeFor(o.error->kind));
+    r.set_error_code(ErrorCodeFor(o.error->kind));
+    r.set_error(o.error->Render());
+  } else if (o.workload_status) {
+    int st = *o.workload_status;
+    if (WIFSIGNALED(st)) {
+      r.set_signal(WTERMSIG(st));
+      r.set_exit_code(128 + WTERMSIG(st));
+    } else {
+      r.set_exit_code(WEXITSTATUS(st));
+    }
+  } else if (o.killed_for_signal) {
+    r.set_signal(o.killed_for_signal);
+    r.set_exit_code(128 + o.killed_for_signal);
+  } else {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code("internal");
+    r.set_error("brig init exited without reporting the workload's status");
+  }
+  r.set_ok(r.exit_code() == 0 && r.error_code().empty());
+}
+
+Status WriteResult(const std::string& path, const v1::RunResult& r) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(r, &json, opts).ok()) {
+    return Fail("encode result", path, "protobuf JSON encoding failed", ErrorKind::kInternal);
+  }
+  return util::WriteFileAtomic(path, json + "\n");
+}
+
+int Report(const std::string& result_path, v1::RunResult& r) {
+  if (!r.error().empty()) fprintf(stderr, "brig: %s\n", r.error().c_str());
+  if (!result_path.empty()) {
+    if (auto s = WriteResult(result_path, r); !s) {
+      fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
+      return r.exit_code() == 0 ? kExitRefused : r.exit_code();
+    }
+  }
+  return r.exit_code();
+}
+
+}  // namespace
+
+int ExitCodeFor(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kNotFound: return kExitNotFound;
+    case ErrorKind::kNotExecutable: return kExitNotExecutable;
+    default: return kExitRefused;
+  }
+}
+
+std::string ErrorCodeFor(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kNotFound: return "not_found";
+    case ErrorKind::kNotExecutable: return "not_executable";
+    case ErrorKind::kPolicy: return "policy_denied";
+    case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kSetup:
+    case ErrorKind::kBadInput: return "setup_failed";
+  }
+  return "internal";
+}
+
+int RunMain(const std::vector<std::string>& args) {
+  auto req = ParseRunArgs(args);
+  if (!req) {
+    fprintf(stderr, "brig: %s\n", req.error().Render().c_str());
+    return kExitRefused;
+  }
+  if (req->help) {
+    fputs(RunUsage().c_str(), stdout);
+    return 0;
+  }
+  v1::RunResult r;
+  const std::string& result_path = req->sandbox.result_path;
+  if (auto s = ResolveRun(*req, environ); !s) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code(ErrorCodeFor(s.error().kind));
+    r.set_error(s.error().Render());
+    return Report(result_path, r);
+  }
+  r.set_sandbox_id(req->sandbox.id);
+  auto outcome = container::Run(req->sandbox);
+  if (!outcome) {
+    r.set_exit_code(ExitCodeFor(outcome.error().kind));
+    r.set_error_code(ErrorCodeFor(outcome.error().kind));
+    r.set_error(outcome.error().Render());
+    return Report(result_path, r);
+  }
+  Judge(*outcome, r);
+  r.set_duration_ms(outcome->duration.count());
+  auto* u = r.mutable_usage();
+  u->set_cpu_time_ms(Ms(outcome->usage.ru_utime) + Ms(outcome->usage.ru_stime));
+  u->set_peak_memory_bytes(static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
+  return Report(result_path, r);
+}
+
+std::string MainUsage() {
+  return "Usage: brig COMMAND [OPTIONS]\n\n"
+         "brig runs one unit of untrusted work in a sandbox enforced by the Linux kernel.\n\n"
+         "Commands:\n"
+         "  run       run a command in a new sandbox (brig run --help)\n\n"
+         "Options:\n"
+         "  --help    show this help\n"
+         "  --version show the version\n\n"
+         "See brig(1) and brig-run(1).\n";
+}
+
+}  // namespace brig::cli

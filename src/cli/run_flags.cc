@@ -1,0 +1,280 @@
+// `brig run` flags: parsing (pure) and resolution against the host.
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "util/parse.h"
+
+namespace brig::cli {
+namespace {
+
+using Apply = std::function<Status(RunRequest&, const std::string&)>;
+
+struct Flag {
+  const char* name;
+  const char* metavar;  // nullptr: takes no value
+  const char* help;
+  Apply apply;
+};
+
+Status SetRlimit(config::Rlimits& rl, const std::string& v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos) return BadInput("--rlimit", v, "expected NAME=VALUE");
+  std::string name = v.substr(0, eq);
+  auto value = util::ParseLimit(v.substr(eq + 1));
+  if (!value) return BadInput("--rlimit", v, value.error().detail);
+  if (name == "nofile") {
+    rl.nofile = *value;
+  } else if (name == "nproc") {
+    rl.nproc = *value;
+  } else if (name == "core") {
+    rl.core = *value;
+  } else {
+    return BadInput("--rlimit", v, "unknown limit '" + name + "' (nofile, nproc, core)");
+  }
+  return {};
+}
+
+Status SetDuration(std::chrono::milliseconds& out, const char* flag, const std::string& v) {
+  auto d = util::ParseDuration(v);
+  if (!d) return BadInput(flag, v, d.error().detail);
+  out = *d;
+  return {};
+}
+
+const std::vector<Flag>& Flags() {
+  static const std::vector<Flag> flags = {
+      {"--workspace", "DIR", "mount DIR at /workspace (the working directory)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--workspace", v, "empty path");
+         r.sandbox.workspace = v;
+         return {};
+       }},
+      {"--workspace-mode", "ro|rw", "read-only (default) or read-write workspace",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v == "ro") {
+           r.sandbox.workspace_mode = config::WorkspaceMode::kReadOnly;
+         } else if (v == "rw") {
+           r.sandbox.workspace_mode = config::WorkspaceMode::kReadWrite;
+         } else {
+           return BadInput("--workspace-mode", v, "expected ro or rw");
+         }
+         return {};
+       }},
+      {"--rootfs", "DIR", "use DIR as the read-only root instead of the host-derived one",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--rootfs", v, "empty path");
+         r.sandbox.rootfs = v;
+         return {};
+       }},
+      {"--tmp-size", "SIZE", "size cap of /tmp and of /dev/shm (default 1G)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = util::ParseSize(v);
+         if (!s) return BadInput("--tmp-size", v, s.error().detail);
+         r.sandbox.tmp_size = *s;
+         return {};
+       }},
+      {"--env", "K=V", "set K to V in the sandbox (repeatable)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         size_t eq = v.find('=');
+         if (eq == std::string::npos || !util::IsEnvName(v.substr(0, eq))) {
+           return BadInput("--env", v, "expected NAME=VALUE with NAME of [A-Za-z0-9_]");
+         }
+         r.set_env.push_back(v);
+         return {};
+       }},
+      {"--pass-env", "K", "copy K from brig's environment, if set (repeatable)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (!util::IsEnvName(v)) return BadInput("--pass-env", v, "not a variable name");
+         r.pass_env.push_back(v);
+         return {};
+       }},
+      {"--timeout", "DURATION", "kill the sandbox after DURATION (default 30m): exit 124",
+       [](RunRequest& r, const std::string& v) {
+         return SetDuration(r.sandbox.timeout, "--timeout", v);
+       }},
+      {"--grace", "DURATION",
+       "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (default 10s)",
+       [](RunRequest& r, const std::string& v) {
+         return SetDuration(r.sandbox.grace, "--grace", v);
+       }},
+      {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
+       [](RunRequest& r, const std::string& v) { return SetRlimit(r.sandbox.rlimits, v); }},
+      {"--result", "FILE", "write the result as one JSON object to FILE",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--result", v, "empty path");
+         r.sandbox.result_path = v;
+         return {};
+       }},
+      {"--policy-dir", "DIR", "read policies from DIR instead of the installed policies/",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--policy-dir", v, "empty path");
+         r.policy_dir = v;
+         return {};
+       }},
+      {"--help", nullptr, "show this help",
+       [](RunRequest& r, const std::string&) -> Status {
+         r.help = true;
+         return {};
+       }},
+  };
+  return flags;
+}
+
+std::string RandomId() {
+  unsigned char b[6];
+  if (getrandom(b, sizeof b, 0) != sizeof b) {
+    uint64_t t = static_cast<uint64_t>(getpid()) ^ static_cast<uint64_t>(time(nullptr));
+    memcpy(b, &t, sizeof b);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = "brig-";
+  for (unsigned char c : b) {
+    id += kHex[c >> 4];
+    id += kHex[c & 15];
+  }
+  return id;
+}
+
+Status ResolveWorkspace(config::Sandbox& sb) {
+  if (sb.workspace.empty()) return {};
+  struct stat st;
+  if (stat(sb.workspace.c_str(), &st) < 0) {
+    return SysError("--workspace", sb.workspace).WithKind(ErrorKind::kBadInput);
+  }
+  if (!S_ISDIR(st.st_mode)) return BadInput("--workspace", sb.workspace, "not a directory");
+  if (access(sb.workspace.c_str(), R_OK | X_OK) < 0) {
+    return SysError("--workspace", sb.workspace).WithKind(ErrorKind::kBadInput);
+  }
+  // Files the sandbox creates belong to the workspace's owner on the host. Host root is
+  // never mapped, so a root-owned workspace can be read (as an unprivileged id) but not
+  // written.
+  if (st.st_uid == 0 && sb.workspace_mode == config::WorkspaceMode::kReadWrite) {
+    return BadInput("--workspace", sb.workspace,
+                    "owned by root, and brig never maps host root into a sandbox: chown it to "
+                    "an unprivileged user or use --workspace-mode ro");
+  }
+  if (st.st_uid != 0) sb.host_uid = st.st_uid;
+  if (st.st_gid != 0) sb.host_gid = st.st_gid;
+  return {};
+}
+
+Status ResolvePolicy(RunRequest& req) {
+  std::string dir = req.policy_dir;
+  if (dir.empty()) {
+    dir = BRIG_POLICY_DIR;
+    if (access(dir.c_str(), F_OK) < 0) dir = BRIG_SOURCE_POLICY_DIR;
+  }
+  req.sandbox.seccomp_policy = dir + "/seccomp/default.textproto";
+  if (access(req.sandbox.seccomp_policy.c_str(), R_OK) < 0) {
+    return SysError("seccomp policy", req.sandbox.seccomp_policy).WithKind(ErrorKind::kBadInput);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
+  RunRequest req;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;  // the command starts here
+    std::string name = a, value;
+    bool inline_value = false;
+    if (size_t eq = a.find('='); a.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      inline_value = true;
+    }
+    const Flag* flag = nullptr;
+    for (const auto& f : Flags()) {
+      if (name == f.name) flag = &f;
+    }
+    if (!flag) return BadInput("brig run", a, "unknown option (see brig run --help)");
+    if (flag->metavar && !inline_value) {
+      if (i + 1 >= args.size()) return BadInput(flag->name, "", "needs a value");
+      value = args[++i];
+    } else if (!flag->metavar && inline_value) {
+      return BadInput(flag->name, value, "takes no value");
+    }
+    BRIG_TRY(flag->apply(req, value));
+    if (req.help) return req;
+  }
+  req.sandbox.argv.assign(args.begin() + static_cast<ptrdiff_t>(i), args.end());
+  if (req.sandbox.argv.empty() || req.sandbox.argv[0].empty()) {
+    return BadInput("brig run", "", "no command given (brig run [OPTIONS] -- CMD [ARGS...])");
+  }
+  return req;
+}
+
+Status ResolveRun(RunRequest& req, char** host_environ) {
+  config::Sandbox& sb = req.sandbox;
+  if (!sb.rootfs.empty()) {
+    struct stat st;
+    if (stat(sb.rootfs.c_str(), &st) < 0) {
+      return SysError("--rootfs", sb.rootfs).WithKind(ErrorKind::kBadInput);
+    }
+    if (!S_ISDIR(st.st_mode)) return BadInput("--rootfs", sb.rootfs, "not a directory");
+  }
+  BRIG_TRY(ResolveWorkspace(sb));
+  BRIG_TRY(ResolvePolicy(req));
+  // The environment is built from nothing (design.md, Invariant 3).
+  sb.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
+            "LANG=C.UTF-8"};
+  auto set = [&](const std::string& kv) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    for (auto& e : sb.env) {
+      if (e.compare(0, key.size(), key) == 0) {
+        e = kv;
+        return;
+      }
+    }
+    sb.env.push_back(kv);
+  };
+  for (const auto& k : req.pass_env) {
+    for (char** e = host_environ; e && *e; ++e) {
+      std::string_view kv(*e);
+      if (kv.size() > k.size() && kv.compare(0, k.size(), k) == 0 && kv[k.size()] == '=') {
+        set(std::string(kv));
+      }
+    }
+  }
+  for (const auto& kv : req.set_env) set(kv);
+  sb.id = RandomId();
+  return {};
+}
+
+std::string RunUsage() {
+  std::ostringstream out;
+  out << "Usage: brig run [OPTIONS] [--] CMD [ARGS...]\n\n"
+         "Run CMD in a new sandbox: new user, mount, pid, network, ipc, uts and cgroup\n"
+         "namespaces, a read-only root, no capabilities, the default seccomp policy.\n\n"
+         "Options:\n";
+  for (const auto& f : Flags()) {
+    std::string left = std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : "");
+    out << left;
+    if (left.size() < 28) {
+      out << std::string(28 - left.size(), ' ');
+    } else {
+      out << "\n" << std::string(28, ' ');
+    }
+    out << f.help << "\n";
+  }
+  out << "\nExit status: the command's own; 128+N if it died of signal N; 124 on timeout;\n"
+         "125 if brig failed or refused; 126 not executable; 127 not found.\n";
+  return out.str();
+}
+
+}  // namespace brig::cli

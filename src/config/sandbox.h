@@ -1,0 +1,51 @@
+// The fully resolved description of one sandbox: what the CLI (and, later, a profile or an
+// OCI config.json) produces and what the launcher, init and supervisor consume. Plain data;
+// built and validated in the parent before anything is cloned.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace brig::config {
+
+enum class WorkspaceMode { kReadOnly, kReadWrite };
+
+// Inside the sandbox the workload always runs as this uid/gid ("sandbox").
+inline constexpr uid_t kSandboxUid = 1000;
+inline constexpr gid_t kSandboxGid = 1000;
+// Host id used when the workspace owner cannot be (root) or there is no workspace.
+inline constexpr uid_t kOverflowHostId = 65534;
+
+struct Rlimits {
+  uint64_t nofile = 4096;
+  uint64_t nproc = 4096;
+  uint64_t core = 0;
+};
+
+struct Sandbox {
+  std::string id;                 // "brig-" + 12 hex digits
+  std::vector<std::string> argv;  // the command, argv[0] resolved inside the sandbox
+  std::vector<std::string> env;   // "K=V", built from nothing (design.md, Invariant 3)
+
+  std::string rootfs;  // empty: the host-derived read-only root
+  std::string workspace;
+  WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
+  uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
+
+  std::chrono::milliseconds timeout{30 * 60 * 1000};
+  std::chrono::milliseconds grace{10 * 1000};
+  Rlimits rlimits;
+
+  std::string seccomp_policy;  // path of the compiled policy, for messages
+  std::string result_path;
+
+  // Host ids the sandbox uid/gid map to: the workspace's owner, never 0.
+  uid_t host_uid = kOverflowHostId;
+  gid_t host_gid = kOverflowHostId;
+};
+
+}  // namespace brig::config

@@ -1,0 +1,258 @@
+// brig init, pid 1 inside the sandbox. Everything here runs in the cloned child: errors go
+// back to the supervisor over the sync socket and end in _exit, never in a return to main.
+#include "container/init.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "container/sync.h"
+#include "fs/rootfs.h"
+#include "net/loopback.h"
+#include "security/caps.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+
+namespace brig::container {
+namespace {
+
+char* g_args_begin = nullptr;
+char* g_args_end = nullptr;
+
+// Signals init forwards to the workload. SIGCHLD is init's own.
+constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
+                              SIGCONT, SIGALRM};
+
+[[noreturn]] void Die(int sync_fd, Error e) {
+  (void)SendError(sync_fd, e);
+  switch (e.kind) {
+    case ErrorKind::kNotFound: _exit(127);
+    case ErrorKind::kNotExecutable: _exit(126);
+    default: _exit(125);
+  }
+}
+
+void ScrubProcessArgs() {
+  if (g_args_begin == nullptr) return;
+  memset(g_args_begin, 0, static_cast<size_t>(g_args_end - g_args_begin));
+  strncpy(g_args_begin, "brig-init", static_cast<size_t>(g_args_end - g_args_begin) - 1);
+}
+
+Status BecomeSandboxUser() {
+  // Host root's supplementary groups (gid 0 among them) must not follow into the sandbox.
+  if (setgroups(0, nullptr) < 0) return SysError("setgroups");
+  if (setresgid(config::kSandboxGid, config::kSandboxGid, config::kSandboxGid) < 0) {
+    return SysError("setresgid", std::to_string(config::kSandboxGid));
+  }
+  // Inside uid 0 is unmapped, so this keeps the capabilities init holds in its user
+  // namespace (commoncap's setuid fixup only drops them when leaving the ns's root).
+  if (setresuid(config::kSandboxUid, config::kSandboxUid, config::kSandboxUid) < 0) {
+    return SysError("setresuid", std::to_string(config::kSandboxUid));
+  }
+  return {};
+}
+
+std::string EnvValue(const std::vector<std::string>& env, const std::string& key) {
+  for (const auto& kv : env) {
+    if (kv.compare(0, key.size() + 1, key + "=") == 0) return kv.substr(key.size() + 1);
+  }
+  return {};
+}
+
+// Resolves argv[0] inside the new root, as execvp would, so 126/127 are known before Ready.
+Result<std::string> ResolveCommand(const config::Sandbox& sb) {
+  const std::string& cmd = sb.argv[0];
+  auto check = [](const std::string& path) -> Result<std::string> {
+    struct stat st;
+    if (stat(path.c_str(), &st) < 0) {
+      return SysError("command", path).WithKind(errno == ENOENT || errno == ENOTDIR
+                                                    ? ErrorKind::kNotFound
+                                                    : ErrorKind::kNotExecutable);
+    }
+    if (S_ISDIR(st.st_mode)) {
+      errno = EISDIR;
+      return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
+    }
+    if (access(path.c_str(), X_OK) < 0) {
+      return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
+    }
+    return path;
+  };
+  if (cmd.find('/') != std::string::npos) return check(cmd);
+  std::string path = EnvValue(sb.env, "PATH");
+  Error last = Fail("command", cmd, "not found in PATH", ErrorKind::kNotFound);
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    auto r = check(dir + "/" + cmd);
+    if (r) return r;
+    // Like execvp: a candidate that exists but cannot run is remembered, not final.
+    if (r.error().kind == ErrorKind::kNotExecutable) last = Error(r.error());
+    start = end + 1;
+  }
+  if (last.kind == ErrorKind::kNotExecutable) last.subject = cmd;
+  return last;
+}
+
+struct Workload {
+  pid_t pid;
+};
+
+// In the forked workload: a new session, default signals, only fds 0-2, seccomp, execve.
+[[noreturn]] void ExecWorkload(const InitArgs& a, const std::string& path, int err_fd,
+                               char* const* argv, char* const* envp) {
+  if (setsid() < 0) {
+    int e = errno;
+    (void)!write(err_fd, &e, sizeof e);
+    _exit(125);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  (void)sys::CloseRangeCloexec(3);
+  if (chdir("/workspace") < 0) {
+    int e = errno;
+    (void)!write(err_fd, &e, sizeof e);
+    _exit(125);
+  }
+  // Seccomp last: nothing brig does after this needs more than execve.
+  if (!security::LoadSeccomp(*a.seccomp)) {
+    int e = -errno;
+    (void)!write(err_fd, &e, sizeof e);
+    _exit(125);
+  }
+  execve(path.c_str(), argv, envp);
+  int e = errno;
+  (void)!write(err_fd, &e, sizeof e);
+  _exit(e == ENOENT ? 127 : 126);
+}
+
+// Forks the workload and waits until its execve succeeded (the error pipe closes) or failed.
+Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
+  std::vector<char*> argv, envp;
+  for (const auto& s : a.sandbox->argv) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& s : a.sandbox->env) envp.push_back(const_cast<char*>(s.c_str()));
+  envp.push_back(nullptr);
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
+  sys::UniqueFd rd(p[0]), wr(p[1]);
+  pid_t pid = fork();
+  if (pid < 0) return SysError("fork", "workload");
+  if (pid == 0) ExecWorkload(a, path, wr.get(), argv.data(), envp.data());
+  wr.Reset();
+  int e = 0;
+  ssize_t n;
+  do {
+    n = read(rd.get(), &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  if (n == sizeof e) {
+    // The workload failed before or at execve; reap it so its status is not reported too.
+    waitpid(pid, nullptr, 0);
+    if (e < 0) {
+      errno = -e;
+      return SysError("seccomp", "load filter");
+    }
+    errno = e;
+    return SysError("execve", a.sandbox->argv[0])
+        .WithKind(e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable);
+  }
+  return Workload{pid};
+}
+
+// Pid 1's loop: reap every child, forward signals to the workload (or, once it is gone, to
+// every process left), report the workload's status, exit when nothing is left.
+[[noreturn]] void Supervise(int sync_fd, int sigfd, pid_t workload) {
+  int workload_status = 0;
+  bool workload_alive = true;
+  for (;;) {
+    struct signalfd_siginfo si;
+    ssize_t n = read(sigfd, &si, sizeof si);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != sizeof si) _exit(125);
+    if (si.ssi_signo != SIGCHLD) {
+      kill(workload_alive ? workload : -1, static_cast<int>(si.ssi_signo));
+      continue;
+    }
+    for (;;) {
+      int status;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid == 0) break;
+      if (pid < 0) {
+        // ECHILD: the phase is over. The exit status mirrors the workload's for callers
+        // that only see init; the supervisor already has the precise status.
+        if (WIFSIGNALED(workload_status)) _exit(128 + WTERMSIG(workload_status));
+        _exit(WEXITSTATUS(workload_status));
+      }
+      if (pid == workload) {
+        workload_alive = false;
+        workload_status = status;
+        (void)SendMessage(sync_fd, Msg::kWorkloadExit, status);
+      }
+    }
+  }
+}
+
+Status Setup(const InitArgs& a) {
+  // Dies with the supervisor. If it already died, the next sync read sees EOF.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
+  (void)prctl(PR_SET_NAME, "brig-init", 0, 0, 0);
+  ScrubProcessArgs();
+  BRIG_TRY(SendMessage(a.sync_fd, Msg::kNeedIdMap));
+  Message m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for id map");
+  if (m.type != Msg::kIdMapDone) return Fail("sync", std::string(MsgName(m.type)), "unexpected");
+  BRIG_TRY_CTX(BecomeSandboxUser(), "user");
+  BRIG_TRY_CTX(net::BringUpLoopback(), "network");
+  BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
+  if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
+  BRIG_TRY_CTX(security::ApplyRlimits(a.sandbox->rlimits), "rlimits");
+  BRIG_TRY_CTX(security::DropPrivileges(), "privileges");
+  return {};
+}
+
+}  // namespace
+
+void RecordProcessArgs(int argc, char** argv) {
+  if (argc < 1) return;
+  g_args_begin = argv[0];
+  char* end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+  for (char** e = environ; e && *e; ++e) {
+    if (*e == end) end = *e + strlen(*e) + 1;
+  }
+  g_args_end = end;
+}
+
+void InitMain(const InitArgs& a) {
+  int fd = a.sync_fd;
+  if (auto s = Setup(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
+  auto path = ResolveCommand(*a.sandbox);
+  if (!path) Die(fd, std::move(path).error());
+
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  for (int s : kForwarded) sigaddset(&mask, s);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  if (sigfd < 0) Die(fd, SysError("signalfd").Wrap("container init"));
+
+  if (auto s = SendMessage(fd, Msg::kReady); !s) _exit(125);
+  auto m = RecvMessage(fd, -1);
+  if (!m || m->type != Msg::kStart) _exit(125);
+  auto w = StartWorkload(a, *path);
+  if (!w) Die(fd, std::move(w).error());
+  Supervise(fd, sigfd, w->pid);
+}
+
+}  // namespace brig::container

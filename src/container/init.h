@@ -1,0 +1,25 @@
+// brig init: the child half of `brig run`. Pid 1 of the sandbox. Sets the sandbox up in the
+// order sync.h draws, forks the workload, then reaps, forwards signals and reports the
+// workload's exit. Never returns.
+#pragma once
+
+#include "config/sandbox.h"
+#include "fs/mount_plan.h"
+#include "security/seccomp.h"
+
+namespace brig::container {
+
+struct InitArgs {
+  const config::Sandbox* sandbox;
+  fs::MountPlan* plan;
+  const security::SeccompProgram* seccomp;
+  int sync_fd;
+};
+
+[[noreturn]] void InitMain(const InitArgs& args);
+
+// Hides the supervisor's command line and environment from /proc/1 inside (they are
+// inherited memory): main() records where they are, init overwrites them.
+void RecordProcessArgs(int argc, char** argv);
+
+}  // namespace brig::container

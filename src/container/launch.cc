@@ -1,0 +1,154 @@
+// Parent side of `brig run`. Everything that can be refused is checked before clone3; after
+// it, every path ends in reaping brig init, so no process of the sandbox survives brig.
+#include "container/launch.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "container/init.h"
+#include "container/sync.h"
+#include "fs/mount_plan.h"
+#include "security/seccomp.h"
+#include "supervise/loop.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+
+namespace brig::container {
+namespace {
+
+constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                 CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+// How long brig waits for each setup step of init before giving up.
+constexpr int kSetupStepTimeoutMs = 30000;
+
+Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
+  std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysError("open", path);
+  if (write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+    return SysError("write", path);
+  }
+  return {};
+}
+
+// Maps the sandbox user to the workspace owner. One id each, never host 0.
+Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
+  if (sb.host_uid == 0 || sb.host_gid == 0) {
+    return Fail("id map", "", "refusing to map host root", ErrorKind::kInternal);
+  }
+  BRIG_TRY(WriteProcFile(pid, "uid_map",
+                         std::to_string(config::kSandboxUid) + " " + std::to_string(sb.host_uid) +
+                             " 1\n"));
+  return WriteProcFile(pid, "gid_map",
+                       std::to_string(config::kSandboxGid) + " " + std::to_string(sb.host_gid) +
+                           " 1\n");
+}
+
+// Kills and reaps init after a failure in the parent half of the handshake.
+void Abort(int pidfd) {
+  (void)sys::PidfdSendSignal(pidfd, SIGKILL);
+  siginfo_t si;
+  (void)syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, nullptr);
+}
+
+// The handshake up to Ready (sync.h). Returns an Error reported by init, if any.
+Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::Sandbox& sb,
+                                       SyncSequence& seq) {
+  for (;;) {
+    Message m = BRIG_TRY_CTX(RecvMessage(sync_fd, kSetupStepTimeoutMs), "brig init");
+    BRIG_TRY(seq.Accept(m.type));
+    switch (m.type) {
+      case Msg::kNeedIdMap:
+        BRIG_TRY(WriteIdMaps(pid, sb));
+        BRIG_TRY(SendMessage(sync_fd, Msg::kIdMapDone));
+        break;
+      case Msg::kReady:
+        return std::optional<Error>();
+      case Msg::kError:
+        return std::optional<Error>(DecodeError(m));
+      default:
+        return Fail("sync", std::string(MsgName(m.type)), "unexpected", ErrorKind::kInternal);
+    }
+  }
+}
+
+}  // namespace
+
+Result<Outcome> Run(const config::Sandbox& sb) {
+  auto started = std::chrono::steady_clock::now();
+  // Everything that can be refused is refused here, before any process exists.
+  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb), "filesystem");
+  auto policy = BRIG_TRY(security::LoadSeccompPolicyFile(sb.seccomp_policy));
+  security::SeccompProgram seccomp =
+      BRIG_TRY_CTX(security::CompileSeccomp(policy), "seccomp policy " + sb.seccomp_policy);
+
+  // Signals for the supervisor arrive through a signalfd; blocking them before clone also
+  // keeps a signal from interrupting clone3 (nsjail #168).
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
+  if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return SysError("sigprocmask");
+  sys::UniqueFd sigfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) return SysError("signalfd");
+
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+    return SysError("socketpair");
+  }
+  sys::UniqueFd parent_end(sp[0]), child_end(sp[1]);
+
+  int pidfd_raw = -1;
+  sys::CloneArgs ca;
+  ca.flags = kNamespaces | CLONE_PIDFD;
+  ca.pidfd = &pidfd_raw;
+  ca.exit_signal = SIGCHLD;
+  pid_t pid = BRIG_TRY(sys::Clone3(ca));
+  if (pid == 0) {
+    parent_end.Reset();
+    InitMain(InitArgs{&sb, &plan, &seccomp, child_end.get()});
+  }
+  sys::UniqueFd pidfd(pidfd_raw);
+  child_end.Reset();
+  plan.steps.clear();  // the detached trees now live on only in the child
+
+  SyncSequence seq;
+  Outcome out;
+  auto hs = Handshake(parent_end.get(), pid, sb, seq);
+  if (!hs || hs->has_value()) {
+    // Init failed (and said why) or went silent; either way it ends here.
+    Abort(pidfd.get());
+    if (!hs) return std::move(hs).error();
+    out.error = std::move(**hs);
+    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    return out;
+  }
+  if (auto s = SendMessage(parent_end.get(), Msg::kStart); !s) {
+    Abort(pidfd.get());
+    return std::move(s).error();
+  }
+
+  supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
+                          sb.grace, &seq};
+  auto lo = supervise::Supervise(in);
+  if (!lo) {
+    Abort(pidfd.get());
+    return std::move(lo).error();
+  }
+  out.workload_status = lo->workload_status;
+  out.error = std::move(lo->error);
+  out.timed_out = lo->timed_out;
+  out.killed_for_signal = lo->killed_for_signal;
+  out.usage = lo->usage;
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  return out;
+}
+
+}  // namespace brig::container

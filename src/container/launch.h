@@ -1,0 +1,29 @@
+// The parent half of `brig run`: prepares everything that can fail before any process
+// exists (mount plan, seccomp program), clones brig init into new namespaces, drives the
+// sync protocol and supervises the sandbox to its end.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <optional>
+
+#include "brig/result.h"
+#include "config/sandbox.h"
+
+namespace brig::container {
+
+struct Outcome {
+  std::optional<int> workload_status;  // wait status of the workload, if it ran and exited
+  std::optional<Error> error;          // setup or exec failure reported by init
+  bool timed_out = false;
+  int killed_for_signal = 0;  // brig received this signal and killed the sandbox after grace
+  struct rusage usage {};
+  std::chrono::milliseconds duration{0};
+};
+
+// Runs one sandbox to completion. An Error return means nothing ran (exit 125); failures
+// after the clone are reported inside the Outcome.
+Result<Outcome> Run(const config::Sandbox& sb);
+
+}  // namespace brig::container

@@ -1,0 +1,149 @@
+// Wire format of the parent/child protocol and the parent's order check.
+#include "container/sync.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstring>
+
+namespace brig::container {
+namespace {
+
+struct Header {
+  uint32_t type;
+  int32_t err;
+  uint32_t len;
+};
+
+}  // namespace
+
+std::string_view MsgName(Msg m) {
+  switch (m) {
+    case Msg::kNeedIdMap: return "NeedIdMap";
+    case Msg::kIdMapDone: return "IdMapDone";
+    case Msg::kReady: return "Ready";
+    case Msg::kStart: return "Start";
+    case Msg::kWorkloadExit: return "WorkloadExit";
+    case Msg::kError: return "Error";
+  }
+  return "unknown";
+}
+
+Status SendMessage(int fd, Msg type, int32_t err, std::string_view payload) {
+  if (payload.size() > kMaxPayload) payload = payload.substr(0, kMaxPayload);
+  Header h{static_cast<uint32_t>(type), err, static_cast<uint32_t>(payload.size())};
+  struct iovec iov[2] = {{&h, sizeof h}, {const_cast<char*>(payload.data()), payload.size()}};
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = iov;
+  mh.msg_iovlen = payload.empty() ? 1 : 2;
+  ssize_t n;
+  do {
+    n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return SysError("sync send", std::string(MsgName(type)));
+  return {};
+}
+
+Result<Message> RecvMessage(int fd, int timeout_ms) {
+  struct pollfd p = {fd, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, timeout_ms);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) return SysError("sync poll");
+  if (rc == 0) return Fail("sync", "", "timed out waiting for brig init");
+  char buf[sizeof(Header) + kMaxPayload];
+  ssize_t n;
+  do {
+    n = recv(fd, buf, sizeof buf, MSG_TRUNC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return SysError("sync recv");
+  if (n == 0) return Fail("sync", "", "peer closed");
+  if (static_cast<size_t>(n) < sizeof(Header) || static_cast<size_t>(n) > sizeof buf) {
+    return Fail("sync", "", "malformed packet of " + std::to_string(n) + " bytes");
+  }
+  Header h;
+  memcpy(&h, buf, sizeof h);
+  if (h.len != static_cast<size_t>(n) - sizeof h || h.type < 1 ||
+      h.type > static_cast<uint32_t>(Msg::kError)) {
+    return Fail("sync", "", "malformed packet");
+  }
+  Message m;
+  m.type = static_cast<Msg>(h.type);
+  m.err = h.err;
+  m.payload.assign(buf + sizeof h, h.len);
+  return m;
+}
+
+Status SendError(int fd, const Error& e) {
+  // No allocation: init may be anywhere in its setup when it fails.
+  char buf[kMaxPayload];
+  size_t off = 0;
+  auto put = [&](std::string_view s) {
+    size_t n = std::min(s.size(), sizeof buf - off - 1);
+    memcpy(buf + off, s.data(), n);
+    off += n;
+    buf[off++] = '\0';
+  };
+  char kind = static_cast<char>('0' + static_cast<int>(e.kind));
+  put(std::string_view(&kind, 1));
+  put(e.op);
+  put(e.subject);
+  if (off < sizeof buf) put(e.detail);
+  return SendMessage(fd, Msg::kError, e.err, std::string_view(buf, off));
+}
+
+Error DecodeError(const Message& m) {
+  Error e;
+  e.err = m.err;
+  std::string_view rest = m.payload;
+  std::string_view parts[4];
+  for (auto& part : parts) {
+    size_t z = rest.find('\0');
+    part = rest.substr(0, z);
+    rest = z == std::string_view::npos ? std::string_view() : rest.substr(z + 1);
+  }
+  int kind = parts[0].empty() ? -1 : parts[0][0] - '0';
+  e.kind = kind >= 0 && kind <= static_cast<int>(ErrorKind::kInternal)
+               ? static_cast<ErrorKind>(kind)
+               : ErrorKind::kInternal;
+  e.op = parts[1].empty() ? "brig init" : std::string(parts[1]);
+  e.subject = parts[2];
+  e.detail = parts[3];
+  return e;
+}
+
+Status SyncSequence::Accept(Msg m) {
+  State next = state_;
+  bool ok = false;
+  switch (m) {
+    case Msg::kNeedIdMap:
+      ok = state_ == State::kStarted;
+      next = State::kMapping;
+      break;
+    case Msg::kReady:
+      ok = state_ == State::kMapping;
+      next = State::kReady;
+      break;
+    case Msg::kWorkloadExit:
+      ok = state_ == State::kReady;
+      next = State::kExited;
+      break;
+    case Msg::kError:
+      ok = state_ != State::kExited && state_ != State::kFailed;
+      next = State::kFailed;
+      break;
+    default:
+      ok = false;
+  }
+  if (!ok) {
+    state_ = State::kFailed;
+    return Fail("sync", std::string(MsgName(m)), "message out of order", ErrorKind::kInternal);
+  }
+  state_ = next;
+  return {};
+}
+
+}  // namespace brig::container

@@ -1,0 +1,70 @@
+// The parent/child protocol over a SOCK_SEQPACKET socketpair (design.md, Process model).
+// Every message is one packet: a fixed header and at most kMaxPayload bytes.
+//
+//   supervisor (launch.cc)                         brig init (init.cc), pid 1 inside
+//   socketpair(SEQPACKET|CLOEXEC), compile seccomp, block signals
+//   clone3(CLONE_NEW*|CLONE_PIDFD) ───────────────▶ PDEATHSIG; close the parent end
+//                          ◀── kNeedIdMap
+//   write uid_map, gid_map ─── kIdMapDone ──▶
+//                                                   setgroups/setresgid/setresuid, lo up,
+//                                                   mounts, pivot_root, hostname, rlimits,
+//                                                   caps dropped, no_new_privs, resolve CMD
+//                          ◀── kReady
+//   (run: at once)         ─── kStart ──▶
+//                                                   fork the workload: setsid, seccomp LAST,
+//                                                   execve; init reaps and forwards signals
+//                          ◀── kWorkloadExit {err = wait status}
+//                                                   init exits when no process is left
+//   any failure:           ◀── kError {err = errno, payload = kind, step, subject}
+//                                                   then init _exits
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "brig/result.h"
+
+namespace brig::container {
+
+enum class Msg : uint32_t {
+  kNeedIdMap = 1,
+  kIdMapDone = 2,
+  kReady = 3,
+  kStart = 4,
+  kWorkloadExit = 5,
+  kError = 6,
+};
+
+std::string_view MsgName(Msg m);
+
+inline constexpr size_t kMaxPayload = 4096;
+
+struct Message {
+  Msg type{};
+  int32_t err = 0;
+  std::string payload;
+};
+
+// Both are async-signal-safe on the sending side (no allocation) so init may use them.
+Status SendMessage(int fd, Msg type, int32_t err = 0, std::string_view payload = {});
+// Waits at most timeout_ms (-1: forever). EOF is an error whose op is "sync" and detail
+// "peer closed".
+Result<Message> RecvMessage(int fd, int timeout_ms);
+
+// Error <-> kError packet. The payload is "<kind>\0<op>\0<subject>\0<detail>".
+Status SendError(int fd, const Error& e);
+Error DecodeError(const Message& m);
+
+// The order in which the parent accepts messages from init (youki's InitPhase check).
+class SyncSequence {
+ public:
+  Status Accept(Msg m);
+  bool ready() const { return state_ >= State::kReady; }
+
+ private:
+  enum class State { kStarted, kMapping, kReady, kExited, kFailed };
+  State state_ = State::kStarted;
+};
+
+}  // namespace brig::container

@@ -1,0 +1,258 @@
+// Parent side of the filesystem: which host pieces become the sandbox's root, and how.
+#include "fs/mount_plan.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "sys/syscalls.h"
+
+namespace brig::fs {
+
+const char* const kMaskedPaths[] = {
+    "proc/acpi",           "proc/asound",      "proc/kcore",        "proc/keys",
+    "proc/latency_stats",  "proc/timer_list",  "proc/timer_stats",  "proc/sched_debug",
+    "proc/scsi",           nullptr};
+const char* const kReadOnlyPaths[] = {"proc/bus", "proc/fs",            "proc/irq",
+                                      "proc/sys", "proc/sysrq-trigger", nullptr};
+
+namespace {
+
+constexpr uint64_t kRoBind = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+// Host-derived root: only these top-level entries of the host's / (design.md, Filesystem).
+const char* const kHostRootEntries[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+// And only these of the host's /etc: what dynamic linking, TLS, name lookup and Debian's
+// alternatives need. Never shadow, sudoers, ssh keys, or tool configs that may hold tokens.
+const char* const kHostEtcEntries[] = {
+    "alternatives",   "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "os-release",
+    "protocols",      "services",    "ssl/certs",  "ssl/openssl.cnf", "ca-certificates.conf",
+    "mime.types"};
+// Entries of a --rootfs directory that brig provides itself.
+const char* const kReservedRootEntries[] = {"proc", "dev", "sys", "tmp", "workspace"};
+// Device nodes bound from the host's /dev, checked to be the expected character devices.
+struct DevNode {
+  const char* name;
+  unsigned major, minor;
+};
+const DevNode kDevNodes[] = {{"null", 1, 3},    {"zero", 1, 5}, {"full", 1, 7},
+                             {"random", 1, 8},  {"urandom", 1, 9}, {"tty", 5, 0}};
+
+Step Make(StepKind kind, std::string dest) {
+  Step s;
+  s.kind = kind;
+  s.dest = std::move(dest);
+  return s;
+}
+
+// Clones the host tree at dirfd/name (recursively) and sets attrs on the whole clone.
+Result<sys::UniqueFd> CloneTree(int dirfd, const std::string& name, uint64_t set, uint64_t clr,
+                                const std::string& subject) {
+  unsigned flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW;
+  if (name.empty()) flags |= AT_EMPTY_PATH;
+  auto tree = sys::OpenTree(dirfd, name, flags);
+  if (!tree) {
+    Error e = std::move(tree).error();
+    e.subject = subject;
+    return e;
+  }
+  BRIG_TRY(sys::MountSetattr(tree->get(), "", AT_EMPTY_PATH | AT_RECURSIVE, set, clr, subject));
+  return std::move(*tree);
+}
+
+// Replicates one host entry (dirfd/rel) at dest: a symlink as a symlink, a directory or a
+// regular file as a read-only bind. Other types and missing entries are skipped.
+Status AddHostEntry(MountPlan& plan, int dirfd, const std::string& rel, const std::string& dest,
+                    const std::string& host_path) {
+  struct stat st;
+  if (fstatat(dirfd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return {};
+    return SysError("stat", host_path);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    char target[4096];
+    ssize_t n = readlinkat(dirfd, rel.c_str(), target, sizeof target - 1);
+    if (n < 0) return SysError("readlink", host_path);
+    Step s = Make(StepKind::kSymlink, dest);
+    s.data.assign(target, static_cast<size_t>(n));
+    plan.steps.push_back(std::move(s));
+  } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+    Step s = Make(StepKind::kBind, dest);
+    s.is_dir = S_ISDIR(st.st_mode);
+    s.tree = BRIG_TRY(CloneTree(dirfd, rel, kRoBind, 0, host_path));
+    plan.steps.push_back(std::move(s));
+  }
+  return {};
+}
+
+std::string Passwd() {
+  return "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+         "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
+         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+}
+
+Status AddHostRoot(MountPlan& plan) {
+  sys::UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return SysError("open", "/");
+  for (const char* e : kHostRootEntries) {
+    BRIG_TRY(AddHostEntry(plan, root.get(), e, e, std::string("/") + e));
+  }
+  // A synthesised /etc: our own identity files, then a few read-only host entries.
+  plan.steps.push_back(Make(StepKind::kDir, "etc"));
+  plan.steps.push_back(Make(StepKind::kDir, "etc/ssl"));
+  auto file = [&](const char* dest, std::string data) {
+    Step s = Make(StepKind::kFile, dest);
+    s.data = std::move(data);
+    plan.steps.push_back(std::move(s));
+  };
+  file("etc/passwd", Passwd());
+  file("etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n");
+  file("etc/hostname", "sandbox\n");
+  file("etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                    "127.0.1.1\tsandbox\n");
+  file("etc/resolv.conf", "# brig: network posture none, there is no resolver\n");
+  file("etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+                            "networks: files\nprotocols: files\nservices: files\n");
+  sys::UniqueFd etc(open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!etc) return SysError("open", "/etc");
+  for (const char* e : kHostEtcEntries) {
+    BRIG_TRY(AddHostEntry(plan, etc.get(), e, std::string("etc/") + e, std::string("/etc/") + e));
+  }
+  return {};
+}
+
+Status AddRootfs(MountPlan& plan, const std::string& rootfs) {
+  sys::UniqueFd dir(open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysError("open", rootfs).WithKind(ErrorKind::kBadInput);
+  DIR* d = fdopendir(fcntl(dir.get(), F_DUPFD_CLOEXEC, 3));
+  if (!d) return SysError("opendir", rootfs);
+  std::vector<std::string> names;
+  while (struct dirent* de = readdir(d)) {
+    std::string n = de->d_name;
+    if (n == "." || n == "..") continue;
+    if (std::any_of(std::begin(kReservedRootEntries), std::end(kReservedRootEntries),
+                    [&](const char* r) { return n == r; })) {
+      continue;
+    }
+    names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) BRIG_TRY(AddHostEntry(plan, dir.get(), n, n, rootfs + "/" + n));
+  return {};
+}
+
+Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb) {
+  if (sb.workspace.empty()) {
+    plan.steps.push_back(Make(StepKind::kDir, "workspace"));
+    return {};
+  }
+  uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  uint64_t clr = 0;
+  if (sb.workspace_mode == config::WorkspaceMode::kReadOnly) {
+    set |= MOUNT_ATTR_RDONLY;
+  } else {
+    clr |= MOUNT_ATTR_RDONLY;
+  }
+  Step s = Make(StepKind::kBind, "workspace");
+  s.tree = BRIG_TRY(CloneTree(AT_FDCWD, sb.workspace, set, clr, sb.workspace));
+  plan.steps.push_back(std::move(s));
+  return {};
+}
+
+Status AddDev(MountPlan& plan, const config::Sandbox& sb) {
+  Step dev = Make(StepKind::kTmpfs, "dev");
+  dev.size = 64 * 1024;
+  dev.mode = 0755;
+  dev.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+  plan.steps.push_back(std::move(dev));
+  sys::UniqueFd host_dev(open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_dev) return SysError("open", "/dev");
+  for (const auto& n : kDevNodes) {
+    std::string host = std::string("/dev/") + n.name;
+    struct stat st;
+    if (fstatat(host_dev.get(), n.name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      return SysError("stat", host);
+    }
+    if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != n.major || minor(st.st_rdev) != n.minor) {
+      return Fail("check device", host, "not the expected character device");
+    }
+    Step s = Make(StepKind::kBind, std::string("dev/") + n.name);
+    s.is_dir = false;
+    s.tree = BRIG_TRY(CloneTree(host_dev.get(), n.name, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                                MOUNT_ATTR_NODEV, host));
+    plan.steps.push_back(std::move(s));
+  }
+  plan.steps.push_back(Make(StepKind::kDevpts, "dev/pts"));
+  Step ptmx = Make(StepKind::kSymlink, "dev/ptmx");
+  ptmx.data = "pts/ptmx";
+  plan.steps.push_back(std::move(ptmx));
+  Step shm = Make(StepKind::kTmpfs, "dev/shm");
+  shm.size = sb.tmp_size;
+  shm.mode = 01777;
+  shm.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+  plan.steps.push_back(std::move(shm));
+  const std::pair<const char*, const char*> links[] = {{"dev/fd", "/proc/self/fd"},
+                                                       {"dev/stdin", "/proc/self/fd/0"},
+                                                       {"dev/stdout", "/proc/self/fd/1"},
+                                                       {"dev/stderr", "/proc/self/fd/2"}};
+  for (const auto& [dest, target] : links) {
+    Step s = Make(StepKind::kSymlink, dest);
+    s.data = target;
+    plan.steps.push_back(std::move(s));
+  }
+  plan.steps.push_back(Make(StepKind::kSealRoRecursive, "dev"));
+  return {};
+}
+
+void AddProc(MountPlan& plan) {
+  plan.steps.push_back(Make(StepKind::kProc, "proc"));
+  for (const char* const* p = kMaskedPaths; *p; ++p) {
+    plan.steps.push_back(Make(StepKind::kMask, *p));
+  }
+  for (const char* const* p = kReadOnlyPaths; *p; ++p) {
+    plan.steps.push_back(Make(StepKind::kReadOnly, *p));
+  }
+}
+
+}  // namespace
+
+Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
+  MountPlan plan;
+  if (sb.rootfs.empty()) {
+    BRIG_TRY(AddHostRoot(plan));
+  } else {
+    BRIG_TRY(AddRootfs(plan, sb.rootfs));
+  }
+  BRIG_TRY(AddWorkspace(plan, sb));
+  Step tmp = Make(StepKind::kTmpfs, "tmp");
+  tmp.size = sb.tmp_size;
+  tmp.mode = 01777;
+  tmp.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  plan.steps.push_back(std::move(tmp));
+  BRIG_TRY(AddDev(plan, sb));
+  AddProc(plan);
+  return plan;
+}
+
+std::string MountPlan::Describe() const {
+  static const char* const kNames[] = {"dir",     "symlink",  "file",     "bind",
+                                       "tmpfs",   "proc",     "devpts",   "mask",
+                                       "readonly", "seal-ro"};
+  std::ostringstream out;
+  for (const auto& s : steps) {
+    out << kNames[static_cast<int>(s.kind)] << " /" << s.dest;
+    if (s.kind == StepKind::kSymlink) out << " -> " << s.data;
+    if (s.kind == StepKind::kBind) out << (s.is_dir ? " (dir)" : " (file)");
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace brig::fs

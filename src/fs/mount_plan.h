@@ -1,0 +1,55 @@
+// The sandbox's filesystem as an ordered list of steps (the mount plan). The parent builds
+// it: it clones every host source (root directories, /etc entries, the workspace, device
+// nodes) into detached mount trees with open_tree(OPEN_TREE_CLONE) and sets their
+// attributes, so the child never resolves a host path. The child only creates directories,
+// files and new filesystems in its own tmpfs and attaches trees by fd (rootfs.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+#include "config/sandbox.h"
+#include "sys/fd.h"
+
+namespace brig::fs {
+
+enum class StepKind {
+  kDir,        // mkdir dest
+  kSymlink,    // symlink data -> dest
+  kFile,       // create dest with contents data
+  kBind,       // attach tree at dest (a directory, or a file when is_dir is false)
+  kTmpfs,      // new tmpfs at dest: size, mode, attrs
+  kProc,       // new procfs at dest
+  kDevpts,     // new devpts instance at dest
+  kMask,       // OCI masked path, if it exists: dev/null over a file, an empty
+               // read-only tmpfs over a directory
+  kReadOnly,   // re-attach dest onto itself read-only, recursively (OCI readonly path)
+  kSealRoRecursive,  // make the mount at dest read-only (used for /dev after population)
+};
+
+struct Step {
+  StepKind kind;
+  std::string dest;  // relative to the new root, no leading slash
+  std::string data;  // symlink target or file contents
+  sys::UniqueFd tree;
+  bool is_dir = true;
+  uint64_t size = 0;
+  uint32_t mode = 0755;
+  uint64_t attrs = 0;  // MOUNT_ATTR_* for new filesystems
+};
+
+struct MountPlan {
+  std::vector<Step> steps;
+  std::string Describe() const;  // one line a step, for tests and debugging
+};
+
+// Parent side: builds the plan for `sb`, cloning host sources. Errors name the path.
+Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb);
+
+// OCI runtime-spec defaults (runc's example spec) for /proc.
+extern const char* const kMaskedPaths[];
+extern const char* const kReadOnlyPaths[];
+
+}  // namespace brig::fs

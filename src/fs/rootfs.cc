@@ -1,0 +1,167 @@
+// Builds the sandbox root from a MountPlan. Every target is created by brig inside its own
+// fresh tmpfs (never a path the workload or a workspace controls) and mounted by fd.
+#include "fs/rootfs.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sys/syscalls.h"
+
+namespace brig::fs {
+namespace {
+
+constexpr uint64_t kRootTmpfsSize = 1 << 20;
+
+Result<sys::UniqueFd> NewFs(const char* type, const std::vector<std::pair<std::string, std::string>>& opts,
+                            uint64_t attrs, const std::string& dest) {
+  sys::UniqueFd fs = BRIG_TRY_CTX(sys::FsOpen(type), dest);
+  for (const auto& [k, v] : opts) BRIG_TRY_CTX(sys::FsConfigString(fs.get(), k, v), dest);
+  BRIG_TRY_CTX(sys::FsConfigCreate(fs.get(), type), dest);
+  return sys::FsMount(fs.get(), attrs, dest);
+}
+
+std::string Octal(uint32_t mode) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%o", mode);
+  return buf;
+}
+
+Status Attach(const sys::UniqueFd& tree, int root, const std::string& dest) {
+  return sys::MoveMount(tree.get(), "", root, dest, MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+// Creates an empty mount point for a file at dest.
+Status MakeFileTarget(int root, const std::string& dest) {
+  sys::UniqueFd f(openat(root, dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                         0644));
+  if (!f) return SysError("create", "/" + dest);
+  return {};
+}
+
+Status MakeDir(int root, const std::string& dest, mode_t mode) {
+  if (mkdirat(root, dest.c_str(), mode) < 0 && errno != EEXIST) return SysError("mkdir", "/" + dest);
+  return {};
+}
+
+Status WriteFile(int root, const Step& s) {
+  sys::UniqueFd f(openat(root, s.dest.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!f) return SysError("create", "/" + s.dest);
+  size_t off = 0;
+  while (off < s.data.size()) {
+    ssize_t n = write(f.get(), s.data.data() + off, s.data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysError("write", "/" + s.dest);
+    off += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+// OCI masked path: hides a kernel file behind /dev/null, a directory behind an empty
+// read-only tmpfs. Paths this kernel does not have are skipped.
+Status Mask(int root, const Step& s) {
+  struct stat st;
+  if (fstatat(root, s.dest.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (errno == ENOENT) return {};
+    return SysError("stat", "/" + s.dest);
+  }
+  sys::UniqueFd tree;
+  if (S_ISDIR(st.st_mode)) {
+    tree = BRIG_TRY(NewFs("tmpfs", {{"size", "0"}, {"mode", "0555"}},
+                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                              MOUNT_ATTR_NOEXEC,
+                          s.dest));
+  } else {
+    tree = BRIG_TRY(sys::OpenTree(root, "dev/null", OPEN_TREE_CLONE));
+  }
+  return Attach(tree, root, s.dest);
+}
+
+Status ReadOnly(int root, const Step& s) {
+  auto tree = sys::OpenTree(root, s.dest, OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+  if (!tree) {
+    if (tree.error().err == ENOENT) return {};
+    return std::move(tree).error();
+  }
+  BRIG_TRY(sys::MountSetattr(tree->get(), "", AT_EMPTY_PATH | AT_RECURSIVE,
+                             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
+                             "/" + s.dest));
+  return Attach(*tree, root, s.dest);
+}
+
+Status Apply(int root, Step& s) {
+  switch (s.kind) {
+    case StepKind::kDir:
+      return MakeDir(root, s.dest, 0755);
+    case StepKind::kSymlink:
+      if (symlinkat(s.data.c_str(), root, s.dest.c_str()) < 0) {
+        return SysError("symlink", "/" + s.dest);
+      }
+      return {};
+    case StepKind::kFile:
+      return WriteFile(root, s);
+    case StepKind::kBind:
+      if (s.is_dir) {
+        BRIG_TRY(MakeDir(root, s.dest, 0755));
+      } else {
+        BRIG_TRY(MakeFileTarget(root, s.dest));
+      }
+      return Attach(s.tree, root, s.dest);
+    case StepKind::kTmpfs: {
+      BRIG_TRY(MakeDir(root, s.dest, 0755));
+      auto fs = BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(s.size)}, {"mode", Octal(s.mode)}},
+                               s.attrs, "/" + s.dest));
+      return Attach(fs, root, s.dest);
+    }
+    case StepKind::kProc: {
+      BRIG_TRY(MakeDir(root, s.dest, 0555));
+      auto fs = BRIG_TRY(NewFs("proc", {},
+                               MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                               "/" + s.dest));
+      return Attach(fs, root, s.dest);
+    }
+    case StepKind::kDevpts: {
+      BRIG_TRY(MakeDir(root, s.dest, 0755));
+      auto fs = BRIG_TRY(NewFs("devpts", {{"ptmxmode", "0666"}, {"mode", "0620"}},
+                               MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "/" + s.dest));
+      return Attach(fs, root, s.dest);
+    }
+    case StepKind::kMask:
+      return Mask(root, s);
+    case StepKind::kReadOnly:
+      return ReadOnly(root, s);
+    case StepKind::kSealRoRecursive:
+      return sys::MountSetattr(root, s.dest, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY, 0,
+                               "/" + s.dest);
+  }
+  return Fail("mount plan", s.dest, "unknown step", ErrorKind::kInternal);
+}
+
+}  // namespace
+
+Status EnterNewRoot(MountPlan& plan) {
+  // Nothing brig mounts may propagate back to the host.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
+    return SysError("make mounts private", "/");
+  }
+  auto root = BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(kRootTmpfsSize)}, {"mode", "0755"}},
+                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/"));
+  // The new root needs a mount point in this (private) namespace for pivot_root; /tmp is
+  // shadowed only here, and every host source was opened by fd before this point.
+  BRIG_TRY(sys::MoveMount(root.get(), "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH));
+  for (auto& s : plan.steps) BRIG_TRY(Apply(root.get(), s));
+  BRIG_TRY(sys::MountSetattr(root.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0, "/"));
+
+  if (fchdir(root.get()) < 0) return SysError("chdir", "new root");
+  // pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
+  // only the new root (runc's trick, no put_old directory needed).
+  BRIG_TRY(sys::PivotRoot(".", "."));
+  if (umount2(".", MNT_DETACH) < 0) return SysError("detach old root");
+  if (chdir("/") < 0) return SysError("chdir", "/");
+  return {};
+}
+
+}  // namespace brig::fs

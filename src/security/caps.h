@@ -1,0 +1,16 @@
+// Capabilities and process hardening, child side: every capability set emptied (effective,
+// permitted, inheritable, bounding, ambient) with libcap-ng, then no_new_privs.
+#pragma once
+
+#include "brig/result.h"
+#include "config/sandbox.h"
+
+namespace brig::security {
+
+// Drops every capability and sets no_new_privs and non-dumpable. Irreversible.
+Status DropPrivileges();
+
+// Applies nofile, nproc and core.
+Status ApplyRlimits(const config::Rlimits& limits);
+
+}  // namespace brig::security

@@ -1,0 +1,239 @@
+// Seccomp policy parsing (text format), validation and compilation to BPF with libseccomp.
+// Runs in the parent only; the child receives finished bytes (see LoadSeccomp).
+#include "security/seccomp.h"
+
+// libseccomp's <seccomp.h> defines SCMP_ACT_*, SCMP_ARCH_* and SCMP_CMP_* as macros, which
+// are also the names of our (OCI-spelled) proto enum values. Name the proto values here,
+// before the macros exist; below this block only the aliases are used.
+namespace brig::security::pb {
+constexpr int kActKill = v1::SCMP_ACT_KILL, kActKillProcess = v1::SCMP_ACT_KILL_PROCESS,
+              kActKillThread = v1::SCMP_ACT_KILL_THREAD, kActTrap = v1::SCMP_ACT_TRAP,
+              kActErrno = v1::SCMP_ACT_ERRNO, kActTrace = v1::SCMP_ACT_TRACE,
+              kActAllow = v1::SCMP_ACT_ALLOW, kActLog = v1::SCMP_ACT_LOG,
+              kActNotify = v1::SCMP_ACT_NOTIFY;
+constexpr int kArchX86 = v1::SCMP_ARCH_X86, kArchX86_64 = v1::SCMP_ARCH_X86_64,
+              kArchX32 = v1::SCMP_ARCH_X32, kArchArm = v1::SCMP_ARCH_ARM,
+              kArchAarch64 = v1::SCMP_ARCH_AARCH64;
+constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::SCMP_CMP_LE,
+              kCmpEq = v1::SCMP_CMP_EQ, kCmpGe = v1::SCMP_CMP_GE, kCmpGt = v1::SCMP_CMP_GT,
+              kCmpMaskedEq = v1::SCMP_CMP_MASKED_EQ;
+}  // namespace brig::security::pb
+
+#include <errno.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "sys/fd.h"
+#include "util/files.h"
+
+namespace brig::security {
+namespace {
+
+using CtxPtr = std::unique_ptr<void, decltype(&seccomp_release)>;
+
+// Collects the first parse error as "name:line:column: message" (1-based, like compilers).
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit FirstError(std::string name) : name_(std::move(name)) {}
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!first_.empty()) return;
+    first_ = name_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " +
+             message;
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string name_;
+  std::string first_;
+};
+
+Result<uint32_t> ToLibseccompAction(v1::SeccompAction action, std::optional<uint32_t> errno_ret,
+                                    const std::string& where) {
+  switch (static_cast<int>(action)) {
+    case pb::kActKill:
+    case pb::kActKillThread:
+      return uint32_t{SCMP_ACT_KILL_THREAD};
+    case pb::kActKillProcess:
+      return uint32_t{SCMP_ACT_KILL_PROCESS};
+    case pb::kActTrap:
+      return uint32_t{SCMP_ACT_TRAP};
+    case pb::kActErrno: {
+      uint32_t e = errno_ret.value_or(EPERM);
+      if (e == 0 || e > 4095) return Fail("seccomp policy", where, "errnoRet out of range 1..4095");
+      return uint32_t{SCMP_ACT_ERRNO(e)};
+    }
+    case pb::kActTrace:
+      return uint32_t{SCMP_ACT_TRACE(errno_ret.value_or(EPERM))};
+    case pb::kActAllow:
+      return uint32_t{SCMP_ACT_ALLOW};
+    case pb::kActLog:
+      return uint32_t{SCMP_ACT_LOG};
+    case pb::kActNotify:
+      return Fail("seccomp policy", where, "SCMP_ACT_NOTIFY is not supported");
+    default:
+      return Fail("seccomp policy", where, "missing or unknown action");
+  }
+}
+
+Result<uint32_t> ToLibseccompArch(v1::SeccompArch arch) {
+  switch (static_cast<int>(arch)) {
+    case pb::kArchX86: return uint32_t{SCMP_ARCH_X86};
+    case pb::kArchX86_64: return uint32_t{SCMP_ARCH_X86_64};
+    case pb::kArchX32: return uint32_t{SCMP_ARCH_X32};
+    case pb::kArchArm: return uint32_t{SCMP_ARCH_ARM};
+    case pb::kArchAarch64: return uint32_t{SCMP_ARCH_AARCH64};
+    default: return Fail("seccomp policy", "architectures", "unknown architecture");
+  }
+}
+
+Result<scmp_compare> ToLibseccompOp(v1::SeccompOp op, const std::string& where) {
+  switch (static_cast<int>(op)) {
+    case pb::kCmpNe: return SCMP_CMP_NE;
+    case pb::kCmpLt: return SCMP_CMP_LT;
+    case pb::kCmpLe: return SCMP_CMP_LE;
+    case pb::kCmpEq: return SCMP_CMP_EQ;
+    case pb::kCmpGe: return SCMP_CMP_GE;
+    case pb::kCmpGt: return SCMP_CMP_GT;
+    case pb::kCmpMaskedEq: return SCMP_CMP_MASKED_EQ;
+    default: return Fail("seccomp policy", where, "missing or unknown args op");
+  }
+}
+
+Result<unsigned> ToFilterFlag(const std::string& flag) {
+  if (flag == "SECCOMP_FILTER_FLAG_LOG") return unsigned{SECCOMP_FILTER_FLAG_LOG};
+  if (flag == "SECCOMP_FILTER_FLAG_SPEC_ALLOW") return unsigned{SECCOMP_FILTER_FLAG_SPEC_ALLOW};
+  return Fail("seccomp policy", flag, "unknown flag");
+}
+
+// libseccomp ANDs the comparisons of one rule and cannot compare one argument twice in a
+// rule, so, as runc does for OCI policies, comparisons of distinct arguments form one rule
+// and repeated comparisons of the same argument become one rule each (OR).
+Status AddRule(scmp_filter_ctx ctx, int nr, uint32_t action, const std::vector<scmp_arg_cmp>& cmps,
+               const std::string& name) {
+  std::set<unsigned> indexes;
+  for (const auto& c : cmps) indexes.insert(c.arg);
+  int rc = 0;
+  if (indexes.size() == cmps.size()) {
+    rc = seccomp_rule_add_exact_array(ctx, action, nr, cmps.size(), cmps.data());
+  } else {
+    for (const auto& c : cmps) {
+      rc = seccomp_rule_add_exact_array(ctx, action, nr, 1, &c);
+      if (rc < 0) break;
+    }
+  }
+  if (rc < 0) {
+    errno = -rc;
+    return SysError("seccomp rule", name);
+  }
+  return {};
+}
+
+Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule) {
+  std::string first = rule.names().empty() ? "(no names)" : rule.names(0);
+  if (rule.names().empty()) return Fail("seccomp policy", "syscalls", "a rule names no syscall");
+  std::optional<uint32_t> errno_ret;
+  if (rule.has_errno_ret()) errno_ret = rule.errno_ret();
+  uint32_t action = BRIG_TRY(ToLibseccompAction(rule.action(), errno_ret, first));
+  std::vector<scmp_arg_cmp> cmps;
+  for (const auto& a : rule.args()) {
+    if (a.index() > 5) return Fail("seccomp policy", first, "argument index out of range 0..5");
+    scmp_compare op = BRIG_TRY(ToLibseccompOp(a.op(), first));
+    cmps.push_back(scmp_arg_cmp{a.index(), op, a.value(), a.value_two()});
+  }
+  for (const auto& name : rule.names()) {
+    int nr = seccomp_syscall_resolve_name(name.c_str());
+    if (nr == __NR_SCMP_ERROR) return Fail("seccomp policy", name, "unknown system call");
+    BRIG_TRY(AddRule(ctx, nr, action, cmps, name));
+  }
+  return {};
+}
+
+Status SetAttr(scmp_filter_ctx ctx, scmp_filter_attr attr, uint32_t value, const char* what) {
+  int rc = seccomp_attr_set(ctx, attr, value);
+  if (rc < 0) {
+    errno = -rc;
+    return SysError("seccomp_attr_set", what);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name) {
+  v1::SeccompPolicy policy;
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors(name);
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &policy)) {
+    return BadInput("parse", name, errors.first().empty() ? "malformed" : errors.first());
+  }
+  return policy;
+}
+
+Result<v1::SeccompPolicy> LoadSeccompPolicyFile(const std::string& path) {
+  std::string text = BRIG_TRY(util::ReadFile(path));
+  return ParseSeccompPolicy(text, path);
+}
+
+Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
+  std::optional<uint32_t> default_errno;
+  if (policy.has_default_errno_ret()) default_errno = policy.default_errno_ret();
+  uint32_t def =
+      BRIG_TRY(ToLibseccompAction(policy.default_action(), default_errno, "defaultAction"));
+  CtxPtr ctx(seccomp_init(def), seccomp_release);
+  if (!ctx) return Fail("seccomp_init", "", "libseccomp refused the default action");
+  // A syscall made through a foreign ABI (i386 int 0x80, x32) kills the process.
+  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "badarch"));
+  // We set no_new_privs ourselves, and only the bytes are loaded (never seccomp_load).
+  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_CTL_NNP, 0, "nnp"));
+  // A binary tree instead of a linear list: fewer instructions per syscall.
+  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2, "optimize"));
+  for (int a : policy.architectures()) {
+    uint32_t arch = BRIG_TRY(ToLibseccompArch(static_cast<v1::SeccompArch>(a)));
+    int rc = seccomp_arch_add(ctx.get(), arch);
+    if (rc < 0 && rc != -EEXIST) {
+      errno = -rc;
+      return SysError("seccomp_arch_add", v1::SeccompArch_Name(a));
+    }
+  }
+  for (const auto& rule : policy.syscalls()) BRIG_TRY(AddRules(ctx.get(), rule));
+
+  SeccompProgram program;
+  for (const auto& f : policy.flags()) program.flags |= BRIG_TRY(ToFilterFlag(f));
+  sys::UniqueFd mem(memfd_create("brig-seccomp", MFD_CLOEXEC));
+  if (!mem) return SysError("memfd_create", "seccomp");
+  int rc = seccomp_export_bpf(ctx.get(), mem.get());
+  if (rc < 0) {
+    errno = -rc;
+    return SysError("seccomp_export_bpf");
+  }
+  std::string bytes = BRIG_TRY(util::ReadFd(mem.get(), 0));
+  if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0) {
+    return Fail("seccomp_export_bpf", "", "libseccomp produced a malformed program");
+  }
+  program.insns.resize(bytes.size() / sizeof(sock_filter));
+  memcpy(program.insns.data(), bytes.data(), bytes.size());
+  return program;
+}
+
+Status LoadSeccomp(const SeccompProgram& program) {
+  struct sock_fprog prog;
+  prog.len = static_cast<unsigned short>(program.insns.size());
+  prog.filter = const_cast<sock_filter*>(program.insns.data());
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, program.flags, &prog) < 0) {
+    return SysError("seccomp", "load filter");
+  }
+  return {};
+}
+
+}  // namespace brig::security

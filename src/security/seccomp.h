@@ -1,0 +1,32 @@
+// Seccomp: a policy (policies/seccomp/*.textproto or an OCI seccomp object) is compiled to
+// a BPF program in the parent with libseccomp; the child only loads the bytes, last,
+// just before execve. Loading never allocates and never calls libseccomp.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+#include "config/brig.pb.h"
+
+namespace brig::security {
+
+struct SeccompProgram {
+  std::vector<sock_filter> insns;
+  unsigned flags = 0;  // SECCOMP_FILTER_FLAG_*
+};
+
+// Parses a text-format policy. Errors name file:line:column.
+Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name);
+Result<v1::SeccompPolicy> LoadSeccompPolicyFile(const std::string& path);
+
+// Validates and compiles. Unknown syscall names, actions or architectures are errors:
+// a policy that does not mean what it says must not run.
+Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy);
+
+// In the child: installs the program. Requires no_new_privs. Async-signal-safe.
+Status LoadSeccomp(const SeccompProgram& program);
+
+}  // namespace brig::security

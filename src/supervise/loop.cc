@@ -1,0 +1,121 @@
+// Supervision of a running sandbox: timeout, signal forwarding with a grace period, the
+// workload's exit report, and the final reap of brig init (which takes the whole pid
+// namespace with it).
+#include "supervise/loop.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+
+namespace brig::supervise {
+namespace {
+
+Result<sys::UniqueFd> TimerAt(std::chrono::steady_clock::time_point when) {
+  sys::UniqueFd t(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!t) return SysError("timerfd_create");
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
+  if (ns <= 0) ns = 1;
+  struct itimerspec its = {};
+  its.it_value.tv_sec = ns / 1000000000;
+  its.it_value.tv_nsec = ns % 1000000000;
+  if (timerfd_settime(t.get(), TFD_TIMER_ABSTIME, &its, nullptr) < 0) {
+    return SysError("timerfd_settime");
+  }
+  return t;
+}
+
+Status Watch(int ep, int fd) {
+  struct epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) return SysError("epoll_ctl");
+  return {};
+}
+
+// Applies one message from init. Returns false once the socket has nothing more to say.
+bool HandleSync(const LoopInput& in, LoopOutput& out) {
+  auto m = container::RecvMessage(in.sync_fd, 0);
+  if (!m) return false;
+  if (auto s = in.sequence->Accept(m->type); !s) {
+    if (!out.error) out.error = s.error();
+    return true;
+  }
+  if (m->type == container::Msg::kWorkloadExit) out.workload_status = m->err;
+  if (m->type == container::Msg::kError && !out.error) out.error = container::DecodeError(*m);
+  return true;
+}
+
+}  // namespace
+
+Result<LoopOutput> Supervise(const LoopInput& in) {
+  LoopOutput out;
+  sys::UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
+  if (!ep) return SysError("epoll_create1");
+  sys::UniqueFd timeout = BRIG_TRY(TimerAt(in.deadline));
+  sys::UniqueFd grace;
+  BRIG_TRY(Watch(ep.get(), in.pidfd));
+  BRIG_TRY(Watch(ep.get(), in.sync_fd));
+  BRIG_TRY(Watch(ep.get(), in.signal_fd));
+  BRIG_TRY(Watch(ep.get(), timeout.get()));
+  int pending_signal = 0;
+  bool sync_open = true;
+
+  auto kill_all = [&] { (void)sys::PidfdSendSignal(in.pidfd, SIGKILL); };
+  for (;;) {
+    struct epoll_event evs[4];
+    int n = epoll_wait(ep.get(), evs, 4, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysError("epoll_wait");
+    for (int i = 0; i < n; ++i) {
+      int fd = evs[i].data.fd;
+      if (fd == in.pidfd) {
+        // Init is gone, and with it every process of its pid namespace. Drain what it
+        // said last, then reap it.
+        while (sync_open && HandleSync(in, out)) {
+        }
+        siginfo_t si = {};
+        if (syscall(SYS_waitid, P_PIDFD, in.pidfd, &si, WEXITED, &out.usage) < 0) {
+          return SysError("waitid", "brig init");
+        }
+        return out;
+      }
+      if (fd == in.sync_fd) {
+        if (!HandleSync(in, out)) {
+          sync_open = false;
+          (void)epoll_ctl(ep.get(), EPOLL_CTL_DEL, in.sync_fd, nullptr);
+        }
+      } else if (fd == timeout.get()) {
+        out.timed_out = true;
+        kill_all();
+        (void)epoll_ctl(ep.get(), EPOLL_CTL_DEL, timeout.get(), nullptr);
+      } else if (fd == in.signal_fd) {
+        struct signalfd_siginfo si;
+        if (read(in.signal_fd, &si, sizeof si) != sizeof si) continue;
+        int sig = static_cast<int>(si.ssi_signo);
+        if (pending_signal != 0) {
+          // A second signal: the caller is impatient, end it now.
+          out.killed_for_signal = pending_signal;
+          kill_all();
+          continue;
+        }
+        pending_signal = sig;
+        (void)sys::PidfdSendSignal(in.pidfd, sig);
+        grace = BRIG_TRY(TimerAt(std::chrono::steady_clock::now() + in.grace));
+        BRIG_TRY(Watch(ep.get(), grace.get()));
+      } else if (grace && fd == grace.get()) {
+        out.killed_for_signal = pending_signal;
+        kill_all();
+        (void)epoll_ctl(ep.get(), EPOLL_CTL_DEL, grace.get(), nullptr);
+      }
+    }
+  }
+}
+
+}  // namespace brig::supervise

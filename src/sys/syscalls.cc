@@ -1,0 +1,116 @@
+// Raw system call wrappers. Nothing here decides policy; callers do.
+#include "sys/syscalls.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace brig::sys {
+
+Result<pid_t> Clone3(const CloneArgs& args) {
+  struct clone_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.flags = args.flags;
+  ca.pidfd = reinterpret_cast<uint64_t>(args.pidfd);
+  ca.exit_signal = static_cast<uint64_t>(args.exit_signal);
+  if (args.cgroup_fd >= 0) ca.cgroup = static_cast<uint64_t>(args.cgroup_fd);
+  long rc = syscall(SYS_clone3, &ca, sizeof ca);
+  if (rc < 0) return SysError("clone3");
+  return static_cast<pid_t>(rc);
+}
+
+Result<UniqueFd> Openat2(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve,
+                         uint64_t mode) {
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = flags | O_CLOEXEC;
+  how.mode = mode;
+  how.resolve = resolve;
+  long fd;
+  do {
+    fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return SysError("openat2", path);
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Result<UniqueFd> OpenTree(int dirfd, const std::string& path, unsigned flags) {
+  long fd = syscall(SYS_open_tree, dirfd, path.c_str(), flags | OPEN_TREE_CLOEXEC);
+  if (fd < 0) return SysError("open_tree", path);
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Status MoveMount(int from_dirfd, const std::string& from_path, int to_dirfd,
+                 const std::string& to_path, unsigned flags) {
+  if (syscall(SYS_move_mount, from_dirfd, from_path.c_str(), to_dirfd, to_path.c_str(), flags) <
+      0) {
+    return SysError("move_mount", to_path);
+  }
+  return {};
+}
+
+Status MountSetattr(int dirfd, const std::string& path, unsigned flags, uint64_t attr_set,
+                    uint64_t attr_clr, const std::string& subject) {
+  struct mount_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = attr_set;
+  attr.attr_clr = attr_clr;
+  if (syscall(SYS_mount_setattr, dirfd, path.c_str(), flags, &attr, sizeof attr) < 0) {
+    return SysError("mount_setattr", subject);
+  }
+  return {};
+}
+
+Result<UniqueFd> FsOpen(const std::string& fstype) {
+  long fd = syscall(SYS_fsopen, fstype.c_str(), FSOPEN_CLOEXEC);
+  if (fd < 0) return SysError("fsopen", fstype);
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Status FsConfigString(int fsfd, const std::string& key, const std::string& value) {
+  if (syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, key.c_str(), value.c_str(), 0) < 0) {
+    return SysError("fsconfig", key + "=" + value);
+  }
+  return {};
+}
+
+Status FsConfigCreate(int fsfd, const std::string& fstype) {
+  if (syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) {
+    return SysError("fsconfig create", fstype);
+  }
+  return {};
+}
+
+Result<UniqueFd> FsMount(int fsfd, uint64_t attrs, const std::string& subject) {
+  long fd = syscall(SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, attrs);
+  if (fd < 0) return SysError("fsmount", subject);
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Status PivotRoot(const std::string& new_root, const std::string& put_old) {
+  if (syscall(SYS_pivot_root, new_root.c_str(), put_old.c_str()) < 0) {
+    return SysError("pivot_root", new_root);
+  }
+  return {};
+}
+
+Status PidfdSendSignal(int pidfd, int sig) {
+  if (syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) < 0) {
+    return SysError("pidfd_send_signal", strsignal(sig));
+  }
+  return {};
+}
+
+Status CloseRangeCloexec(unsigned first) {
+  if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+    return SysError("close_range");
+  }
+  return {};
+}
+
+}  // namespace brig::sys

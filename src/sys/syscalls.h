@@ -1,0 +1,44 @@
+// One thin wrapper per raw system call that glibc 2.36 does not wrap (or wraps badly).
+// Each retries EINTR where that is safe and returns an Error naming the op and subject.
+#pragma once
+
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "brig/result.h"
+#include "sys/fd.h"
+
+namespace brig::sys {
+
+struct CloneArgs {
+  uint64_t flags = 0;
+  int* pidfd = nullptr;
+  int exit_signal = 0;
+  int cgroup_fd = -1;  // with CLONE_INTO_CGROUP
+};
+
+// clone3 without a new stack: returns like fork (0 in the child). The caller must be
+// single-threaded. ENOSYS means the kernel predates 5.3.
+Result<pid_t> Clone3(const CloneArgs& args);
+
+Result<UniqueFd> Openat2(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve,
+                         uint64_t mode = 0);
+Result<UniqueFd> OpenTree(int dirfd, const std::string& path, unsigned flags);
+Status MoveMount(int from_dirfd, const std::string& from_path, int to_dirfd,
+                 const std::string& to_path, unsigned flags);
+Status MountSetattr(int dirfd, const std::string& path, unsigned flags, uint64_t attr_set,
+                    uint64_t attr_clr, const std::string& subject);
+Result<UniqueFd> FsOpen(const std::string& fstype);
+Status FsConfigString(int fsfd, const std::string& key, const std::string& value);
+Status FsConfigCreate(int fsfd, const std::string& fstype);
+Result<UniqueFd> FsMount(int fsfd, uint64_t attrs, const std::string& subject);
+Status PivotRoot(const std::string& new_root, const std::string& put_old);
+Status PidfdSendSignal(int pidfd, int sig);
+// Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
+Status CloseRangeCloexec(unsigned first);
+
+}  // namespace brig::sys

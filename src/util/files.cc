@@ -1,0 +1,56 @@
+// Whole-file helpers. Parent side only (they allocate).
+#include "util/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "sys/fd.h"
+
+namespace brig::util {
+
+Result<std::string> ReadFd(int fd, off_t offset) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = pread(fd, buf, sizeof buf, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysError("read");
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    offset += n;
+  }
+  return out;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  sys::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return SysError("open", path);
+  auto r = ReadFd(fd.get(), 0);
+  if (!r) return SysError("read", path);
+  return r;
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  sys::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return SysError("open", tmp);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd.get(), data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Error e = SysError("write", tmp);
+      unlink(tmp.c_str());
+      return e;
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (fsync(fd.get()) < 0 || rename(tmp.c_str(), path.c_str()) < 0) {
+    Error e = SysError("write", path);
+    unlink(tmp.c_str());
+    return e;
+  }
+  return {};
+}
+
+}  // namespace brig::util

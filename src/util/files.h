@@ -1,0 +1,16 @@
+// Small file helpers for the parent side: whole-file reads with errors that name the path.
+#pragma once
+
+#include <string>
+
+#include "brig/result.h"
+
+namespace brig::util {
+
+Result<std::string> ReadFile(const std::string& path);
+// Reads `fd` from `offset` to its end.
+Result<std::string> ReadFd(int fd, off_t offset);
+// Writes `data` to `path` atomically: a temporary file beside it, fsync, rename.
+Status WriteFileAtomic(const std::string& path, const std::string& data);
+
+}  // namespace brig::util

@@ -1,0 +1,116 @@
+// Value parsers. No locale, no exceptions, overflow checked.
+#include "util/parse.h"
+
+#include <sys/resource.h>
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+namespace brig::util {
+namespace {
+
+Error Bad(std::string_view value, std::string why) {
+  return Fail("invalid value", std::string(value), std::move(why), ErrorKind::kBadInput);
+}
+
+// Reads a non-negative decimal number with an optional fraction at s[i...].
+bool ReadNumber(std::string_view s, size_t& i, double& out) {
+  size_t start = i;
+  double v = 0;
+  while (i < s.size() && isdigit(static_cast<unsigned char>(s[i]))) v = v * 10 + (s[i++] - '0');
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    double scale = 0.1;
+    size_t frac = i;
+    while (i < s.size() && isdigit(static_cast<unsigned char>(s[i]))) {
+      v += (s[i++] - '0') * scale;
+      scale /= 10;
+    }
+    if (i == frac) return false;
+  }
+  out = v;
+  return i > start;
+}
+
+}  // namespace
+
+Result<std::chrono::milliseconds> ParseDuration(std::string_view s) {
+  if (s.empty()) return Bad(s, "empty duration");
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    double v;
+    if (!ReadNumber(s, i, v)) return Bad(s, "expected a number, as in 30s, 5m, 1h30m");
+    size_t u = i;
+    while (i < s.size() && isalpha(static_cast<unsigned char>(s[i]))) ++i;
+    std::string_view unit = s.substr(u, i - u);
+    double scale;
+    if (unit.empty()) {
+      if (i != s.size() || total_ms != 0) return Bad(s, "missing unit");
+      scale = 1000;  // a bare number is seconds
+    } else if (unit == "ms") {
+      scale = 1;
+    } else if (unit == "s") {
+      scale = 1000;
+    } else if (unit == "m") {
+      scale = 60e3;
+    } else if (unit == "h") {
+      scale = 3600e3;
+    } else {
+      return Bad(s, "unknown unit '" + std::string(unit) + "' (ms, s, m, h)");
+    }
+    total_ms += v * scale;
+    if (total_ms > 1e12) return Bad(s, "too long");
+  }
+  if (total_ms < 1) return Bad(s, "must be at least 1ms");
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
+}
+
+Result<uint64_t> ParseSize(std::string_view s) {
+  if (s.empty()) return Bad(s, "empty size");
+  size_t i = 0;
+  double v;
+  if (!ReadNumber(s, i, v)) return Bad(s, "expected a number, as in 512M or 1G");
+  std::string unit;
+  for (char c : s.substr(i)) unit += static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  double scale;
+  if (unit.empty() || unit == "b") {
+    scale = 1;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    scale = 1024.0;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "t" || unit == "tb" || unit == "tib") {
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  } else {
+    return Bad(s, "unknown unit '" + std::string(s.substr(i)) + "' (K, M, G, T)");
+  }
+  double bytes = v * scale;
+  if (bytes > 1e18) return Bad(s, "too large");
+  if (bytes < 1) return Bad(s, "must be at least 1 byte");
+  return static_cast<uint64_t>(bytes);
+}
+
+Result<uint64_t> ParseLimit(std::string_view s) {
+  if (s == "unlimited") return uint64_t{RLIM_INFINITY};
+  if (s.empty() || s.size() > 19) return Bad(s, "expected a number or 'unlimited'");
+  uint64_t v = 0;
+  for (char c : s) {
+    if (!isdigit(static_cast<unsigned char>(c))) return Bad(s, "expected a number or 'unlimited'");
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+bool IsEnvName(std::string_view s) {
+  if (s.empty() || isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace brig::util

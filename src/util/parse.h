@@ -1,0 +1,23 @@
+// Parsers for user-supplied values: durations, sizes, K=V pairs. Pure; unit-tested and
+// fuzzed. Errors say what was wrong with the value, the caller adds which flag it was.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "brig/result.h"
+
+namespace brig::util {
+
+// "30m", "2s", "500ms", "1h30m", "1.5s"; a bare number is seconds. Must be > 0.
+Result<std::chrono::milliseconds> ParseDuration(std::string_view s);
+// "1048576", "512K", "256M", "1G", "2GiB", "64MB" (binary units). Must be > 0.
+Result<uint64_t> ParseSize(std::string_view s);
+// "123" or "unlimited".
+Result<uint64_t> ParseLimit(std::string_view s);
+// A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.
+bool IsEnvName(std::string_view s);
+
+}  // namespace brig::util
