@@ -61,6 +61,8 @@ class [[nodiscard]] Result {
   T&& value() && { return std::get<0>(std::move(v_)); }
   const T& value() const& { return std::get<0>(v_); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   const Error& error() const& { return std::get<1>(v_); }

@@ -213,6 +213,9 @@ Status Setup(const InitArgs& a) {
   Message m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for id map");
   if (m.type != Msg::kIdMapDone) return Fail("sync", std::string(MsgName(m.type)), "unexpected");
   BRIG_TRY_CTX(BecomeSandboxUser(), "user");
+  // Changing credentials clears the parent-death signal; arm it again. A supervisor that
+  // died in between is caught by the next sync read (EOF).
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   BRIG_TRY_CTX(net::BringUpLoopback(), "network");
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");

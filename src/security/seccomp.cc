@@ -40,21 +40,26 @@ namespace {
 
 using CtxPtr = std::unique_ptr<void, decltype(&seccomp_release)>;
 
-// Collects the first parse error as "name:line:column: message" (1-based, like compilers).
+// Keeps the first parse error as an Error rendering "name:line:column: message" (1-based,
+// like compilers).
 class FirstError : public google::protobuf::io::ErrorCollector {
  public:
   explicit FirstError(std::string name) : name_(std::move(name)) {}
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
-    if (!first_.empty()) return;
-    first_ = name_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " +
-             message;
+    if (seen_) return;
+    seen_ = true;
+    where_ = name_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
+    message_ = message;
   }
-  const std::string& first() const { return first_; }
+  Error ToError() const {
+    if (!seen_) return BadInput(name_, "", "malformed");
+    return Fail(where_, "", message_, ErrorKind::kBadInput);
+  }
 
  private:
-  std::string name_;
-  std::string first_;
+  std::string name_, where_, message_;
+  bool seen_ = false;
 };
 
 Result<uint32_t> ToLibseccompAction(v1::SeccompAction action, std::optional<uint32_t> errno_ret,
@@ -175,7 +180,7 @@ Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std:
   FirstError errors(name);
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, &policy)) {
-    return BadInput("parse", name, errors.first().empty() ? "malformed" : errors.first());
+    return errors.ToError();
   }
   return policy;
 }

@@ -1,0 +1,129 @@
+// brig-probe: run inside a sandbox by the host tests to attempt one thing and say how it
+// went: "allowed" or "denied <errno name> <ms>". It is the attacker's side of the tests.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/keyctl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+namespace {
+
+auto g_start = std::chrono::steady_clock::now();
+
+int Report(long rc) {
+  long ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - g_start)
+                .count();
+  if (rc < 0) {
+    printf("denied %s %ld\n", strerrorname_np(errno), ms);
+  } else {
+    printf("allowed\n");
+  }
+  return 0;
+}
+
+int Fds() {
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return Report(-1);
+  int self = dirfd(d);
+  std::string out;
+  while (struct dirent* de = readdir(d)) {
+    if (de->d_name[0] == '.' || atoi(de->d_name) == self) continue;
+    out += std::string(de->d_name) + " ";
+  }
+  closedir(d);
+  printf("%s\n", out.c_str());
+  return 0;
+}
+
+int Connect(const char* ip, int port) {
+  int s = socket(strchr(ip, ':') ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  if (s < 0) return Report(-1);
+  if (strchr(ip, ':')) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET6, ip, &a.sin6_addr);
+    return Report(connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a));
+  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  return Report(connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a));
+}
+
+long I386Getpid() {
+  long rc;
+  // The i386 ABI from a 64-bit process: getpid is 20 there.
+  asm volatile("int $0x80" : "=a"(rc) : "a"(20L) : "memory");
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: brig-probe WHAT [ARGS]\n");
+    return 2;
+  }
+  std::string what = argv[1];
+  if (what == "fds") return Fds();
+  if (what == "mount") return Report(mount("none", "/tmp", "tmpfs", 0, nullptr));
+  if (what == "unshare") return Report(unshare(CLONE_NEWUSER));
+  if (what == "unshare-ns") return Report(unshare(CLONE_NEWNS));
+  if (what == "setns") {
+    int fd = open("/proc/self/ns/net", O_RDONLY);
+    if (fd < 0) return Report(-1);
+    return Report(setns(fd, 0));
+  }
+  if (what == "ptrace" && argc > 2) {
+    return Report(ptrace(PTRACE_ATTACH, atoi(argv[2]), nullptr, nullptr));
+  }
+  if (what == "keyctl") {
+    return Report(syscall(SYS_add_key, "user", "brig-probe", "x", 1, KEY_SPEC_SESSION_KEYRING));
+  }
+  if (what == "bpf") {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_type = BPF_MAP_TYPE_ARRAY;
+    attr.key_size = 4;
+    attr.value_size = 4;
+    attr.max_entries = 1;
+    return Report(syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr));
+  }
+  if (what == "connect" && argc > 3) return Connect(argv[2], atoi(argv[3]));
+  if (what == "tiocsti") {
+    char c = 'x';
+    long a = ioctl(0, TIOCSTI, &c);
+    int e1 = errno;
+    long b = syscall(SYS_ioctl, 0, 0x100005412UL, &c);
+    errno = e1;
+    if (a >= 0 || b >= 0) return Report(0);
+    return Report(-1);
+  }
+  if (what == "ctty") return Report(open("/dev/tty", O_RDWR));
+  if (what == "i386") return Report(I386Getpid());
+  if (what == "write" && argc > 2) {
+    return Report(open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  }
+  fprintf(stderr, "brig-probe: unknown probe %s\n", what.c_str());
+  return 2;
+}

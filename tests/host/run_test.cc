@@ -1,0 +1,261 @@
+// brig run, host tier: the sandbox as the workload sees it, and the output contract.
+#include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "config/brig.pb.h"
+#include "host/host_fixture.h"
+
+namespace brig::testing {
+namespace {
+
+class Run : public HostTest {};
+
+std::string HostNs(const std::string& name) {
+  char buf[256];
+  ssize_t n = readlink(("/proc/self/ns/" + name).c_str(), buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+TEST_F(Run, EveryNamespaceIsNew) {
+  const char* kNs[] = {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"};
+  std::string script;
+  for (const char* n : kNs) script += std::string("readlink /proc/self/ns/") + n + "; ";
+  auto r = Sh(script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  for (const char* n : kNs) {
+    std::string inside;
+    std::getline(in, inside);
+    EXPECT_EQ(inside.rfind(std::string(n) + ":[", 0), 0u) << inside;
+    EXPECT_NE(inside, HostNs(n)) << n << " namespace is the host's";
+  }
+}
+
+TEST_F(Run, SeesOnlyItsOwnProcesses) {
+  auto r = Sh("ls /proc | grep -E '^[0-9]+$' | tr '\\n' ' '");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  int pid, count = 0;
+  while (in >> pid) {
+    EXPECT_LT(pid, 20) << "a pid that belongs to no process of the sandbox: " << r.out;
+    ++count;
+  }
+  EXPECT_GE(count, 2);
+  EXPECT_LE(count, 6) << r.out;
+  // pid 1 is brig init, and its command line says nothing of the supervisor's.
+  auto c = Sh("tr -d '\\0' < /proc/1/cmdline");
+  EXPECT_EQ(c.out, "brig-init");
+}
+
+TEST_F(Run, CapabilitiesNoNewPrivsSeccomp) {
+  auto r = Sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|Uid|Gid|Groups):' "
+              "/proc/self/status");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    EXPECT_NE(r.out.find(std::string(cap) + ":\t0000000000000000"), std::string::npos)
+        << cap << " not empty:\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("NoNewPrivs:\t1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Seccomp:\t2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Uid:\t1000\t1000\t1000\t1000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Gid:\t1000\t1000\t1000\t1000"), std::string::npos) << r.out;
+  // No supplementary group of the host's root survives.
+  size_t g = r.out.find("Groups:");
+  ASSERT_NE(g, std::string::npos);
+  std::string groups = r.out.substr(g + 7, r.out.find('\n', g) - g - 7);
+  EXPECT_EQ(groups.find_first_not_of(" \t"), std::string::npos) << "groups: " << groups;
+}
+
+TEST_F(Run, HostRootIsNeverMapped) {
+  auto r = Sh("cat /proc/self/uid_map /proc/self/gid_map");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  long inside, outside, count;
+  int lines = 0;
+  while (in >> inside >> outside >> count) {
+    EXPECT_NE(outside, 0) << r.out;
+    EXPECT_EQ(count, 1);
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2);
+}
+
+TEST_F(Run, RootAndHostPathsAreReadOnly) {
+  ScratchDir ws;
+  auto r = Sh(
+      "for p in /x /usr/x /etc/x /etc/passwd /workspace/x /proc/sys/kernel/hostname "
+      "/dev/x /lib/x; do if (echo x > $p) 2>/dev/null; then echo WROTE $p; fi; done; "
+      "echo done",
+      {"--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "done\n");
+  // /tmp is writable but the sandbox's own: nothing reaches the host.
+  auto t = Sh("echo x > /tmp/brig-test-marker && cat /tmp/brig-test-marker");
+  EXPECT_EQ(t.out, "x\n");
+  EXPECT_NE(access("/tmp/brig-test-marker", F_OK), 0);
+}
+
+TEST_F(Run, FilesystemLayout) {
+  auto r = Sh("ls -A / | tr '\\n' ' '; echo; ls /dev | tr '\\n' ' '; echo; "
+              "grep -c . /etc/passwd; test -e /etc/shadow || echo noshadow; "
+              "test -e /sys || echo nosys; test -e /home || echo nohome; "
+              "test -e /root || echo noroot; test -e /run || echo norun; pwd; hostname");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string root, dev, passwd_lines;
+  std::getline(in, root);
+  std::getline(in, dev);
+  EXPECT_NE(root.find("workspace"), std::string::npos) << root;
+  EXPECT_NE(root.find("usr"), std::string::npos) << root;
+  EXPECT_EQ(dev, "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero ");
+  for (const char* absent : {"noshadow", "nosys", "nohome", "noroot", "norun"}) {
+    EXPECT_NE(r.out.find(absent), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("/workspace\nsandbox\n"), std::string::npos) << r.out;
+}
+
+TEST_F(Run, ProcHasMaskedAndReadOnlyPaths) {
+  // Every OCI masked path this kernel has must read as empty inside.
+  std::string script;
+  int present = 0;
+  for (const char* p : {"acpi", "asound", "kcore", "keys", "latency_stats", "timer_list",
+                        "timer_stats", "sched_debug", "scsi"}) {
+    std::string path = std::string("/proc/") + p;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;
+    ++present;
+    script += S_ISDIR(st.st_mode) ? "ls -A " + path + " | wc -l; " : "wc -c < " + path + "; ";
+  }
+  ASSERT_GT(present, 0);
+  script += "if (echo 1 > /proc/sys/vm/drop_caches) 2>/dev/null; then echo WROTE; fi; "
+            "if (echo b > /proc/sysrq-trigger) 2>/dev/null; then echo WROTE; fi; echo ok";
+  auto r = Sh(script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string expect;
+  for (int i = 0; i < present; ++i) expect += "0\n";
+  EXPECT_EQ(r.out, expect + "ok\n");
+}
+
+TEST_F(Run, TmpIsSizeCapped) {
+  auto r = Sh("dd if=/dev/zero of=/tmp/big bs=1M count=8 2>/dev/null; echo $?; "
+              "df -k /tmp | tail -1 | awk '{print $2}'",
+              {"--tmp-size", "4M"});
+  std::istringstream in(r.out);
+  int dd_rc = 0;
+  long size_kb = 0;
+  in >> dd_rc >> size_kb;
+  EXPECT_NE(dd_rc, 0) << "wrote 8M into a 4M /tmp";
+  EXPECT_EQ(size_kb, 4096);
+}
+
+TEST_F(Run, ReadOnlyWorkspace) {
+  ScratchDir ws;
+  ws.Write("hello.txt", "hello\n");
+  auto r = Sh("cat hello.txt; if (echo x > new.txt) 2>/dev/null; then echo WROTE; fi",
+              {"--workspace", ws.path()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_NE(access((ws.path() + "/new.txt").c_str(), F_OK), 0);
+}
+
+TEST_F(Run, ReadWriteWorkspaceWritesAsItsOwner) {
+  ScratchDir ws;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 2345), 0);
+  auto r = Sh("echo made > /workspace/made.txt && mkdir sub && id -u",
+              {"--workspace", ws.path(), "--workspace-mode", "rw"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1000\n");
+  struct stat st;
+  ASSERT_EQ(stat((ws.path() + "/made.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u);
+  EXPECT_EQ(st.st_gid, 2345u);
+  ASSERT_EQ(stat((ws.path() + "/sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u);
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/made.txt"), "made\n");
+}
+
+TEST_F(Run, RootOwnedWorkspaceIsRefusedReadWrite) {
+  ScratchDir ws;  // owned by root
+  auto r = Sh("touch /workspace/x", {"--workspace", ws.path(), "--workspace-mode", "rw"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("never maps host root"), std::string::npos) << r.err;
+  EXPECT_NE(access((ws.path() + "/x").c_str(), F_OK), 0);
+}
+
+TEST_F(Run, StdoutAndStderrStaySeparate) {
+  auto r = Sh("echo to-out; echo to-err >&2; echo more-out");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "to-out\nmore-out\n");
+  EXPECT_EQ(r.err, "to-err\n");
+}
+
+TEST_F(Run, ExitStatusIsPropagated) {
+  EXPECT_EQ(Sh("exit 0").exit_code, 0);
+  EXPECT_EQ(Sh("exit 42").exit_code, 42);
+  EXPECT_EQ(Sh("kill -KILL $$").exit_code, 128 + 9);
+  EXPECT_EQ(Sh("kill -TERM $$").exit_code, 128 + 15);
+  EXPECT_EQ(Sh("kill -SEGV $$").exit_code, 128 + 11);
+}
+
+TEST_F(Run, EnvironmentIsBuiltFromNothing) {
+  setenv("BRIG_TEST_SECRET", "hunter2", 1);
+  setenv("BRIG_TEST_PASSED", "visible", 1);
+  auto r = Sh("env | sort", {"--pass-env", "BRIG_TEST_PASSED", "--env", "EXTRA=1"});
+  unsetenv("BRIG_TEST_SECRET");
+  unsetenv("BRIG_TEST_PASSED");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("hunter2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BRIG_TEST_PASSED=visible\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("EXTRA=1\n"), std::string::npos);
+  EXPECT_NE(r.out.find("HOME=/tmp\n"), std::string::npos);
+  EXPECT_NE(r.out.find("PATH=/usr/local/sbin:"), std::string::npos);
+}
+
+TEST_F(Run, ResultFileFollowsTheContract) {
+  ScratchDir out;
+  std::string path = out.path() + "/result.json";
+  auto r = Sh("exit 3", {"--result", path});
+  EXPECT_EQ(r.exit_code, 3);
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(path);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  EXPECT_FALSE(res.ok());
+  EXPECT_EQ(res.exit_code(), 3);
+  EXPECT_EQ(res.error_code(), "");
+  EXPECT_EQ(res.sandbox_id().rfind("brig-", 0), 0u);
+  EXPECT_GT(res.duration_ms(), 0);
+  EXPECT_NE(json.find("\"exit_code\":3"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"ok\":false"), std::string::npos) << json;
+
+  auto nf = RunBrig({"run", "--result", path, "--", "no-such-command-anywhere"});
+  EXPECT_EQ(nf.exit_code, 127);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFileOrEmpty(path), &res).ok());
+  EXPECT_EQ(res.error_code(), "not_found");
+  EXPECT_EQ(res.exit_code(), 127);
+
+  auto sig = Sh("kill -KILL $$", {"--result", path});
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFileOrEmpty(path), &res).ok());
+  EXPECT_EQ(res.signal(), 9);
+  EXPECT_EQ(res.exit_code(), 137);
+}
+
+TEST_F(Run, CommandNotFoundOrNotExecutable) {
+  ScratchDir ws;
+  ws.Write("script.sh", "#!/bin/sh\necho hi\n", 0644);
+  auto nf = RunBrig({"run", "--", "no-such-command-anywhere"});
+  EXPECT_EQ(nf.exit_code, 127);
+  EXPECT_NE(nf.err.find("no-such-command-anywhere"), std::string::npos) << nf.err;
+  EXPECT_EQ(RunBrig({"run", "--", "/no/such/path"}).exit_code, 127);
+  auto ne = RunBrig({"run", "--workspace", ws.path(), "--", "/workspace/script.sh"});
+  EXPECT_EQ(ne.exit_code, 126) << ne.err;
+  EXPECT_NE(ne.err.find("Permission denied"), std::string::npos) << ne.err;
+  EXPECT_EQ(RunBrig({"run", "--", "/usr"}).exit_code, 126);
+  // One line each.
+  EXPECT_EQ(std::count(nf.err.begin(), nf.err.end(), '\n'), 1) << nf.err;
+}
+
+}  // namespace
+}  // namespace brig::testing

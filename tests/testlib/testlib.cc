@@ -1,0 +1,247 @@
+// Test helpers (see testlib.h).
+#include "testlib/testlib.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace brig::testing {
+namespace {
+
+std::string Env(const char* name, const char* fallback) {
+  const char* v = getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string ReadFd(int fd) {
+  std::string out;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+std::vector<char*> Argv(const std::vector<std::string>& args, std::string& bin) {
+  bin = BrigBinary();
+  std::vector<char*> argv{bin.data()};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
+int ExitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::string NeedRoot() {
+  if (geteuid() != 0) return "needs root (run the host tier as root)";
+  return {};
+}
+
+std::string NeedUserns() {
+  if (auto r = NeedRoot(); !r.empty()) return r;
+  pid_t pid = fork();
+  if (pid == 0) _exit(unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) == 0 ? 0
+                                                                                             : 1);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return "user/mount/pid/net namespaces unavailable";
+  return {};
+}
+
+std::string BrigBinary() { return Env("BRIG_BINARY", "build/brig"); }
+std::string ProbeBinary() { return Env("BRIG_PROBE", "build/tests/brig-probe"); }
+std::string ProbeDir() {
+  std::string p = ProbeBinary();
+  return p.substr(0, p.rfind('/'));
+}
+std::string SourceRoot() { return Env("BRIG_SOURCE_ROOT", "."); }
+
+RunOutput RunBrig(const std::vector<std::string>& args) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) abort();
+  std::string bin;
+  auto argv = Argv(args, bin);
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    execv(argv[0], argv.data());
+    _exit(99);
+  }
+  close(out[1]);
+  close(err[1]);
+  RunOutput r;
+  // Drain both pipes without deadlock: stderr is small, read stdout first in a child-free
+  // way by polling both.
+  std::string o, e;
+  struct pollfd_like {
+    int fd;
+    std::string* dst;
+  } fds[] = {{out[0], &r.out}, {err[0], &r.err}};
+  for (auto& f : fds) fcntl(f.fd, F_SETFL, O_NONBLOCK);
+  int open_fds = 2;
+  while (open_fds > 0) {
+    fd_set set;
+    FD_ZERO(&set);
+    int maxfd = -1;
+    for (auto& f : fds) {
+      if (f.fd >= 0) {
+        FD_SET(f.fd, &set);
+        maxfd = std::max(maxfd, f.fd);
+      }
+    }
+    if (select(maxfd + 1, &set, nullptr, nullptr, nullptr) < 0) continue;
+    for (auto& f : fds) {
+      if (f.fd < 0 || !FD_ISSET(f.fd, &set)) continue;
+      char buf[8192];
+      ssize_t n = read(f.fd, buf, sizeof buf);
+      if (n > 0) {
+        f.dst->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EAGAIN) {
+        close(f.fd);
+        f.fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  r.exit_code = ExitCodeOf(status);
+  return r;
+}
+
+pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir) {
+  std::string bin;
+  auto argv = Argv(args, bin);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDONLY);
+    int o = open((dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open((dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(devnull, 0);
+    dup2(o, 1);
+    dup2(e, 2);
+    execv(argv[0], argv.data());
+    _exit(99);
+  }
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return ExitCodeOf(status);
+}
+
+ScratchDir::ScratchDir() {
+  char tmpl[] = "/tmp/brig-test.XXXXXX";
+  if (!mkdtemp(tmpl)) abort();
+  path_ = tmpl;
+  chmod(path_.c_str(), 0755);
+}
+
+ScratchDir::~ScratchDir() {
+  std::string cmd = "rm -rf '" + path_ + "'";
+  if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", path_.c_str());
+}
+
+std::string ScratchDir::Write(const std::string& name, const std::string& data,
+                              mode_t mode) const {
+  std::string p = path_ + "/" + name;
+  std::ofstream(p) << data;
+  chmod(p.c_str(), mode);
+  return p;
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string s = ReadFd(fd);
+  close(fd);
+  return s;
+}
+
+std::vector<pid_t> FindProcesses(const std::string& needle) {
+  std::vector<pid_t> found;
+  DIR* d = opendir("/proc");
+  if (!d) return found;
+  while (struct dirent* de = readdir(d)) {
+    pid_t pid = atoi(de->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    // A zombie is not running; whether its parent reaps it is the host's business.
+    std::string stat = ReadFileOrEmpty("/proc/" + std::string(de->d_name) + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || stat.size() < paren + 3 || stat[paren + 2] == 'Z') continue;
+    std::string cmd = ReadFileOrEmpty("/proc/" + std::string(de->d_name) + "/cmdline");
+    while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    std::string comm = ReadFileOrEmpty("/proc/" + std::string(de->d_name) + "/comm");
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (cmd == needle || comm == needle) found.push_back(pid);
+  }
+  closedir(d);
+  return found;
+}
+
+Residue TakeResidue() {
+  Residue r;
+  std::istringstream mi(ReadFileOrEmpty("/proc/self/mountinfo"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(mi, line);) {
+    // Drop the mount id and parent id, which are not stable identities.
+    std::istringstream ls(line);
+    std::string id, parent, rest;
+    ls >> id >> parent;
+    std::getline(ls, rest);
+    lines.push_back(rest);
+  }
+  std::sort(lines.begin(), lines.end());
+  for (const auto& l : lines) r.mounts += l + "\n";
+  for (pid_t p : FindProcesses("brig-init")) r.processes.push_back(std::to_string(p));
+  if (DIR* d = opendir("/tmp")) {
+    while (struct dirent* de = readdir(d)) {
+      std::string n = de->d_name;
+      if (n != "." && n != ".." && n.rfind("brig-test.", 0) != 0) r.tmp_entries.push_back(n);
+    }
+    closedir(d);
+    std::sort(r.tmp_entries.begin(), r.tmp_entries.end());
+  }
+  return r;
+}
+
+std::string DiffResidue(const Residue& before, const Residue& after) {
+  std::string diff;
+  if (before.mounts != after.mounts) diff += "mounts changed\n";
+  std::set<std::string> ran(before.processes.begin(), before.processes.end());
+  for (const auto& p : after.processes) {
+    if (!ran.count(p)) diff += "process left: brig-init pid " + p + "\n";
+  }
+  std::set<std::string> was(before.tmp_entries.begin(), before.tmp_entries.end());
+  for (const auto& t : after.tmp_entries) {
+    if (!was.count(t)) diff += "left in /tmp: " + t + "\n";
+  }
+  return diff;
+}
+
+}  // namespace brig::testing

@@ -1,0 +1,70 @@
+// Helpers shared by brig's test suites: skips with a reason, running the built brig
+// binary, scratch directories that clean up after themselves, and a snapshot of what a
+// run could leave behind on the host.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace brig::testing {
+
+// Empty if the requirement holds, otherwise why not (for GTEST_SKIP() << ...).
+std::string NeedRoot();
+std::string NeedUserns();
+
+// Path of the brig binary under test (BRIG_BINARY, set by meson).
+std::string BrigBinary();
+// Path of the probe helper (BRIG_PROBE), and the directory holding it.
+std::string ProbeBinary();
+std::string ProbeDir();
+std::string SourceRoot();
+
+struct RunOutput {
+  int exit_code = -1;  // 128+N if brig itself died of signal N
+  std::string out, err;
+  std::chrono::milliseconds elapsed{0};
+};
+
+// Runs brig with `args`, stdin from /dev/null, collecting stdout and stderr separately.
+RunOutput RunBrig(const std::vector<std::string>& args);
+
+// Starts brig in the background (stdout/stderr to files in `dir`); returns its pid.
+pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir);
+// Waits for a pid started by SpawnBrig; returns its exit code as RunBrig does.
+int WaitExit(pid_t pid);
+
+// A mkdtemp directory under /tmp, removed (recursively) when it goes out of scope.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Write(const std::string& name, const std::string& data, mode_t mode = 0644) const;
+
+ private:
+  std::string path_;
+};
+
+// What a sandbox could leave on the host: mounts of this mount namespace, processes
+// named brig/brig-init or running a marker, entries in /tmp.
+struct Residue {
+  std::string mounts;
+  std::vector<std::string> processes;
+  std::vector<std::string> tmp_entries;
+};
+Residue TakeResidue();
+// Human-readable difference, empty if none.
+std::string DiffResidue(const Residue& before, const Residue& after);
+
+// Processes on the host whose whole command line (arguments joined by spaces) or whose
+// comm is `needle`.
+std::vector<pid_t> FindProcesses(const std::string& needle);
+
+std::string ReadFileOrEmpty(const std::string& path);
+
+}  // namespace brig::testing

@@ -1,0 +1,112 @@
+// The parent/child wire format and the parent's order check.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "container/sync.h"
+#include "sys/fd.h"
+
+namespace brig::container {
+namespace {
+
+struct Pair {
+  sys::UniqueFd a, b;
+  Pair() {
+    int sp[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+    a.Reset(sp[0]);
+    b.Reset(sp[1]);
+  }
+};
+
+TEST(Sync, MessagesRoundTrip) {
+  Pair p;
+  ASSERT_TRUE(SendMessage(p.a.get(), Msg::kWorkloadExit, 0x0f00, "payload"));
+  auto m = RecvMessage(p.b.get(), 1000);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, Msg::kWorkloadExit);
+  EXPECT_EQ(m->err, 0x0f00);
+  EXPECT_EQ(m->payload, "payload");
+}
+
+TEST(Sync, ErrorsRoundTripWithKindStepAndErrno) {
+  Pair p;
+  Error e = Fail("mount", "/proc", "", ErrorKind::kSetup);
+  e.err = EPERM;
+  e = std::move(e).Wrap("container init");
+  ASSERT_TRUE(SendError(p.a.get(), e));
+  auto m = RecvMessage(p.b.get(), 1000);
+  ASSERT_TRUE(m);
+  Error d = DecodeError(*m);
+  EXPECT_EQ(d.err, EPERM);
+  EXPECT_EQ(d.op, "mount");
+  EXPECT_EQ(d.subject, "/proc");
+  EXPECT_EQ(d.kind, ErrorKind::kSetup);
+  Error nf = Fail("command", "nope", "not found in PATH", ErrorKind::kNotFound);
+  ASSERT_TRUE(SendError(p.a.get(), nf));
+  EXPECT_EQ(DecodeError(*RecvMessage(p.b.get(), 1000)).kind, ErrorKind::kNotFound);
+}
+
+TEST(Sync, EofAndTimeoutAreErrors) {
+  Pair p;
+  auto t = RecvMessage(p.b.get(), 10);
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().Render().find("timed out"), std::string::npos);
+  p.a.Reset();
+  auto eof = RecvMessage(p.b.get(), 1000);
+  ASSERT_FALSE(eof);
+  EXPECT_NE(eof.error().Render().find("peer closed"), std::string::npos);
+}
+
+TEST(Sync, MalformedPacketsAreRejected) {
+  Pair p;
+  ASSERT_EQ(send(p.a.get(), "xy", 2, 0), 2);
+  EXPECT_FALSE(RecvMessage(p.b.get(), 1000));
+  uint32_t bogus[3] = {99, 0, 0};
+  ASSERT_EQ(send(p.a.get(), bogus, sizeof bogus, 0), static_cast<ssize_t>(sizeof bogus));
+  EXPECT_FALSE(RecvMessage(p.b.get(), 1000));
+  uint32_t lying[3] = {1, 0, 100};  // claims a payload it does not carry
+  ASSERT_EQ(send(p.a.get(), lying, sizeof lying, 0), static_cast<ssize_t>(sizeof lying));
+  EXPECT_FALSE(RecvMessage(p.b.get(), 1000));
+}
+
+TEST(Sync, DecodeErrorSurvivesGarbagePayload) {
+  Message m;
+  m.type = Msg::kError;
+  m.payload = std::string("\x7f\0\0", 3);
+  Error e = DecodeError(m);
+  EXPECT_EQ(e.kind, ErrorKind::kInternal);
+  EXPECT_EQ(e.op, "brig init");
+}
+
+TEST(SyncSequence, AcceptsTheProtocolOrder) {
+  SyncSequence s;
+  EXPECT_TRUE(s.Accept(Msg::kNeedIdMap));
+  EXPECT_FALSE(s.ready());
+  EXPECT_TRUE(s.Accept(Msg::kReady));
+  EXPECT_TRUE(s.ready());
+  EXPECT_TRUE(s.Accept(Msg::kWorkloadExit));
+  EXPECT_FALSE(s.Accept(Msg::kError));
+}
+
+TEST(SyncSequence, ErrorIsAcceptedBeforeTheEnd) {
+  SyncSequence s;
+  EXPECT_TRUE(s.Accept(Msg::kNeedIdMap));
+  EXPECT_TRUE(s.Accept(Msg::kError));
+  EXPECT_FALSE(s.Accept(Msg::kReady));
+}
+
+TEST(SyncSequence, RejectsOutOfOrder) {
+  SyncSequence a;
+  EXPECT_FALSE(a.Accept(Msg::kReady));
+  SyncSequence b;
+  EXPECT_TRUE(b.Accept(Msg::kNeedIdMap));
+  EXPECT_FALSE(b.Accept(Msg::kNeedIdMap));
+  SyncSequence c;
+  EXPECT_FALSE(c.Accept(Msg::kWorkloadExit));
+  SyncSequence d;
+  EXPECT_FALSE(d.Accept(Msg::kIdMapDone));  // parent-to-child messages never come back
+}
+
+}  // namespace
+}  // namespace brig::container
