@@ -14,7 +14,9 @@
 namespace brig::cli {
 namespace {
 
-int64_t Ms(const struct timeval& tv) { return tv.tv_sec * 1000 + tv.tv_usec / 1000; }
+uint32_t Ms(const struct timeval& tv) {
+  return static_cast<uint32_t>(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+}
 
 // Fills exit_code, signal, error_code and error from an outcome.
 void Judge(const container::Outcome& o, v1::RunResult& r) {
@@ -100,6 +102,7 @@ int RunMain(const std::vector<std::string>& args) {
     return 0;
   }
   v1::RunResult r;
+  r.mutable_usage();  // present, zero, even when nothing ran
   const std::string& result_path = req->sandbox.result_path;
   if (auto s = ResolveRun(*req, environ); !s) {
     r.set_exit_code(kExitRefused);
@@ -116,7 +119,7 @@ int RunMain(const std::vector<std::string>& args) {
     return Report(result_path, r);
   }
   Judge(*outcome, r);
-  r.set_duration_ms(outcome->duration.count());
+  r.set_duration_ms(static_cast<uint32_t>(outcome->duration.count()));
   auto* u = r.mutable_usage();
   u->set_cpu_time_ms(Ms(outcome->usage.ru_utime) + Ms(outcome->usage.ru_stime));
   u->set_peak_memory_bytes(static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);

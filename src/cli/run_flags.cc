@@ -1,6 +1,7 @@
 // `brig run` flags: parsing (pure) and resolution against the host.
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,8 +144,35 @@ std::string RandomId() {
   return id;
 }
 
+// The operator's path, symlinks resolved, so the sandbox gets the directory itself.
+Status Canonicalize(std::string& path, const char* flag) {
+  char* real = realpath(path.c_str(), nullptr);
+  if (!real) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
+  path = real;
+  free(real);
+  return {};
+}
+
+// init runs in a user namespace and cannot raise a hard limit above brig's own.
+Status CheckRlimits(const config::Rlimits& rl) {
+  const std::pair<int, std::pair<const char*, uint64_t>> items[] = {
+      {RLIMIT_NOFILE, {"nofile", rl.nofile}},
+      {RLIMIT_NPROC, {"nproc", rl.nproc}},
+      {RLIMIT_CORE, {"core", rl.core}}};
+  for (const auto& [res, nv] : items) {
+    struct rlimit cur;
+    if (getrlimit(res, &cur) < 0) return SysError("getrlimit", nv.first);
+    if (cur.rlim_max != RLIM_INFINITY && nv.second > cur.rlim_max) {
+      return BadInput("--rlimit", std::string(nv.first) + "=" + std::to_string(nv.second),
+                      "above brig's own hard limit " + std::to_string(cur.rlim_max));
+    }
+  }
+  return {};
+}
+
 Status ResolveWorkspace(config::Sandbox& sb) {
   if (sb.workspace.empty()) return {};
+  BRIG_TRY(Canonicalize(sb.workspace, "--workspace"));
   struct stat st;
   if (stat(sb.workspace.c_str(), &st) < 0) {
     return SysError("--workspace", sb.workspace).WithKind(ErrorKind::kBadInput);
@@ -222,6 +250,7 @@ Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
 Status ResolveRun(RunRequest& req, char** host_environ) {
   config::Sandbox& sb = req.sandbox;
   if (!sb.rootfs.empty()) {
+    BRIG_TRY(Canonicalize(sb.rootfs, "--rootfs"));
     struct stat st;
     if (stat(sb.rootfs.c_str(), &st) < 0) {
       return SysError("--rootfs", sb.rootfs).WithKind(ErrorKind::kBadInput);
@@ -229,6 +258,7 @@ Status ResolveRun(RunRequest& req, char** host_environ) {
     if (!S_ISDIR(st.st_mode)) return BadInput("--rootfs", sb.rootfs, "not a directory");
   }
   BRIG_TRY(ResolveWorkspace(sb));
+  BRIG_TRY(CheckRlimits(sb.rlimits));
   BRIG_TRY(ResolvePolicy(req));
   // The environment is built from nothing (design.md, Invariant 3).
   sb.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",

@@ -92,6 +92,7 @@ Status SendError(int fd, const Error& e) {
   put(e.op);
   put(e.subject);
   if (off < sizeof buf) put(e.detail);
+  if (off < sizeof buf) put(e.context);
   return SendMessage(fd, Msg::kError, e.err, std::string_view(buf, off));
 }
 
@@ -99,7 +100,7 @@ Error DecodeError(const Message& m) {
   Error e;
   e.err = m.err;
   std::string_view rest = m.payload;
-  std::string_view parts[4];
+  std::string_view parts[5];
   for (auto& part : parts) {
     size_t z = rest.find('\0');
     part = rest.substr(0, z);
@@ -112,6 +113,7 @@ Error DecodeError(const Message& m) {
   e.op = parts[1].empty() ? "brig init" : std::string(parts[1]);
   e.subject = parts[2];
   e.detail = parts[3];
+  e.context = parts[4];
   return e;
 }
 

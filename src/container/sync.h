@@ -52,7 +52,7 @@ Status SendMessage(int fd, Msg type, int32_t err = 0, std::string_view payload =
 // "peer closed".
 Result<Message> RecvMessage(int fd, int timeout_ms);
 
-// Error <-> kError packet. The payload is "<kind>\0<op>\0<subject>\0<detail>".
+// Error <-> kError packet. The payload is "<kind>\0<op>\0<subject>\0<detail>\0<context>".
 Status SendError(int fd, const Error& e);
 Error DecodeError(const Message& m);
 

@@ -1,5 +1,6 @@
 // brig run, host tier: the sandbox as the workload sees it, and the output contract.
 #include <google/protobuf/util/json_util.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -177,6 +178,31 @@ TEST_F(Run, ReadWriteWorkspaceWritesAsItsOwner) {
   EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/made.txt"), "made\n");
 }
 
+TEST_F(Run, WorkspaceGivenThroughASymlink) {
+  ScratchDir ws, links;
+  ws.Write("through-link.txt", "found\n");
+  std::string link = links.path() + "/ws-link";
+  ASSERT_EQ(symlink(ws.path().c_str(), link.c_str()), 0);
+  auto r = Sh("cat /workspace/through-link.txt", {"--workspace", link});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "found\n");
+}
+
+TEST_F(Run, RlimitsApplyAndCanBeOverridden) {
+  const std::string nproc = "; awk '/Max processes/ {print $3}' /proc/self/limits";
+  auto r = Sh("ulimit -n; ulimit -c" + nproc);
+  EXPECT_EQ(r.out, "4096\n0\n4096\n") << r.err;
+  auto o = Sh("ulimit -n" + nproc, {"--rlimit", "nofile=256", "--rlimit", "nproc=100"});
+  EXPECT_EQ(o.out, "256\n100\n") << o.err;
+  struct rlimit hard;
+  getrlimit(RLIMIT_NOFILE, &hard);
+  if (hard.rlim_max != RLIM_INFINITY) {
+    auto too_high = Sh("true", {"--rlimit", "nofile=unlimited"});
+    EXPECT_EQ(too_high.exit_code, 125);
+    EXPECT_NE(too_high.err.find("above brig's own hard limit"), std::string::npos) << too_high.err;
+  }
+}
+
 TEST_F(Run, RootOwnedWorkspaceIsRefusedReadWrite) {
   ScratchDir ws;  // owned by root
   auto r = Sh("touch /workspace/x", {"--workspace", ws.path(), "--workspace-mode", "rw"});
@@ -228,6 +254,8 @@ TEST_F(Run, ResultFileFollowsTheContract) {
   EXPECT_EQ(res.sandbox_id().rfind("brig-", 0), 0u);
   EXPECT_GT(res.duration_ms(), 0);
   EXPECT_NE(json.find("\"exit_code\":3"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"duration_ms\":"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"duration_ms\":\""), std::string::npos) << "a number, not a string";
   EXPECT_NE(json.find("\"ok\":false"), std::string::npos) << json;
 
   auto nf = RunBrig({"run", "--result", path, "--", "no-such-command-anywhere"});

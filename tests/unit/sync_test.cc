@@ -42,6 +42,7 @@ TEST(Sync, ErrorsRoundTripWithKindStepAndErrno) {
   EXPECT_EQ(d.op, "mount");
   EXPECT_EQ(d.subject, "/proc");
   EXPECT_EQ(d.kind, ErrorKind::kSetup);
+  EXPECT_EQ(d.Render(), "container init: mount '/proc': Operation not permitted");
   Error nf = Fail("command", "nope", "not found in PATH", ErrorKind::kNotFound);
   ASSERT_TRUE(SendError(p.a.get(), nf));
   EXPECT_EQ(DecodeError(*RecvMessage(p.b.get(), 1000)).kind, ErrorKind::kNotFound);
