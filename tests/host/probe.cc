@@ -86,6 +86,17 @@ int main(int argc, char** argv) {
   }
   std::string what = argv[1];
   if (what == "fds") return Fds();
+  if (what == "ls" && argc > 2) {
+    DIR* d = opendir(argv[2]);
+    if (!d) return Report(-1);
+    std::string out;
+    while (struct dirent* de = readdir(d)) {
+      if (de->d_name[0] != '.') out += std::string(de->d_name) + " ";
+    }
+    closedir(d);
+    printf("%s\n", out.c_str());
+    return 0;
+  }
   if (what == "mount") return Report(mount("none", "/tmp", "tmpfs", 0, nullptr));
   if (what == "unshare") return Report(unshare(CLONE_NEWUSER));
   if (what == "unshare-ns") return Report(unshare(CLONE_NEWNS));

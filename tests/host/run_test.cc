@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <set>
 #include <sstream>
 
 #include "config/brig.pb.h"
@@ -150,6 +151,30 @@ TEST_F(Run, TmpIsSizeCapped) {
   in >> dd_rc >> size_kb;
   EXPECT_NE(dd_rc, 0) << "wrote 8M into a 4M /tmp";
   EXPECT_EQ(size_kb, 4096);
+}
+
+TEST_F(Run, RootfsDirectoryReplacesTheHostRoot) {
+  ScratchDir rootfs;
+  ASSERT_EQ(mkdir((rootfs.path() + "/bin").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((rootfs.path() + "/etc").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((rootfs.path() + "/proc").c_str(), 0755), 0);  // brig provides its own
+  rootfs.Write("etc/os-release", "ID=brig-test\n");
+  ASSERT_EQ(symlink("bin", (rootfs.path() + "/sbin").c_str()), 0);
+  std::string copy = "cp " + ProbeBinary() + " " + rootfs.path() + "/bin/probe";
+  ASSERT_EQ(system(copy.c_str()), 0);
+  auto r = RunBrig({"run", "--rootfs", rootfs.path(), "--", "/sbin/probe", "ls", "/"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::set<std::string> entries;
+  for (std::string e; in >> e;) entries.insert(e);
+  EXPECT_EQ(entries, (std::set<std::string>{"bin", "dev", "etc", "proc", "sbin", "tmp",
+                                            "workspace"}));
+  auto etc = RunBrig({"run", "--rootfs", rootfs.path(), "--", "/bin/probe", "ls", "/etc"});
+  EXPECT_EQ(etc.out, "os-release \n");
+  auto w = RunBrig({"run", "--rootfs", rootfs.path(), "--", "/bin/probe", "write",
+                    "/etc/os-release"});
+  EXPECT_EQ(w.out.rfind("denied EROFS", 0), 0u) << w.out;
+  EXPECT_EQ(ReadFileOrEmpty(rootfs.path() + "/etc/os-release"), "ID=brig-test\n");
 }
 
 TEST_F(Run, ReadOnlyWorkspace) {

@@ -222,7 +222,8 @@ Residue TakeResidue() {
   if (DIR* d = opendir("/tmp")) {
     while (struct dirent* de = readdir(d)) {
       std::string n = de->d_name;
-      if (n != "." && n != ".." && n.rfind("brig-test.", 0) != 0) r.tmp_entries.push_back(n);
+      // Only names brig could use; other programs on the host may come and go.
+      if (n.rfind("brig", 0) == 0 && n.rfind("brig-test.", 0) != 0) r.tmp_entries.push_back(n);
     }
     closedir(d);
     std::sort(r.tmp_entries.begin(), r.tmp_entries.end());
