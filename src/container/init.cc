@@ -108,7 +108,8 @@ struct Workload {
   pid_t pid;
 };
 
-// In the forked workload: a new session, default signals, only fds 0-2, seccomp, execve.
+// In the forked workload: a new session, default signals, only fds 0-2, rlimits, seccomp,
+// execve.
 [[noreturn]] void ExecWorkload(const InitArgs& a, const std::string& path, int err_fd,
                                char* const* argv, char* const* envp) {
   if (setsid() < 0) {
@@ -122,6 +123,12 @@ struct Workload {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   (void)sys::CloseRangeCloexec(3);
   if (chdir("/workspace") < 0) {
+    int e = errno;
+    (void)!write(err_fd, &e, sizeof e);
+    _exit(125);
+  }
+  // Limits are the workload's, not init's: init must keep its own few fds whatever they are.
+  if (!security::ApplyRlimits(a.sandbox->rlimits)) {
     int e = errno;
     (void)!write(err_fd, &e, sizeof e);
     _exit(125);
@@ -219,7 +226,6 @@ Status Setup(const InitArgs& a) {
   BRIG_TRY_CTX(net::BringUpLoopback(), "network");
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
-  BRIG_TRY_CTX(security::ApplyRlimits(a.sandbox->rlimits), "rlimits");
   BRIG_TRY_CTX(security::DropPrivileges(), "privileges");
   return {};
 }

@@ -7,12 +7,13 @@
 //                          ◀── kNeedIdMap
 //   write uid_map, gid_map ─── kIdMapDone ──▶
 //                                                   setgroups/setresgid/setresuid, lo up,
-//                                                   mounts, pivot_root, hostname, rlimits,
-//                                                   caps dropped, no_new_privs, resolve CMD
+//                                                   mounts, pivot_root, hostname, caps
+//                                                   dropped, no_new_privs, resolve CMD
 //                          ◀── kReady
 //   (run: at once)         ─── kStart ──▶
-//                                                   fork the workload: setsid, seccomp LAST,
-//                                                   execve; init reaps and forwards signals
+//                                                   fork the workload: setsid, rlimits,
+//                                                   seccomp LAST, execve; init reaps and
+//                                                   forwards signals
 //                          ◀── kWorkloadExit {err = wait status}
 //                                                   init exits when no process is left
 //   any failure:           ◀── kError {err = errno, payload = kind, step, subject}

@@ -219,6 +219,10 @@ TEST_F(Run, RlimitsApplyAndCanBeOverridden) {
   EXPECT_EQ(r.out, "4096\n0\n4096\n") << r.err;
   auto o = Sh("ulimit -n" + nproc, {"--rlimit", "nofile=256", "--rlimit", "nproc=100"});
   EXPECT_EQ(o.out, "256\n100\n") << o.err;
+  // The limits are the workload's: brig init keeps working with a tiny nofile.
+  auto tiny = Probe({"fds"}, {"--rlimit", "nofile=4"});
+  EXPECT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_EQ(tiny.out, "0 1 2 \n");
   struct rlimit hard;
   getrlimit(RLIMIT_NOFILE, &hard);
   if (hard.rlim_max != RLIM_INFINITY) {

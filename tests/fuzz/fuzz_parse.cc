@@ -1,0 +1,128 @@
+// libFuzzer target: the value parsers of util/parse.h (flag values typed by a user).
+// Each input is one string given to every parser; besides "no crash, no UB" it checks
+// the documented contracts and compares against simple reference implementations.
+#include <sys/resource.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "fuzz_common.h"
+#include "util/parse.h"
+
+namespace {
+
+using brig::ErrorKind;
+using brig::fuzz::CheckRendersOneLine;
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+uint64_t Decimal(std::string_view s) {
+  uint64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  FUZZ_CHECK(r.ec == std::errc() && r.ptr == s.data() + s.size());
+  return v;
+}
+
+void CheckError(const brig::Error& e) {
+  FUZZ_CHECK(e.kind == ErrorKind::kBadInput);
+  FUZZ_CHECK(!e.detail.empty());
+  CheckRendersOneLine(e);
+}
+
+void Duration(std::string_view s) {
+  auto d = brig::util::ParseDuration(s);
+  auto again = brig::util::ParseDuration(s);
+  FUZZ_CHECK(d.has_value() == again.has_value());
+  if (!d) {
+    CheckError(d.error());
+    FUZZ_CHECK(d.error().Render() == again.error().Render());
+  } else {
+    FUZZ_CHECK(*d == *again);
+    FUZZ_CHECK(d->count() >= 1);                 // "Must be > 0", rounded to >= 1ms
+    FUZZ_CHECK(d->count() <= 1'000'000'000'000);  // the "too long" bound
+  }
+  // A bare number is seconds; "<n>ms" is milliseconds. Exact for these sizes.
+  if (s.size() <= 9 && AllDigits(s)) {
+    uint64_t n = Decimal(s);
+    FUZZ_CHECK(d.has_value() == (n > 0));
+    if (d) FUZZ_CHECK(static_cast<uint64_t>(d->count()) == n * 1000);
+  }
+  if (s.size() > 2 && s.size() <= 11 && s.substr(s.size() - 2) == "ms" &&
+      AllDigits(s.substr(0, s.size() - 2))) {
+    uint64_t n = Decimal(s.substr(0, s.size() - 2));
+    FUZZ_CHECK(d.has_value() == (n > 0));
+    if (d) FUZZ_CHECK(static_cast<uint64_t>(d->count()) == n);
+  }
+}
+
+void Size(std::string_view s) {
+  auto v = brig::util::ParseSize(s);
+  auto again = brig::util::ParseSize(s);
+  FUZZ_CHECK(v.has_value() == again.has_value());
+  if (!v) {
+    CheckError(v.error());
+  } else {
+    FUZZ_CHECK(*v == *again);
+    FUZZ_CHECK(*v >= 1);
+    FUZZ_CHECK(*v <= 1'000'000'000'000'000'000ull);
+  }
+  // Plain byte counts and KiB counts are exact below 2^53.
+  if (s.size() <= 15 && AllDigits(s)) {
+    uint64_t n = Decimal(s);
+    FUZZ_CHECK(v.has_value() == (n > 0));
+    if (v) FUZZ_CHECK(*v == n);
+  }
+  if (s.size() >= 2 && s.size() <= 13 && (s.back() == 'K' || s.back() == 'k') &&
+      AllDigits(s.substr(0, s.size() - 1))) {
+    uint64_t n = Decimal(s.substr(0, s.size() - 1));
+    FUZZ_CHECK(v.has_value() == (n > 0));
+    if (v) FUZZ_CHECK(*v == n * 1024);
+  }
+}
+
+void Limit(std::string_view s) {
+  auto v = brig::util::ParseLimit(s);
+  if (s == "unlimited") {
+    FUZZ_CHECK(v && *v == uint64_t{RLIM_INFINITY});
+    return;
+  }
+  // Exactly 1..19 decimal digits (19 digits always fit in 64 bits).
+  bool want = AllDigits(s) && s.size() <= 19;
+  FUZZ_CHECK(v.has_value() == want);
+  if (v) {
+    FUZZ_CHECK(*v == Decimal(s));
+  } else {
+    CheckError(v.error());
+  }
+}
+
+void EnvName(std::string_view s) {
+  bool want = !s.empty() && !(s[0] >= '0' && s[0] <= '9');
+  for (char c : s) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_';
+    want = want && ok;
+  }
+  FUZZ_CHECK(brig::util::IsEnvName(s) == want);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > 4096) return -1;  // flag values are short; longer adds nothing but time
+  std::string_view s(reinterpret_cast<const char*>(data), size);
+  Duration(s);
+  Size(s);
+  Limit(s);
+  EnvName(s);
+  return 0;
+}
