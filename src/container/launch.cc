@@ -14,7 +14,7 @@
 #include "container/init.h"
 #include "container/sync.h"
 #include "fs/mount_plan.h"
-#include "security/seccomp.h"
+#include "security/seccomp_cache.h"
 #include "supervise/loop.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -84,9 +84,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   auto started = std::chrono::steady_clock::now();
   // Everything that can be refused is refused here, before any process exists.
   fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb), "filesystem");
-  auto policy = BRIG_TRY(security::LoadSeccompPolicyFile(sb.seccomp_policy));
-  security::SeccompProgram seccomp =
-      BRIG_TRY_CTX(security::CompileSeccomp(policy), "seccomp policy " + sb.seccomp_policy);
+  security::SeccompProgram seccomp = BRIG_TRY(
+      security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
 
   // Signals for the supervisor arrive through a signalfd; blocking them before clone also
   // keeps a signal from interrupting clone3 (nsjail #168).

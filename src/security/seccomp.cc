@@ -129,10 +129,10 @@ Status AddRule(scmp_filter_ctx ctx, int nr, uint32_t action, const std::vector<s
   for (const auto& c : cmps) indexes.insert(c.arg);
   int rc = 0;
   if (indexes.size() == cmps.size()) {
-    rc = seccomp_rule_add_exact_array(ctx, action, nr, cmps.size(), cmps.data());
+    rc = seccomp_rule_add_array(ctx, action, nr, cmps.size(), cmps.data());
   } else {
     for (const auto& c : cmps) {
-      rc = seccomp_rule_add_exact_array(ctx, action, nr, 1, &c);
+      rc = seccomp_rule_add_array(ctx, action, nr, 1, &c);
       if (rc < 0) break;
     }
   }
@@ -143,12 +143,15 @@ Status AddRule(scmp_filter_ctx ctx, int nr, uint32_t action, const std::vector<s
   return {};
 }
 
-Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule) {
+Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule, uint32_t default_action) {
   std::string first = rule.names().empty() ? "(no names)" : rule.names(0);
   if (rule.names().empty()) return Fail("seccomp policy", "syscalls", "a rule names no syscall");
   std::optional<uint32_t> errno_ret;
   if (rule.has_errno_ret()) errno_ret = rule.errno_ret();
   uint32_t action = BRIG_TRY(ToLibseccompAction(rule.action(), errno_ret, first));
+  // A rule that repeats the default action changes nothing, and libseccomp refuses it
+  // (EACCES); OCI policies such as Docker's contain such rules.
+  if (action == default_action) return {};
   std::vector<scmp_arg_cmp> cmps;
   for (const auto& a : rule.args()) {
     if (a.index() > 5) return Fail("seccomp policy", first, "argument index out of range 0..5");
@@ -185,11 +188,6 @@ Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std:
   return policy;
 }
 
-Result<v1::SeccompPolicy> LoadSeccompPolicyFile(const std::string& path) {
-  std::string text = BRIG_TRY(util::ReadFile(path));
-  return ParseSeccompPolicy(text, path);
-}
-
 Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
   std::optional<uint32_t> default_errno;
   if (policy.has_default_errno_ret()) default_errno = policy.default_errno_ret();
@@ -211,7 +209,7 @@ Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
       return SysError("seccomp_arch_add", v1::SeccompArch_Name(a));
     }
   }
-  for (const auto& rule : policy.syscalls()) BRIG_TRY(AddRules(ctx.get(), rule));
+  for (const auto& rule : policy.syscalls()) BRIG_TRY(AddRules(ctx.get(), rule, def));
 
   SeccompProgram program;
   for (const auto& f : policy.flags()) program.flags |= BRIG_TRY(ToFilterFlag(f));

@@ -20,7 +20,6 @@ struct SeccompProgram {
 
 // Parses a text-format policy. Errors name file:line:column.
 Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name);
-Result<v1::SeccompPolicy> LoadSeccompPolicyFile(const std::string& path);
 
 // Validates and compiles. Unknown syscall names, actions or architectures are errors:
 // a policy that does not mean what it says must not run.

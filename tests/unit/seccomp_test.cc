@@ -3,17 +3,115 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
 #include "security/seccomp.h"
+#include "security/seccomp_cache.h"
+#include "util/files.h"
 
 namespace brig::security {
 namespace {
 
+const std::string kDefaultPolicy =
+    std::string(BRIG_SOURCE_POLICY_DIR) + "/seccomp/default.textproto";
+
 TEST(SeccompPolicy, ShippedDefaultCompiles) {
-  auto p = LoadSeccompPolicyFile(std::string(BRIG_SOURCE_POLICY_DIR) + "/seccomp/default.textproto");
+  auto text = util::ReadFile(kDefaultPolicy);
+  ASSERT_TRUE(text);
+  auto p = ParseSeccompPolicy(*text, kDefaultPolicy);
   ASSERT_TRUE(p) << p.error().Render();
   auto prog = CompileSeccomp(*p);
   ASSERT_TRUE(prog) << prog.error().Render();
   EXPECT_GT(prog->insns.size(), 4u);
+}
+
+class SeccompCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "cache entries are trusted only when owned by root";
+    char tmpl[] = "/tmp/brig-test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    cache_ = dir_ + "/cache";
+    policy_ = dir_ + "/p.textproto";
+  }
+  void TearDown() override {
+    if (!dir_.empty()) (void)!system(("rm -rf " + dir_).c_str());
+  }
+  void WritePolicy(const std::string& text) { ASSERT_TRUE(util::WriteFileAtomic(policy_, text)); }
+  std::vector<std::string> Entries() {
+    std::vector<std::string> out;
+    if (DIR* d = opendir(cache_.c_str())) {
+      while (auto* e = readdir(d)) {
+        if (e->d_name[0] != '.') out.push_back(cache_ + "/" + e->d_name);
+      }
+      closedir(d);
+    }
+    return out;
+  }
+  std::string dir_, cache_, policy_;
+};
+
+bool SameProgram(const SeccompProgram& a, const SeccompProgram& b) {
+  return a.flags == b.flags && a.insns.size() == b.insns.size() &&
+         memcmp(a.insns.data(), b.insns.data(), a.insns.size() * sizeof(sock_filter)) == 0;
+}
+
+TEST_F(SeccompCache, SecondCompileComesFromTheCacheAndMatches) {
+  WritePolicy("default_action: SCMP_ACT_ERRNO\nsyscalls { names: \"read\" action: SCMP_ACT_ALLOW }\n");
+  auto first = CompileSeccompFile(policy_, cache_);
+  ASSERT_TRUE(first) << first.error().Render();
+  ASSERT_EQ(Entries().size(), 1u);
+  struct stat st;
+  ASSERT_EQ(stat(cache_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  auto second = CompileSeccompFile(policy_, cache_);
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(SameProgram(*first, *second));
+}
+
+TEST_F(SeccompCache, AnEntryIsUsedOnlyForTheExactText) {
+  WritePolicy("default_action: SCMP_ACT_ERRNO\nsyscalls { names: \"read\" action: SCMP_ACT_ALLOW }\n");
+  auto narrow = CompileSeccompFile(policy_, cache_);
+  ASSERT_TRUE(narrow);
+  std::string entry = Entries().at(0);
+  // Plant the narrow policy's entry under the name a different policy would use: the
+  // text check must refuse it, whatever the file name says.
+  WritePolicy("default_action: SCMP_ACT_ALLOW\n");
+  auto fresh = CompileSeccompFile(policy_, cache_);
+  ASSERT_TRUE(fresh);
+  for (const auto& e : Entries()) {
+    if (e != entry) ASSERT_EQ(rename(entry.c_str(), e.c_str()), 0);
+  }
+  auto again = CompileSeccompFile(policy_, cache_);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(SameProgram(*fresh, *again));
+  EXPECT_FALSE(SameProgram(*narrow, *again));
+}
+
+TEST_F(SeccompCache, EntriesOthersCouldWriteAreIgnored) {
+  WritePolicy("default_action: SCMP_ACT_ALLOW\n");
+  auto real = CompileSeccompFile(policy_, cache_);
+  ASSERT_TRUE(real);
+  std::string entry = Entries().at(0);
+  // A forged entry for the same text, with a different program, made group-writable.
+  std::string bytes = util::ReadFile(entry).value();
+  bytes[bytes.size() - 1] ^= 0x7f;
+  ASSERT_TRUE(util::WriteFileAtomic(entry, bytes));
+  ASSERT_EQ(chmod(entry.c_str(), 0666), 0);
+  auto got = CompileSeccompFile(policy_, cache_);
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(SameProgram(*real, *got));
+}
+
+TEST_F(SeccompCache, BadPolicyIsNotCached) {
+  WritePolicy("default_action: SCMP_ACT_ERRNO\nsyscalls {\n");
+  EXPECT_FALSE(CompileSeccompFile(policy_, cache_));
+  EXPECT_TRUE(Entries().empty());
 }
 
 TEST(SeccompPolicy, ParseErrorsNameFileLineColumn) {
@@ -50,6 +148,16 @@ TEST(SeccompPolicy, ErrnoOutOfRangeIsRefused) {
       "t");
   ASSERT_TRUE(p);
   EXPECT_FALSE(CompileSeccomp(*p));
+}
+
+TEST(SeccompPolicy, RuleRepeatingTheDefaultActionIsHarmless) {
+  auto p = ParseSeccompPolicy(R"(default_action: SCMP_ACT_ERRNO
+syscalls { names: "bdflush" action: SCMP_ACT_ERRNO }
+syscalls { names: "read" action: SCMP_ACT_ALLOW })",
+                              "t");
+  ASSERT_TRUE(p);
+  auto prog = CompileSeccomp(*p);
+  EXPECT_TRUE(prog) << prog.error().Render();
 }
 
 TEST(SeccompPolicy, ArgumentFiltersCompile) {
