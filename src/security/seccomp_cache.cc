@@ -83,7 +83,7 @@ void Store(const std::string& dir, const std::string& name, const std::string& t
   entry += text;
   entry.append(reinterpret_cast<const char*>(&count), 4);
   entry.append(reinterpret_cast<const char*>(p.insns.data()), count * sizeof(sock_filter));
-  (void)util::WriteFileAtomic(dir + "/" + name, entry);
+  (void)util::WriteFileAtomic(dir + "/" + name, entry, 0600);
 }
 
 // Opens (creating if needed, mode 0700) the cache directory; invalid if it is not trusted.

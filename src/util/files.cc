@@ -2,6 +2,7 @@
 #include "util/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sys/fd.h"
@@ -30,10 +31,11 @@ Result<std::string> ReadFile(const std::string& path) {
   return r;
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
+Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t mode) {
   std::string tmp = path + ".tmp" + std::to_string(getpid());
-  sys::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  sys::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) return SysError("open", tmp);
+  if (fchmod(fd.get(), mode) < 0) return SysError("chmod", tmp);
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = write(fd.get(), data.data() + off, data.size() - off);

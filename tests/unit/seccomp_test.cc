@@ -69,6 +69,8 @@ TEST_F(SeccompCache, SecondCompileComesFromTheCacheAndMatches) {
   struct stat st;
   ASSERT_EQ(stat(cache_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(Entries().at(0).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   auto second = CompileSeccompFile(policy_, cache_);
   ASSERT_TRUE(second);
   EXPECT_TRUE(SameProgram(*first, *second));
