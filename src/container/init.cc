@@ -93,8 +93,10 @@ Result<std::string> ResolveCommand(const config::Sandbox& sb) {
     size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    auto r = check(dir + "/" + cmd);
+    if (dir.empty()) dir.push_back('.');  // an empty PATH entry is the cwd
+    dir += '/';
+    dir += cmd;
+    auto r = check(dir);
     if (r) return r;
     // Like execvp: a candidate that exists but cannot run is remembered, not final.
     if (r.error().kind == ErrorKind::kNotExecutable) last = Error(r.error());

@@ -82,6 +82,7 @@ Status SendError(int fd, const Error& e) {
   char buf[kMaxPayload];
   size_t off = 0;
   auto put = [&](std::string_view s) {
+    if (off >= sizeof buf) return;  // full: a long op must not push the rest past the end
     size_t n = std::min(s.size(), sizeof buf - off - 1);
     memcpy(buf + off, s.data(), n);
     off += n;

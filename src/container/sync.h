@@ -61,7 +61,6 @@ Error DecodeError(const Message& m);
 class SyncSequence {
  public:
   Status Accept(Msg m);
-  bool ready() const { return state_ >= State::kReady; }
 
  private:
   enum class State { kStarted, kMapping, kReady, kExited, kFailed };

@@ -224,6 +224,13 @@ Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
   if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0) {
     return Fail("seccomp_export_bpf", "", "libseccomp produced a malformed program");
   }
+  // The kernel refuses longer filters (and LoadSeccomp's length is 16 bits): refuse here,
+  // before any process exists, not at load time in the child.
+  if (size_t n = bytes.size() / sizeof(sock_filter); n > BPF_MAXINSNS) {
+    return Fail("seccomp policy", "",
+                "compiles to " + std::to_string(n) + " BPF instructions, more than the kernel's " +
+                    std::to_string(BPF_MAXINSNS));
+  }
   program.insns.resize(bytes.size() / sizeof(sock_filter));
   memcpy(program.insns.data(), bytes.data(), bytes.size());
   return program;

@@ -15,7 +15,20 @@ std::string Error::Render() const {
     out += ": ";
     out += strerror(err);
   }
-  return out;
+  // Subjects and details carry user and sandbox bytes: keep the line one line, and keep
+  // control characters (newline, escape sequences) out of the terminal, as \xNN.
+  std::string line;
+  for (char c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      line += "\\x";
+      line += kHex[(c >> 4) & 15];
+      line += kHex[c & 15];
+    } else {
+      line += c;
+    }
+  }
+  return line;
 }
 
 Error Error::Wrap(std::string_view layer) && {

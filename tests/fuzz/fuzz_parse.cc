@@ -47,7 +47,7 @@ void Duration(std::string_view s) {
     FUZZ_CHECK(d.error().Render() == again.error().Render());
   } else {
     FUZZ_CHECK(*d == *again);
-    FUZZ_CHECK(d->count() >= 1);                 // "Must be > 0", rounded to >= 1ms
+    FUZZ_CHECK(d->count() >= 1);                  // "Must be > 0", rounded to >= 1ms
     FUZZ_CHECK(d->count() <= 1'000'000'000'000);  // the "too long" bound
   }
   // A bare number is seconds; "<n>ms" is milliseconds. Exact for these sizes.
@@ -108,8 +108,8 @@ void Limit(std::string_view s) {
 void EnvName(std::string_view s) {
   bool want = !s.empty() && !(s[0] >= '0' && s[0] <= '9');
   for (char c : s) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_';
+    bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     want = want && ok;
   }
   FUZZ_CHECK(brig::util::IsEnvName(s) == want);

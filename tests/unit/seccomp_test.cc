@@ -87,7 +87,9 @@ TEST_F(SeccompCache, AnEntryIsUsedOnlyForTheExactText) {
   auto fresh = CompileSeccompFile(policy_, cache_);
   ASSERT_TRUE(fresh);
   for (const auto& e : Entries()) {
-    if (e != entry) ASSERT_EQ(rename(entry.c_str(), e.c_str()), 0);
+    if (e != entry) {
+      ASSERT_EQ(rename(entry.c_str(), e.c_str()), 0);
+    }
   }
   auto again = CompileSeccompFile(policy_, cache_);
   ASSERT_TRUE(again);
