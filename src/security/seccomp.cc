@@ -29,6 +29,7 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 #include <unistd.h>
 
 #include <memory>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -143,7 +144,32 @@ Status AddRule(scmp_filter_ctx ctx, int nr, uint32_t action, const std::vector<s
   return {};
 }
 
-Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule, uint32_t default_action) {
+// What the rules so far say about one syscall, to refuse combinations libseccomp would
+// silently resolve: with an unconditional rule for a syscall, it drops every conditional
+// rule for it, so a policy "allow ioctl; deny ioctl(TIOCSTI)" would allow TIOCSTI.
+struct SyscallRules {
+  std::set<uint32_t> actions;
+  bool unconditional = false;
+};
+using RuleIndex = std::map<int, SyscallRules>;
+
+Status Record(RuleIndex& index, int nr, uint32_t action, bool unconditional,
+              const std::string& name) {
+  SyscallRules& r = index[nr];
+  r.actions.insert(action);
+  r.unconditional |= unconditional;
+  if (r.unconditional && r.actions.size() > 1) {
+    return Fail("seccomp policy", name,
+                "an unconditional rule and a rule with another action both name it; "
+                "libseccomp would silently keep only one (write the exception as an "
+                "allowlist, see policies/seccomp/README.md)",
+                ErrorKind::kBadInput);
+  }
+  return {};
+}
+
+Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule, uint32_t default_action,
+                RuleIndex& index) {
   std::string first = rule.names().empty() ? "(no names)" : rule.names(0);
   if (rule.names().empty()) return Fail("seccomp policy", "syscalls", "a rule names no syscall");
   std::optional<uint32_t> errno_ret;
@@ -161,6 +187,7 @@ Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule, uint32_t defau
   for (const auto& name : rule.names()) {
     int nr = seccomp_syscall_resolve_name(name.c_str());
     if (nr == __NR_SCMP_ERROR) return Fail("seccomp policy", name, "unknown system call");
+    BRIG_TRY(Record(index, nr, action, cmps.empty(), name));
     BRIG_TRY(AddRule(ctx, nr, action, cmps, name));
   }
   return {};
@@ -209,7 +236,8 @@ Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
       return SysError("seccomp_arch_add", v1::SeccompArch_Name(a));
     }
   }
-  for (const auto& rule : policy.syscalls()) BRIG_TRY(AddRules(ctx.get(), rule, def));
+  RuleIndex index;
+  for (const auto& rule : policy.syscalls()) BRIG_TRY(AddRules(ctx.get(), rule, def, index));
 
   SeccompProgram program;
   for (const auto& f : policy.flags()) program.flags |= BRIG_TRY(ToFilterFlag(f));

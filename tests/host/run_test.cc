@@ -240,6 +240,33 @@ TEST_F(Run, RootOwnedWorkspaceIsRefusedReadWrite) {
   EXPECT_NE(access((ws.path() + "/x").c_str(), F_OK), 0);
 }
 
+// The default seccomp policy must not get in the way of ordinary build and agent work.
+TEST_F(Run, RealWorkloadsRunUnderTheDefaultPolicy) {
+  ScratchDir ws;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  const std::pair<const char*, const char*> steps[] = {
+      {"git", "git init -q r && cd r && git config user.email a@b && git config user.name a "
+              "&& echo x > f && git add f && git commit -qm first && git log --oneline | wc -l"},
+      {"gcc", "printf '#include <stdio.h>\\nint main(void){puts(\"c-ok\");return 0;}' > m.c "
+              "&& gcc m.c -o m && ./m"},
+      {"python3", "python3 -c 'import subprocess, threading; "
+                  "print(subprocess.run([\"echo\", \"py-ok\"], capture_output=True, "
+                  "text=True).stdout.strip())'"},
+      {"node", "node -e 'require(\"child_process\").execFileSync(\"true\"); "
+               "console.log(\"node-ok\")'"},
+  };
+  int ran = 0;
+  for (const auto& [tool, script] : steps) {
+    std::string which = std::string("command -v ") + tool + " >/dev/null";
+    if (system(which.c_str()) != 0) continue;  // this host lacks the tool
+    ++ran;
+    auto r = Sh(script, {"--workspace", ws.path(), "--workspace-mode", "rw"});
+    EXPECT_EQ(r.exit_code, 0) << tool << ": " << r.err;
+    EXPECT_FALSE(r.out.empty()) << tool;
+  }
+  EXPECT_GE(ran, 2) << "too few of git, gcc, python3, node on this host";
+}
+
 TEST_F(Run, StdoutAndStderrStaySeparate) {
   auto r = Sh("echo to-out; echo to-err >&2; echo more-out");
   EXPECT_EQ(r.exit_code, 0);

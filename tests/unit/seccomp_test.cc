@@ -164,6 +164,32 @@ syscalls { names: "read" action: SCMP_ACT_ALLOW })",
   EXPECT_TRUE(prog) << prog.error().Render();
 }
 
+// libseccomp keeps only the unconditional rule when a syscall also has a conditional rule
+// with another action: "allow ioctl; deny TIOCSTI" would allow TIOCSTI. brig refuses it.
+TEST(SeccompPolicy, ShadowedConditionalRuleIsRefused) {
+  for (const char* order : {"allow-first", "deny-first"}) {
+    std::string allow = "syscalls { names: \"ioctl\" action: SCMP_ACT_ALLOW }\n";
+    std::string deny =
+        "syscalls { names: \"ioctl\" action: SCMP_ACT_ERRNO errno_ret: 1\n"
+        "  args { index: 1 value: 4294967295 value_two: 21522 op: SCMP_CMP_MASKED_EQ } }\n";
+    std::string text = "default_action: SCMP_ACT_KILL_PROCESS\n" +
+                       (std::string(order) == "allow-first" ? allow + deny : deny + allow);
+    auto p = ParseSeccompPolicy(text, "t");
+    ASSERT_TRUE(p) << p.error().Render();
+    auto prog = CompileSeccomp(*p);
+    ASSERT_FALSE(prog) << order;
+    EXPECT_NE(prog.error().Render().find("'ioctl'"), std::string::npos) << prog.error().Render();
+  }
+  // Two unconditional rules with different actions are just as ambiguous.
+  auto q = ParseSeccompPolicy(
+      "default_action: SCMP_ACT_ERRNO\n"
+      "syscalls { names: \"read\" action: SCMP_ACT_ALLOW }\n"
+      "syscalls { names: \"read\" action: SCMP_ACT_LOG }\n",
+      "t");
+  ASSERT_TRUE(q);
+  EXPECT_FALSE(CompileSeccomp(*q));
+}
+
 TEST(SeccompPolicy, ArgumentFiltersCompile) {
   auto p = ParseSeccompPolicy(R"(default_action: SCMP_ACT_ERRNO
 architectures: SCMP_ARCH_X86_64
