@@ -6,6 +6,10 @@
 #include <vector>
 
 #include "brig/result.h"
+#include <chrono>
+#include <optional>
+
+#include "config/profile.h"
 #include "config/sandbox.h"
 
 namespace brig::cli {
@@ -19,20 +23,29 @@ inline constexpr int kExitNotFound = 127;
 int ExitCodeFor(ErrorKind kind);
 std::string ErrorCodeFor(ErrorKind kind);
 
-// What `brig run`'s flags produce before validation against the host.
+// What `brig run`'s flags say, before a profile is applied. Unset optionals leave the
+// profile's value.
 struct RunRequest {
-  config::Sandbox sandbox;
+  std::string profile = config::kDefaultProfile;
+  std::string policy_dir;
+  std::vector<std::string> argv;
+  std::string workspace;
+  std::string rootfs;
+  std::string result_path;
+  std::optional<config::WorkspaceMode> workspace_mode;
+  std::optional<std::chrono::milliseconds> timeout, grace;
+  std::optional<uint64_t> tmp_size, rlimit_nofile, rlimit_nproc, rlimit_core;
   std::vector<std::string> pass_env;
   std::vector<std::string> set_env;
-  std::string policy_dir;
   bool help = false;
 };
 
 // Parses `brig run` arguments (after the verb). Pure: no host access.
 Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args);
-// Checks the request against the host and fills in what the host decides: workspace owner,
-// environment, policy path, sandbox id. Errors are bad input (125).
-Status ResolveRun(RunRequest& req, char** host_environ);
+// Applies the profile and then the request's overrides, which may only change limits and
+// paths; checks everything against the host (workspace owner, environment, policy files).
+// Errors are bad input or policy refusals (125).
+Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ);
 
 std::string RunUsage();
 std::string MainUsage();

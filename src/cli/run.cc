@@ -103,15 +103,16 @@ int RunMain(const std::vector<std::string>& args) {
   }
   v1::RunResult r;
   r.mutable_usage();  // present, zero, even when nothing ran
-  const std::string& result_path = req->sandbox.result_path;
-  if (auto s = ResolveRun(*req, environ); !s) {
+  const std::string& result_path = req->result_path;
+  auto sandbox = ResolveRun(*req, environ);
+  if (!sandbox) {
     r.set_exit_code(kExitRefused);
-    r.set_error_code(ErrorCodeFor(s.error().kind));
-    r.set_error(s.error().Render());
+    r.set_error_code(ErrorCodeFor(sandbox.error().kind));
+    r.set_error(sandbox.error().Render());
     return Report(result_path, r);
   }
-  r.set_sandbox_id(req->sandbox.id);
-  auto outcome = container::Run(req->sandbox);
+  r.set_sandbox_id(sandbox->id);
+  auto outcome = container::Run(*sandbox);
   if (!outcome) {
     r.set_exit_code(ExitCodeFor(outcome.error().kind));
     r.set_error_code(ErrorCodeFor(outcome.error().kind));

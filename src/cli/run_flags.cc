@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "config/brig.pb.h"
 #include "util/parse.h"
 
 namespace brig::cli {
@@ -25,25 +26,26 @@ struct Flag {
   Apply apply;
 };
 
-Status SetRlimit(config::Rlimits& rl, const std::string& v) {
+Status SetRlimit(RunRequest& r, const std::string& v) {
   size_t eq = v.find('=');
   if (eq == std::string::npos) return BadInput("--rlimit", v, "expected NAME=VALUE");
   std::string name = v.substr(0, eq);
   auto value = util::ParseLimit(v.substr(eq + 1));
   if (!value) return BadInput("--rlimit", v, value.error().detail);
   if (name == "nofile") {
-    rl.nofile = *value;
+    r.rlimit_nofile = *value;
   } else if (name == "nproc") {
-    rl.nproc = *value;
+    r.rlimit_nproc = *value;
   } else if (name == "core") {
-    rl.core = *value;
+    r.rlimit_core = *value;
   } else {
     return BadInput("--rlimit", v, "unknown limit '" + name + "' (nofile, nproc, core)");
   }
   return {};
 }
 
-Status SetDuration(std::chrono::milliseconds& out, const char* flag, const std::string& v) {
+Status SetDuration(std::optional<std::chrono::milliseconds>& out, const char* flag,
+                   const std::string& v) {
   auto d = util::ParseDuration(v);
   if (!d) return BadInput(flag, v, d.error().detail);
   out = *d;
@@ -52,18 +54,25 @@ Status SetDuration(std::chrono::milliseconds& out, const char* flag, const std::
 
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> flags = {
+      {"--profile", "NAME|PATH", "the profile that fixes the sandbox's posture "
+                                 "(default untrusted-code-read)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--profile", v, "empty name");
+         r.profile = v;
+         return {};
+       }},
       {"--workspace", "DIR", "mount DIR at /workspace (the working directory)",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--workspace", v, "empty path");
-         r.sandbox.workspace = v;
+         r.workspace = v;
          return {};
        }},
-      {"--workspace-mode", "ro|rw", "read-only (default) or read-write workspace",
+      {"--workspace-mode", "ro|rw", "must agree with the profile: it cannot be widened",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v == "ro") {
-           r.sandbox.workspace_mode = config::WorkspaceMode::kReadOnly;
+           r.workspace_mode = config::WorkspaceMode::kReadOnly;
          } else if (v == "rw") {
-           r.sandbox.workspace_mode = config::WorkspaceMode::kReadWrite;
+           r.workspace_mode = config::WorkspaceMode::kReadWrite;
          } else {
            return BadInput("--workspace-mode", v, "expected ro or rw");
          }
@@ -72,14 +81,14 @@ const std::vector<Flag>& Flags() {
       {"--rootfs", "DIR", "use DIR as the read-only root instead of the host-derived one",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--rootfs", v, "empty path");
-         r.sandbox.rootfs = v;
+         r.rootfs = v;
          return {};
        }},
-      {"--tmp-size", "SIZE", "size cap of /tmp and of /dev/shm (default 1G)",
+      {"--tmp-size", "SIZE", "size cap of /tmp and of /dev/shm (profile default 1G)",
        [](RunRequest& r, const std::string& v) -> Status {
          auto s = util::ParseSize(v);
          if (!s) return BadInput("--tmp-size", v, s.error().detail);
-         r.sandbox.tmp_size = *s;
+         r.tmp_size = *s;
          return {};
        }},
       {"--env", "K=V", "set K to V in the sandbox (repeatable)",
@@ -97,24 +106,20 @@ const std::vector<Flag>& Flags() {
          r.pass_env.push_back(v);
          return {};
        }},
-      {"--timeout", "DURATION", "kill the sandbox after DURATION (default 30m): exit 124",
-       [](RunRequest& r, const std::string& v) {
-         return SetDuration(r.sandbox.timeout, "--timeout", v);
-       }},
+      {"--timeout", "DURATION", "kill the sandbox after DURATION (profile default 30m): 124",
+       [](RunRequest& r, const std::string& v) { return SetDuration(r.timeout, "--timeout", v); }},
       {"--grace", "DURATION",
-       "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (default 10s)",
-       [](RunRequest& r, const std::string& v) {
-         return SetDuration(r.sandbox.grace, "--grace", v);
-       }},
+       "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (10s)",
+       [](RunRequest& r, const std::string& v) { return SetDuration(r.grace, "--grace", v); }},
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
-       [](RunRequest& r, const std::string& v) { return SetRlimit(r.sandbox.rlimits, v); }},
+       [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
       {"--result", "FILE", "write the result as one JSON object to FILE",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--result", v, "empty path");
-         r.sandbox.result_path = v;
+         r.result_path = v;
          return {};
        }},
-      {"--policy-dir", "DIR", "read policies from DIR instead of the installed policies/",
+      {"--policy-dir", "DIR", "read profiles and policies from DIR, not the installed ones",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--policy-dir", v, "empty path");
          r.policy_dir = v;
@@ -194,17 +199,69 @@ Status ResolveWorkspace(config::Sandbox& sb) {
   return {};
 }
 
-Status ResolvePolicy(RunRequest& req) {
-  std::string dir = req.policy_dir;
-  if (dir.empty()) {
-    dir = BRIG_POLICY_DIR;
-    if (access(dir.c_str(), F_OK) < 0) dir = BRIG_SOURCE_POLICY_DIR;
+config::WorkspaceMode ModeOf(v1::WorkspaceAccess a) {
+  return a == v1::WORKSPACE_RW ? config::WorkspaceMode::kReadWrite
+                               : config::WorkspaceMode::kReadOnly;
+}
+
+// Refuses what this brig cannot enforce yet, rather than run weaker than the profile says
+// (design.md, Invariant 1).
+Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
+  auto refuse = [&](const std::string& field, const std::string& value) {
+    return Fail("profile", name, field + " " + value + " is not supported by this brig yet",
+                ErrorKind::kPolicy);
+  };
+  if (p.isolation() == v1::ISOLATION_NONE) return {};
+  if (p.filesystem().workspace() == v1::WORKSPACE_COPY) {
+    return refuse("filesystem.workspace", "WORKSPACE_COPY");
   }
-  req.sandbox.seccomp_policy = dir + "/seccomp/default.textproto";
-  if (access(req.sandbox.seccomp_policy.c_str(), R_OK) < 0) {
-    return SysError("seccomp policy", req.sandbox.seccomp_policy).WithKind(ErrorKind::kBadInput);
+  if (p.filesystem().hidden_paths_size() > 0) return refuse("filesystem.hidden_paths", "");
+  // In a read-only workspace every path is protected already.
+  if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() != v1::WORKSPACE_RO) {
+    return refuse("filesystem.protected_paths", "in a writable workspace");
+  }
+  auto posture = p.network().posture();
+  if (posture != v1::POSTURE_NONE && posture != v1::POSTURE_BROKER_ONLY) {
+    return refuse("network.posture", v1::NetworkPosture_Name(posture));
   }
   return {};
+}
+
+// The profile's limits, then the run's overrides (the only things a run may change).
+void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb) {
+  sb.timeout = req.timeout.value_or(*util::ParseDuration(l.timeout()));
+  sb.grace = req.grace.value_or(*util::ParseDuration(l.grace()));
+  if (!l.tmp_size().empty()) sb.tmp_size = *util::ParseSize(l.tmp_size());
+  if (req.tmp_size) sb.tmp_size = *req.tmp_size;
+  sb.rlimits.nofile = req.rlimit_nofile.value_or(l.rlimit_nofile());
+  sb.rlimits.nproc = req.rlimit_nproc.value_or(l.rlimit_nproc());
+  sb.rlimits.core = req.rlimit_core.value_or(l.rlimit_core());
+}
+
+std::vector<std::string> BuildEnv(const RunRequest& req, char** host_environ) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
+      "LANG=C.UTF-8"};
+  auto set = [&](const std::string& kv) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    for (auto& e : env) {
+      if (e.compare(0, key.size(), key) == 0) {
+        e = kv;
+        return;
+      }
+    }
+    env.push_back(kv);
+  };
+  for (const auto& k : req.pass_env) {
+    for (char** e = host_environ; e && *e; ++e) {
+      std::string_view kv(*e);
+      if (kv.size() > k.size() && kv.compare(0, k.size(), k) == 0 && kv[k.size()] == '=') {
+        set(std::string(kv));
+      }
+    }
+  }
+  for (const auto& kv : req.set_env) set(kv);
+  return env;
 }
 
 }  // namespace
@@ -240,15 +297,44 @@ Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
     BRIG_TRY(flag->apply(req, value));
     if (req.help) return req;
   }
-  req.sandbox.argv.assign(args.begin() + static_cast<ptrdiff_t>(i), args.end());
-  if (req.sandbox.argv.empty() || req.sandbox.argv[0].empty()) {
+  req.argv.assign(args.begin() + static_cast<ptrdiff_t>(i), args.end());
+  if (req.argv.empty() || req.argv[0].empty()) {
     return BadInput("brig run", "", "no command given (brig run [OPTIONS] -- CMD [ARGS...])");
   }
   return req;
 }
 
-Status ResolveRun(RunRequest& req, char** host_environ) {
-  config::Sandbox& sb = req.sandbox;
+Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
+  std::string dir = config::ResolvePolicyDir(req.policy_dir);
+  v1::Profile profile = BRIG_TRY(config::LoadProfile(dir, req.profile));
+  config::Sandbox sb;
+  sb.profile = req.profile;
+  sb.argv = req.argv;
+  sb.workspace = req.workspace;
+  sb.rootfs = req.rootfs;
+  sb.result_path = req.result_path;
+  sb.isolated = profile.isolation() == v1::ISOLATION_SANDBOX;
+  ApplyLimits(profile.limits(), req, sb);
+  BRIG_TRY(CheckEnforceable(profile, req.profile));
+  if (sb.isolated) {
+    sb.workspace_mode = ModeOf(profile.filesystem().workspace());
+    // The posture is the profile's: a flag may restate it, never widen it (Invariant 2).
+    if (req.workspace_mode && *req.workspace_mode != sb.workspace_mode) {
+      return Fail("--workspace-mode",
+                  *req.workspace_mode == config::WorkspaceMode::kReadWrite ? "rw" : "ro",
+                  "profile '" + req.profile + "' fixes filesystem.workspace = " +
+                      v1::WorkspaceAccess_Name(profile.filesystem().workspace()) +
+                      "; name another profile",
+                  ErrorKind::kPolicy);
+    }
+    sb.seccomp_policy =
+        BRIG_TRY(config::PolicyFilePath(dir, "seccomp", profile.security().seccomp_policy()));
+  } else if (!sb.rootfs.empty() || req.workspace_mode) {
+    return Fail("profile", req.profile,
+                "ISOLATION_NONE has no root or workspace mounts: --rootfs and "
+                "--workspace-mode do not apply",
+                ErrorKind::kBadInput);
+  }
   if (!sb.rootfs.empty()) {
     BRIG_TRY(Canonicalize(sb.rootfs, "--rootfs"));
     struct stat st;
@@ -259,31 +345,9 @@ Status ResolveRun(RunRequest& req, char** host_environ) {
   }
   BRIG_TRY(ResolveWorkspace(sb));
   BRIG_TRY(CheckRlimits(sb.rlimits));
-  BRIG_TRY(ResolvePolicy(req));
-  // The environment is built from nothing (design.md, Invariant 3).
-  sb.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
-            "LANG=C.UTF-8"};
-  auto set = [&](const std::string& kv) {
-    std::string key = kv.substr(0, kv.find('=') + 1);
-    for (auto& e : sb.env) {
-      if (e.compare(0, key.size(), key) == 0) {
-        e = kv;
-        return;
-      }
-    }
-    sb.env.push_back(kv);
-  };
-  for (const auto& k : req.pass_env) {
-    for (char** e = host_environ; e && *e; ++e) {
-      std::string_view kv(*e);
-      if (kv.size() > k.size() && kv.compare(0, k.size(), k) == 0 && kv[k.size()] == '=') {
-        set(std::string(kv));
-      }
-    }
-  }
-  for (const auto& kv : req.set_env) set(kv);
+  sb.env = BuildEnv(req, host_environ);
   sb.id = RandomId();
-  return {};
+  return sb;
 }
 
 std::string RunUsage() {

@@ -28,6 +28,8 @@ struct Rlimits {
 
 struct Sandbox {
   std::string id;                 // "brig-" + 12 hex digits
+  std::string profile;            // the profile's name or path, for messages
+  bool isolated = true;           // false only for an ISOLATION_NONE profile
   std::vector<std::string> argv;  // the command, argv[0] resolved inside the sandbox
   std::vector<std::string> env;   // "K=V", built from nothing (design.md, Invariant 3)
 
@@ -40,7 +42,7 @@ struct Sandbox {
   std::chrono::milliseconds grace{10 * 1000};
   Rlimits rlimits;
 
-  std::string seccomp_policy;  // path of the compiled policy, for messages
+  std::string seccomp_policy;  // path of the policy file
   std::string result_path;
 
   // Host ids the sandbox uid/gid map to: the workspace's owner, never 0.

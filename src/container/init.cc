@@ -13,6 +13,7 @@
 
 #include <cstring>
 
+#include "container/command.h"
 #include "container/sync.h"
 #include "fs/rootfs.h"
 #include "net/loopback.h"
@@ -57,53 +58,6 @@ Status BecomeSandboxUser() {
     return SysError("setresuid", std::to_string(config::kSandboxUid));
   }
   return {};
-}
-
-std::string EnvValue(const std::vector<std::string>& env, const std::string& key) {
-  for (const auto& kv : env) {
-    if (kv.compare(0, key.size() + 1, key + "=") == 0) return kv.substr(key.size() + 1);
-  }
-  return {};
-}
-
-// Resolves argv[0] inside the new root, as execvp would, so 126/127 are known before Ready.
-Result<std::string> ResolveCommand(const config::Sandbox& sb) {
-  const std::string& cmd = sb.argv[0];
-  auto check = [](const std::string& path) -> Result<std::string> {
-    struct stat st;
-    if (stat(path.c_str(), &st) < 0) {
-      return SysError("command", path).WithKind(errno == ENOENT || errno == ENOTDIR
-                                                    ? ErrorKind::kNotFound
-                                                    : ErrorKind::kNotExecutable);
-    }
-    if (S_ISDIR(st.st_mode)) {
-      errno = EISDIR;
-      return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
-    }
-    if (access(path.c_str(), X_OK) < 0) {
-      return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
-    }
-    return path;
-  };
-  if (cmd.find('/') != std::string::npos) return check(cmd);
-  std::string path = EnvValue(sb.env, "PATH");
-  Error last = Fail("command", cmd, "not found in PATH", ErrorKind::kNotFound);
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir.push_back('.');  // an empty PATH entry is the cwd
-    dir += '/';
-    dir += cmd;
-    auto r = check(dir);
-    if (r) return r;
-    // Like execvp: a candidate that exists but cannot run is remembered, not final.
-    if (r.error().kind == ErrorKind::kNotExecutable) last = Error(r.error());
-    start = end + 1;
-  }
-  if (last.kind == ErrorKind::kNotExecutable) last.subject = cmd;
-  return last;
 }
 
 struct Workload {
@@ -247,7 +201,7 @@ void RecordProcessArgs(int argc, char** argv) {
 void InitMain(const InitArgs& a) {
   int fd = a.sync_fd;
   if (auto s = Setup(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
-  auto path = ResolveCommand(*a.sandbox);
+  auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env);
   if (!path) Die(fd, std::move(path).error());
 
   sigset_t mask;

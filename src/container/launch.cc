@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "container/command.h"
 #include "container/init.h"
 #include "container/sync.h"
 #include "fs/mount_plan.h"
@@ -78,23 +79,110 @@ Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::San
   }
 }
 
-}  // namespace
-
-Result<Outcome> Run(const config::Sandbox& sb) {
-  auto started = std::chrono::steady_clock::now();
-  // Everything that can be refused is refused here, before any process exists.
-  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb), "filesystem");
-  security::SeccompProgram seccomp = BRIG_TRY(
-      security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
-
-  // Signals for the supervisor arrive through a signalfd; blocking them before clone also
-  // keeps a signal from interrupting clone3 (nsjail #168).
+// Signals for the supervisor arrive through a signalfd; blocking them before clone also
+// keeps a signal from interrupting clone3 (nsjail #168).
+Result<sys::UniqueFd> SupervisorSignals() {
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
   if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return SysError("sigprocmask");
   sys::UniqueFd sigfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) return SysError("signalfd");
+  return sigfd;
+}
+
+Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_point started) {
+  Outcome out;
+  out.workload_status = lo.workload_status;
+  out.error = std::move(lo.error);
+  out.timed_out = lo.timed_out;
+  out.killed_for_signal = lo.killed_for_signal;
+  out.usage = lo.usage;
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  return out;
+}
+
+[[noreturn]] void ExecUnconfined(const config::Sandbox& sb, const std::string& path, int err_fd,
+                                 char* const* argv, char* const* envp) {
+  sigset_t none;
+  sigemptyset(&none);
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  int e = 0;
+  if (setsid() < 0 || !sys::CloseRangeCloexec(3) ||
+      (!sb.workspace.empty() && chdir(sb.workspace.c_str()) < 0)) {
+    e = errno;
+  } else {
+    execve(path.c_str(), argv, envp);
+    e = errno;
+  }
+  (void)!write(err_fd, &e, sizeof e);
+  _exit(e == ENOENT ? 127 : 126);
+}
+
+// Profile none: the command runs as brig's own child, in the host's namespaces, with the
+// timeout, signals and result still brig's.
+Result<Outcome> RunUnconfined(const config::Sandbox& sb,
+                              std::chrono::steady_clock::time_point started) {
+  Outcome out;
+  auto path = ResolveCommand(sb.argv[0], sb.env);
+  if (!path) {
+    out.error = std::move(path).error();
+    return out;
+  }
+  std::vector<char*> argv, envp;
+  for (const auto& a : sb.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : sb.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
+  sys::UniqueFd rd(p[0]), wr(p[1]);
+  int pidfd_raw = -1;
+  sys::CloneArgs ca;
+  ca.flags = CLONE_PIDFD;
+  ca.pidfd = &pidfd_raw;
+  ca.exit_signal = SIGCHLD;
+  pid_t pid = BRIG_TRY(sys::Clone3(ca));
+  if (pid == 0) ExecUnconfined(sb, *path, wr.get(), argv.data(), envp.data());
+  sys::UniqueFd pidfd(pidfd_raw);
+  wr.Reset();
+  int e = 0;
+  ssize_t n;
+  do {
+    n = read(rd.get(), &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  if (n == sizeof e) {
+    Abort(pidfd.get());
+    errno = e;
+    out.error = SysError("execve", sb.argv[0])
+                    .WithKind(e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable);
+    return out;
+  }
+  SyncSequence seq;
+  supervise::LoopInput in{pidfd.get(), -1, sigfd.get(), started + sb.timeout, sb.grace, &seq,
+                          pid};
+  auto lo = supervise::Supervise(in);
+  if (!lo) {
+    Abort(pidfd.get());
+    return std::move(lo).error();
+  }
+  return FromLoop(std::move(*lo), started);
+}
+
+}  // namespace
+
+Result<Outcome> Run(const config::Sandbox& sb) {
+  auto started = std::chrono::steady_clock::now();
+  if (!sb.isolated) return RunUnconfined(sb, started);
+  // Everything that can be refused is refused here, before any process exists.
+  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb), "filesystem");
+  security::SeccompProgram seccomp = BRIG_TRY(
+      security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
+
+  sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -140,14 +228,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
-  out.workload_status = lo->workload_status;
-  out.error = std::move(lo->error);
-  out.timed_out = lo->timed_out;
-  out.killed_for_signal = lo->killed_for_signal;
-  out.usage = lo->usage;
-  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - started);
-  return out;
+  return FromLoop(std::move(*lo), started);
 }
 
 }  // namespace brig::container

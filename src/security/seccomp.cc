@@ -20,8 +20,6 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 }  // namespace brig::security::pb
 
 #include <errno.h>
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/mman.h>
@@ -33,6 +31,7 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 #include <optional>
 #include <set>
 
+#include "config/textproto.h"
 #include "sys/fd.h"
 #include "util/files.h"
 
@@ -40,28 +39,6 @@ namespace brig::security {
 namespace {
 
 using CtxPtr = std::unique_ptr<void, decltype(&seccomp_release)>;
-
-// Keeps the first parse error as an Error rendering "name:line:column: message" (1-based,
-// like compilers).
-class FirstError : public google::protobuf::io::ErrorCollector {
- public:
-  explicit FirstError(std::string name) : name_(std::move(name)) {}
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (seen_) return;
-    seen_ = true;
-    where_ = name_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
-    message_ = message;
-  }
-  Error ToError() const {
-    if (!seen_) return BadInput(name_, "", "malformed");
-    return Fail(where_, "", message_, ErrorKind::kBadInput);
-  }
-
- private:
-  std::string name_, where_, message_;
-  bool seen_ = false;
-};
 
 Result<uint32_t> ToLibseccompAction(v1::SeccompAction action, std::optional<uint32_t> errno_ret,
                                     const std::string& where) {
@@ -206,12 +183,7 @@ Status SetAttr(scmp_filter_ctx ctx, scmp_filter_attr attr, uint32_t value, const
 
 Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name) {
   v1::SeccompPolicy policy;
-  google::protobuf::TextFormat::Parser parser;
-  FirstError errors(name);
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &policy)) {
-    return errors.ToError();
-  }
+  BRIG_TRY(config::ParseTextProto(text, name, &policy));
   return policy;
 }
 

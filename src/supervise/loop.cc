@@ -61,13 +61,18 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
   sys::UniqueFd timeout = BRIG_TRY(TimerAt(in.deadline));
   sys::UniqueFd grace;
   BRIG_TRY(Watch(ep.get(), in.pidfd));
-  BRIG_TRY(Watch(ep.get(), in.sync_fd));
+  bool sync_open = in.sync_fd >= 0;
+  if (sync_open) BRIG_TRY(Watch(ep.get(), in.sync_fd));
   BRIG_TRY(Watch(ep.get(), in.signal_fd));
   BRIG_TRY(Watch(ep.get(), timeout.get()));
   int pending_signal = 0;
-  bool sync_open = true;
 
-  auto kill_all = [&] { (void)sys::PidfdSendSignal(in.pidfd, SIGKILL); };
+  // Killing brig init takes its whole pid namespace; an unconfined workload leads its own
+  // process group (it called setsid), which is as far as no isolation reaches.
+  auto kill_all = [&] {
+    if (in.direct_pid > 0) (void)kill(-in.direct_pid, SIGKILL);
+    (void)sys::PidfdSendSignal(in.pidfd, SIGKILL);
+  };
   for (;;) {
     struct epoll_event evs[4];
     int n = epoll_wait(ep.get(), evs, 4, -1);
@@ -83,6 +88,10 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
         siginfo_t si = {};
         if (syscall(SYS_waitid, P_PIDFD, in.pidfd, &si, WEXITED, &out.usage) < 0) {
           return SysError("waitid", "brig init");
+        }
+        if (in.direct_pid > 0) {
+          out.workload_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+                                                         : si.si_status & 0x7f;
         }
         return out;
       }

@@ -14,11 +14,14 @@ namespace brig::supervise {
 
 struct LoopInput {
   int pidfd;
-  int sync_fd;
+  int sync_fd;    // -1 when the child is the workload itself (profile none)
   int signal_fd;  // SIGTERM, SIGINT, SIGHUP
   std::chrono::steady_clock::time_point deadline;
   std::chrono::milliseconds grace;
   container::SyncSequence* sequence;
+  // The workload itself, without brig init (profile none): its status is its own wait
+  // status, and killing it means killing its process group.
+  pid_t direct_pid = 0;
 };
 
 struct LoopOutput {

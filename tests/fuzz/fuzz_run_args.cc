@@ -13,13 +13,13 @@ namespace {
 using brig::ErrorKind;
 
 bool SameRequest(const brig::cli::RunRequest& a, const brig::cli::RunRequest& b) {
-  const auto &x = a.sandbox, &y = b.sandbox;
   return a.help == b.help && a.pass_env == b.pass_env && a.set_env == b.set_env &&
-         a.policy_dir == b.policy_dir && x.argv == y.argv && x.rootfs == y.rootfs &&
-         x.workspace == y.workspace && x.workspace_mode == y.workspace_mode &&
-         x.tmp_size == y.tmp_size && x.timeout == y.timeout && x.grace == y.grace &&
-         x.rlimits.nofile == y.rlimits.nofile && x.rlimits.nproc == y.rlimits.nproc &&
-         x.rlimits.core == y.rlimits.core && x.result_path == y.result_path;
+         a.policy_dir == b.policy_dir && a.profile == b.profile && a.argv == b.argv &&
+         a.rootfs == b.rootfs && a.workspace == b.workspace &&
+         a.workspace_mode == b.workspace_mode && a.tmp_size == b.tmp_size &&
+         a.timeout == b.timeout && a.grace == b.grace && a.rlimit_nofile == b.rlimit_nofile &&
+         a.rlimit_nproc == b.rlimit_nproc && a.rlimit_core == b.rlimit_core &&
+         a.result_path == b.result_path;
 }
 
 }  // namespace
@@ -53,18 +53,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   FUZZ_CHECK(SameRequest(*r, *again));
   const auto& req = *r;
-  const auto& sb = req.sandbox;
   if (req.help) return 0;  // --help stops parsing; there need be no command
-  FUZZ_CHECK(!sb.argv.empty());
-  FUZZ_CHECK(!sb.argv[0].empty());
+  FUZZ_CHECK(!req.argv.empty());
+  FUZZ_CHECK(!req.argv[0].empty());
+  FUZZ_CHECK(!req.profile.empty());
   // The command is a suffix of the arguments, unchanged.
-  FUZZ_CHECK(sb.argv.size() <= args.size());
-  for (size_t i = 0; i < sb.argv.size(); ++i) {
-    FUZZ_CHECK(sb.argv[i] == args[args.size() - sb.argv.size() + i]);
+  FUZZ_CHECK(req.argv.size() <= args.size());
+  for (size_t i = 0; i < req.argv.size(); ++i) {
+    FUZZ_CHECK(req.argv[i] == args[args.size() - req.argv.size() + i]);
   }
-  FUZZ_CHECK(sb.timeout.count() >= 1);
-  FUZZ_CHECK(sb.grace.count() >= 1);
-  FUZZ_CHECK(sb.tmp_size >= 1);
+  FUZZ_CHECK(!req.timeout || req.timeout->count() >= 1);
+  FUZZ_CHECK(!req.grace || req.grace->count() >= 1);
+  FUZZ_CHECK(!req.tmp_size || *req.tmp_size >= 1);
   for (const auto& kv : req.set_env) {
     size_t eq = kv.find('=');
     FUZZ_CHECK(eq != std::string::npos && eq > 0);

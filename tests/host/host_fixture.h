@@ -8,6 +8,11 @@
 
 namespace brig::testing {
 
+// The host tests' own profile with a read-write workspace (tests/host/profiles/).
+inline std::string RwProfile() {
+  return SourceRoot() + "/tests/host/profiles/workspace-rw.textproto";
+}
+
 class HostTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -76,7 +76,7 @@ TEST_F(Lifecycle, BadInputStartsNothing) {
   ScratchDir ws, other;
   ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
   std::string file = other.Write("a-file", "x");
-  std::vector<std::string> base = {"run", "--workspace", ws.path(), "--workspace-mode", "rw"};
+  std::vector<std::string> base = {"run", "--workspace", ws.path(), "--profile", RwProfile()};
   const std::vector<std::vector<std::string>> bad = {
       {"--no-such-flag"},
       {"--workspace", other.path() + "/missing"},
@@ -113,7 +113,7 @@ TEST_F(Lifecycle, UnloadableSeccompPolicyRunsNothing) {
   ASSERT_EQ(mkdir((policies.path() + "/seccomp").c_str(), 0755), 0);
   policies.Write("seccomp/default.textproto", "default_action: SCMP_ACT_ERRNO\nsyscalls {\n");
   auto r = RunBrig({"run", "--policy-dir", policies.path(), "--workspace", ws.path(),
-                    "--workspace-mode", "rw", "--", "touch", "/workspace/ran"});
+                    "--profile", RwProfile(), "--", "touch", "/workspace/ran"});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("default.textproto:3:"), std::string::npos) << r.err;
   EXPECT_NE(access((ws.path() + "/ran").c_str(), F_OK), 0);
@@ -121,7 +121,7 @@ TEST_F(Lifecycle, UnloadableSeccompPolicyRunsNothing) {
   policies.Write("seccomp/default.textproto",
                  "default_action: SCMP_ACT_ERRNO\nsyscalls { names: \"nonsense\" "
                  "action: SCMP_ACT_ALLOW }\n");
-  auto u = RunBrig({"run", "--policy-dir", policies.path(), "--", "true"});
+  auto u = RunBrig({"run", "--policy-dir", policies.path(), "--profile", RwProfile(), "--", "true"});
   EXPECT_EQ(u.exit_code, 125);
   EXPECT_NE(u.err.find("nonsense"), std::string::npos) << u.err;
 }

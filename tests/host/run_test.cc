@@ -191,7 +191,7 @@ TEST_F(Run, ReadWriteWorkspaceWritesAsItsOwner) {
   ScratchDir ws;
   ASSERT_EQ(chown(ws.path().c_str(), 1234, 2345), 0);
   auto r = Sh("echo made > /workspace/made.txt && mkdir sub && id -u",
-              {"--workspace", ws.path(), "--workspace-mode", "rw"});
+              {"--workspace", ws.path(), "--profile", RwProfile()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "1000\n");
   struct stat st;
@@ -234,7 +234,7 @@ TEST_F(Run, RlimitsApplyAndCanBeOverridden) {
 
 TEST_F(Run, RootOwnedWorkspaceIsRefusedReadWrite) {
   ScratchDir ws;  // owned by root
-  auto r = Sh("touch /workspace/x", {"--workspace", ws.path(), "--workspace-mode", "rw"});
+  auto r = Sh("touch /workspace/x", {"--workspace", ws.path(), "--profile", RwProfile()});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("never maps host root"), std::string::npos) << r.err;
   EXPECT_NE(access((ws.path() + "/x").c_str(), F_OK), 0);
@@ -260,7 +260,7 @@ TEST_F(Run, RealWorkloadsRunUnderTheDefaultPolicy) {
     std::string which = std::string("command -v ") + tool + " >/dev/null";
     if (system(which.c_str()) != 0) continue;  // this host lacks the tool
     ++ran;
-    auto r = Sh(script, {"--workspace", ws.path(), "--workspace-mode", "rw"});
+    auto r = Sh(script, {"--workspace", ws.path(), "--profile", RwProfile()});
     EXPECT_EQ(r.exit_code, 0) << tool << ": " << r.err;
     EXPECT_FALSE(r.out.empty()) << tool;
   }

@@ -13,28 +13,126 @@ TEST(RunFlags, ParsesOptionsAndCommand) {
                   "5s", "--env", "A=1", "--pass-env", "TERM", "--rlimit", "nofile=10", "--",
                   "sh", "-c", "echo hi"});
   ASSERT_TRUE(r) << r.error().Render();
-  EXPECT_EQ(r->sandbox.workspace, "/w");
-  EXPECT_EQ(r->sandbox.workspace_mode, config::WorkspaceMode::kReadWrite);
-  EXPECT_EQ(r->sandbox.tmp_size, 64u << 20);
-  EXPECT_EQ(r->sandbox.timeout, std::chrono::milliseconds(5000));
-  EXPECT_EQ(r->sandbox.rlimits.nofile, 10u);
+  EXPECT_EQ(r->workspace, "/w");
+  EXPECT_EQ(r->workspace_mode, config::WorkspaceMode::kReadWrite);
+  EXPECT_EQ(r->tmp_size, 64u << 20);
+  EXPECT_EQ(r->timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(r->rlimit_nofile, 10u);
   EXPECT_EQ(r->set_env, std::vector<std::string>{"A=1"});
   EXPECT_EQ(r->pass_env, std::vector<std::string>{"TERM"});
-  EXPECT_EQ(r->sandbox.argv, (std::vector<std::string>{"sh", "-c", "echo hi"}));
+  EXPECT_EQ(r->argv, (std::vector<std::string>{"sh", "-c", "echo hi"}));
 }
 
 TEST(RunFlags, CommandWithoutDashDash) {
   auto r = Parse({"--timeout", "1m", "true", "--not-a-brig-flag"});
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->sandbox.argv, (std::vector<std::string>{"true", "--not-a-brig-flag"}));
+  EXPECT_EQ(r->argv, (std::vector<std::string>{"true", "--not-a-brig-flag"}));
+}
+
+char* kNoEnv[] = {nullptr};
+
+Result<config::Sandbox> Resolve(std::vector<std::string> args) {
+  args.insert(args.begin(), {"--policy-dir", BRIG_SOURCE_POLICY_DIR});
+  auto r = Parse(args);
+  if (!r) return std::move(r).error();
+  return ResolveRun(*r, kNoEnv);
 }
 
 TEST(RunFlags, DefaultsAreSafe) {
   auto r = Parse({"true"});
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->sandbox.workspace_mode, config::WorkspaceMode::kReadOnly);
-  EXPECT_EQ(r->sandbox.timeout, std::chrono::minutes(30));
-  EXPECT_EQ(r->sandbox.rlimits.core, 0u);
+  EXPECT_EQ(r->profile, "untrusted-code-read");
+  auto sb = Resolve({"true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_TRUE(sb->isolated);
+  EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kReadOnly);
+  EXPECT_EQ(sb->timeout, std::chrono::minutes(30));
+  EXPECT_EQ(sb->rlimits.core, 0u);
+  EXPECT_NE(sb->seccomp_policy.find("/seccomp/default.textproto"), std::string::npos);
+}
+
+TEST(Profiles, RunOptionsChangeOnlyLimits) {
+  auto sb = Resolve({"--timeout", "5s", "--tmp-size", "64M", "--rlimit", "nofile=100", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_EQ(sb->timeout, std::chrono::seconds(5));
+  EXPECT_EQ(sb->tmp_size, 64u << 20);
+  EXPECT_EQ(sb->rlimits.nofile, 100u);
+  EXPECT_EQ(sb->rlimits.nproc, 4096u);  // the profile's, untouched
+}
+
+TEST(Profiles, APostureCannotBeWidenedFromTheCommandLine) {
+  auto rw = Resolve({"--workspace-mode", "rw", "true"});
+  ASSERT_FALSE(rw);
+  EXPECT_EQ(rw.error().kind, ErrorKind::kPolicy);
+  EXPECT_EQ(ExitCodeFor(rw.error().kind), 125);
+  EXPECT_EQ(rw.error().Render(),
+            "--workspace-mode 'rw': profile 'untrusted-code-read' fixes filesystem.workspace = "
+            "WORKSPACE_RO; name another profile");
+  // Restating the profile's own value is fine.
+  EXPECT_TRUE(Resolve({"--workspace-mode", "ro", "true"}));
+}
+
+TEST(Profiles, UnknownProfileNamesTheKnownOnes) {
+  auto r = Resolve({"--profile", "no-such-profile", "true"});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(r.error().Render().find("profile 'no-such-profile': unknown"), std::string::npos)
+      << r.error().Render();
+  EXPECT_NE(r.error().Render().find("untrusted-code-read"), std::string::npos);
+}
+
+TEST(Profiles, WhatCannotBeEnforcedIsRefused) {
+  for (const char* name : {"untrusted-code-write", "trusted-code-write"}) {
+    auto r = Resolve({"--profile", name, "true"});
+    ASSERT_FALSE(r) << name;
+    EXPECT_EQ(r.error().kind, ErrorKind::kPolicy) << name;
+    EXPECT_NE(r.error().Render().find("not supported by this brig yet"), std::string::npos)
+        << r.error().Render();
+  }
+}
+
+TEST(Profiles, NoneIsExplicitAndUnconfined) {
+  auto sb = Resolve({"--profile", "none", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_FALSE(sb->isolated);
+  EXPECT_FALSE(Resolve({"--profile", "none", "--workspace-mode", "ro", "true"}));
+}
+
+TEST(Profiles, ShippedProfilesAllParse) {
+  auto names = config::ListPolicyNames(BRIG_SOURCE_POLICY_DIR, "profiles");
+  EXPECT_EQ(names, (std::vector<std::string>{"none", "trusted-code-write", "untrusted-code-read",
+                                             "untrusted-code-write"}));
+  for (const auto& n : names) {
+    auto p = config::LoadProfile(BRIG_SOURCE_POLICY_DIR, n);
+    EXPECT_TRUE(p) << n << ": " << p.error().Render();
+  }
+}
+
+TEST(Profiles, MalformedProfilesNameFileLineColumn) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"isolation: ISOLATION_SANDBOX\nbogus: 1\n", "p:2:"},
+      {"isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_NOPE }\n", "p:2:"},
+      {"isolation: ISOLATION_SANDBOX\nnetwork { posture: POSTURE_NONE }\n",
+       "p 'filesystem.workspace': must be set"},
+      {"isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_RO }\n"
+       "network { posture: POSTURE_NONE }\n",
+       "p 'security.seccomp_policy': must name a policy"},
+      {"isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_RW "
+       "protected_paths: \"../etc\" }\n",
+       "p 'filesystem.protected_paths': '../etc' leaves the workspace"},
+      {"isolation: ISOLATION_NONE\nlimits { timeout: \"soon\" }\n", "p 'limits.timeout'"},
+      {"isolation: ISOLATION_NONE\nnetwork { posture: POSTURE_OPEN }\n", "p 'isolation'"},
+      {"", "p 'isolation'"},
+  };
+  for (const auto& c : cases) {
+    auto p = config::ParseProfile(c.text, "p");
+    ASSERT_FALSE(p) << c.text;
+    EXPECT_EQ(p.error().kind, ErrorKind::kBadInput);
+    EXPECT_EQ(p.error().Render().rfind(c.message, 0), 0u) << p.error().Render();
+  }
 }
 
 struct BadCase {
@@ -73,8 +171,9 @@ TEST(RunFlags, EnvironmentIsBuiltFromNothing) {
   std::string secret = "BRIG_T_SECRET=hunter2", set = "BRIG_T_SET=yes";
   char* host_env[] = {secret.data(), set.data(), nullptr};
   r->policy_dir = std::string(BRIG_SOURCE_POLICY_DIR);
-  ASSERT_TRUE(ResolveRun(*r, host_env));
-  const auto& env = r->sandbox.env;
+  auto sb = ResolveRun(*r, host_env);
+  ASSERT_TRUE(sb) << sb.error().Render();
+  const auto& env = sb->env;
   auto has = [&](const std::string& kv) {
     return std::find(env.begin(), env.end(), kv) != env.end();
   };
@@ -85,7 +184,7 @@ TEST(RunFlags, EnvironmentIsBuiltFromNothing) {
     EXPECT_EQ(kv.find("SECRET"), std::string::npos) << kv;
     EXPECT_EQ(kv.find("UNSET"), std::string::npos) << kv;
   }
-  EXPECT_EQ(r->sandbox.id.rfind("brig-", 0), 0u);
+  EXPECT_EQ(sb->id.rfind("brig-", 0), 0u);
 }
 
 TEST(ExitCodes, FollowTheOutputContract) {

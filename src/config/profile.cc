@@ -1,0 +1,162 @@
+// Profile loading and validation.
+#include "config/profile.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "config/textproto.h"
+#include "util/files.h"
+#include "util/parse.h"
+
+namespace brig::config {
+namespace {
+
+Error Field(const std::string& file, const std::string& field, const std::string& why) {
+  return Fail(file, field, why, ErrorKind::kBadInput);
+}
+
+// A path relative to the workspace that stays inside it.
+bool IsWorkspaceRelative(const std::string& p) {
+  if (p.empty() || p[0] == '/') return false;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    if (p.compare(start, end - start, "..") == 0 && end - start == 2) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+Status ValidateLimits(const v1::Limits& l, const std::string& file) {
+  if (!l.timeout().empty() && !util::ParseDuration(l.timeout())) {
+    return Field(file, "limits.timeout", util::ParseDuration(l.timeout()).error().detail);
+  }
+  if (!l.grace().empty() && !util::ParseDuration(l.grace())) {
+    return Field(file, "limits.grace", util::ParseDuration(l.grace()).error().detail);
+  }
+  if (!l.tmp_size().empty() && !util::ParseSize(l.tmp_size())) {
+    return Field(file, "limits.tmp_size", util::ParseSize(l.tmp_size()).error().detail);
+  }
+  return {};
+}
+
+Status Validate(const v1::Profile& p, const std::string& file) {
+  BRIG_TRY(ValidateLimits(p.limits(), file));
+  switch (p.isolation()) {
+    case v1::ISOLATION_NONE:
+      // No isolation means nothing else to say: a profile that lists walls it cannot
+      // have would mislead whoever reads it.
+      if (p.has_filesystem() || p.has_network() || p.has_security()) {
+        return Field(file, "isolation",
+                     "ISOLATION_NONE takes no filesystem, network or security settings");
+      }
+      return {};
+    case v1::ISOLATION_SANDBOX:
+      break;
+    default:
+      return Field(file, "isolation", "must be ISOLATION_SANDBOX or ISOLATION_NONE");
+  }
+  if (p.filesystem().workspace() == v1::WORKSPACE_ACCESS_UNSPECIFIED) {
+    return Field(file, "filesystem.workspace", "must be set");
+  }
+  for (const auto& path : p.filesystem().protected_paths()) {
+    if (!IsWorkspaceRelative(path)) {
+      return Field(file, "filesystem.protected_paths", "'" + path + "' leaves the workspace");
+    }
+  }
+  for (const auto& path : p.filesystem().hidden_paths()) {
+    if (!IsWorkspaceRelative(path)) {
+      return Field(file, "filesystem.hidden_paths", "'" + path + "' leaves the workspace");
+    }
+  }
+  if (p.network().posture() == v1::NETWORK_POSTURE_UNSPECIFIED) {
+    return Field(file, "network.posture", "must be set");
+  }
+  if (p.network().allow_hosts_size() > 0 && p.network().posture() != v1::POSTURE_ALLOWLIST) {
+    return Field(file, "network.allow_hosts", "only an allowlist posture has an allowlist");
+  }
+  if (p.security().seccomp_policy().empty()) {
+    return Field(file, "security.seccomp_policy", "must name a policy");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string ResolvePolicyDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (access(BRIG_POLICY_DIR, F_OK) == 0) return BRIG_POLICY_DIR;
+  return BRIG_SOURCE_POLICY_DIR;
+}
+
+Result<std::string> PolicyFilePath(const std::string& dir, const std::string& kind,
+                                   const std::string& name_or_path) {
+  std::string path = name_or_path;
+  if (name_or_path.find('/') == std::string::npos) {
+    if (name_or_path.empty() || name_or_path[0] == '.') {
+      return BadInput(kind, name_or_path, "not a valid name");
+    }
+    path = dir + "/" + kind + "/" + name_or_path + ".textproto";
+  }
+  if (access(path.c_str(), R_OK) < 0) {
+    std::vector<std::string> names = ListPolicyNames(dir, kind);
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    Error e = SysError(kind == "profiles" ? "profile" : "seccomp policy", name_or_path);
+    e.kind = ErrorKind::kBadInput;
+    if (name_or_path.find('/') == std::string::npos) {
+      e.err = 0;
+      e.detail = "unknown (known in " + dir + "/" + kind + ": " + known + ")";
+    }
+    return e;
+  }
+  return path;
+}
+
+std::vector<std::string> ListPolicyNames(const std::string& dir, const std::string& kind) {
+  std::vector<std::string> names;
+  DIR* d = opendir((dir + "/" + kind).c_str());
+  if (!d) return names;
+  const std::string ext = ".textproto";
+  while (struct dirent* de = readdir(d)) {
+    std::string n = de->d_name;
+    if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0 &&
+        n[0] != '.') {
+      names.push_back(n.substr(0, n.size() - ext.size()));
+    }
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<v1::Profile> ParseProfile(const std::string& text, const std::string& name) {
+  v1::Profile p;
+  BRIG_TRY(ParseTextProto(text, name, &p));
+  BRIG_TRY(Validate(p, name));
+  return p;
+}
+
+void FillDefaults(v1::Profile& p) {
+  v1::Limits* l = p.mutable_limits();
+  if (l->timeout().empty()) l->set_timeout("30m");
+  if (l->grace().empty()) l->set_grace("10s");
+  if (p.isolation() == v1::ISOLATION_NONE) return;
+  if (l->tmp_size().empty()) l->set_tmp_size("1G");
+  if (!l->has_rlimit_nofile()) l->set_rlimit_nofile(4096);
+  if (!l->has_rlimit_nproc()) l->set_rlimit_nproc(4096);
+  if (!l->has_rlimit_core()) l->set_rlimit_core(0);
+}
+
+Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path) {
+  std::string path = BRIG_TRY(PolicyFilePath(dir, "profiles", name_or_path));
+  std::string text = BRIG_TRY(util::ReadFile(path));
+  v1::Profile p = BRIG_TRY(ParseProfile(text, path));
+  FillDefaults(p);
+  return p;
+}
+
+}  // namespace brig::config

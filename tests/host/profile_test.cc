@@ -1,0 +1,89 @@
+// Profiles fix the posture (design.md, Invariants 1 and 2): attempts to widen it from the
+// command line fail before anything runs, and `none` is unconfined only when named.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host/host_fixture.h"
+
+namespace brig::testing {
+namespace {
+
+class Profile : public HostTest {};
+
+std::string HostNs(const std::string& name) {
+  char buf[256];
+  ssize_t n = readlink(("/proc/self/ns/" + name).c_str(), buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+TEST_F(Profile, DefaultIsTheReadOnlySandbox) {
+  ScratchDir ws;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  auto r = Sh("readlink /proc/self/ns/user; id -u; touch /workspace/x 2>/dev/null || echo ro",
+              {"--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.substr(0, r.out.find('\n')), HostNs("user"));
+  EXPECT_NE(r.out.find("\n1000\nro\n"), std::string::npos) << r.out;
+}
+
+TEST_F(Profile, WideningFromTheCommandLineRunsNothing) {
+  ScratchDir ws;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  auto r = RunBrig({"run", "--workspace", ws.path(), "--workspace-mode", "rw", "--", "touch",
+                    "/workspace/ran"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("fixes filesystem.workspace = WORKSPACE_RO"), std::string::npos) << r.err;
+  EXPECT_NE(access((ws.path() + "/ran").c_str(), F_OK), 0);
+}
+
+TEST_F(Profile, UnsupportedPosturesAreRefusedNotWeakened) {
+  ScratchDir ws, out;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  for (const char* p : {"untrusted-code-write", "trusted-code-write"}) {
+    std::string result = out.path() + "/r.json";
+    auto r = RunBrig({"run", "--profile", p, "--workspace", ws.path(), "--result", result,
+                      "--", "touch", "/workspace/ran"});
+    EXPECT_EQ(r.exit_code, 125) << p;
+    EXPECT_NE(r.err.find("not supported by this brig yet"), std::string::npos) << r.err;
+    EXPECT_NE(ReadFileOrEmpty(result).find("\"error_code\":\"policy_denied\""), std::string::npos)
+        << ReadFileOrEmpty(result);
+    EXPECT_NE(access((ws.path() + "/ran").c_str(), F_OK), 0) << p;
+  }
+}
+
+TEST_F(Profile, AProfileFileByPath) {
+  ScratchDir dir;
+  std::string path = dir.Write("short.textproto",
+                               "# a profile of the operator's own\n"
+                               "isolation: ISOLATION_SANDBOX\n"
+                               "filesystem { workspace: WORKSPACE_RO }\n"
+                               "network { posture: POSTURE_NONE }\n"
+                               "security { seccomp_policy: \"default\" }\n"
+                               "limits { timeout: \"1s\" }\n");
+  auto r = RunBrig({"run", "--profile", path, "--", "sleep", "5"});
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  std::string bad = dir.Write("bad.textproto", "isolation: ISOLATION_SANDBOX\nfilesystems {}\n");
+  auto b = RunBrig({"run", "--profile", bad, "--", "true"});
+  EXPECT_EQ(b.exit_code, 125);
+  EXPECT_NE(b.err.find("bad.textproto:2:"), std::string::npos) << b.err;
+}
+
+TEST_F(Profile, NoneRunsUnconfinedOnlyWhenNamed) {
+  ScratchDir ws;
+  ws.Write("marker", "here\n");
+  auto r = RunBrig({"run", "--profile", "none", "--workspace", ws.path(), "--", "sh", "-c",
+                    "readlink /proc/self/ns/mnt; cat marker; echo $HOME"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, HostNs("mnt") + "\nhere\n/tmp\n");
+  // Still a timeout, and it takes the command's process group with it.
+  std::string marker = "sleep " + std::to_string(2000000 + getpid());
+  auto t = RunBrig({"run", "--profile", "none", "--timeout", "1s", "--", "sh", "-c",
+                    marker + " & " + marker});
+  EXPECT_EQ(t.exit_code, 124);
+  EXPECT_TRUE(FindProcesses(marker).empty());
+  EXPECT_EQ(RunBrig({"run", "--profile", "none", "--", "no-such-command-anywhere"}).exit_code,
+            127);
+}
+
+}  // namespace
+}  // namespace brig::testing
