@@ -32,6 +32,7 @@ struct RunRequest {
   std::string workspace;
   std::string rootfs;
   std::string result_path;
+  std::string audit_path;
   std::optional<config::WorkspaceMode> workspace_mode;
   std::optional<std::chrono::milliseconds> timeout, grace;
   std::optional<uint64_t> tmp_size, rlimit_nofile, rlimit_nproc, rlimit_core;

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/brig.pb.h"
 #include "container/launch.h"
@@ -56,6 +57,33 @@ Status WriteResult(const std::string& path, const v1::RunResult& r) {
     return Fail("encode result", path, "protobuf JSON encoding failed", ErrorKind::kInternal);
   }
   return util::WriteFileAtomic(path, json + "\n");
+}
+
+v1::AuditEvent StartEvent(const config::Sandbox& sb) {
+  v1::AuditEvent e;
+  v1::SandboxStart* s = e.mutable_sandbox_start();
+  s->set_profile(sb.profile);
+  s->set_isolated(sb.isolated);
+  for (const auto& a : sb.argv) s->add_argv(a);
+  s->set_workspace(sb.workspace);
+  if (sb.isolated) {
+    s->set_workspace_mode(sb.workspace_mode == config::WorkspaceMode::kReadWrite ? "rw" : "ro");
+  }
+  s->set_rootfs(sb.rootfs);
+  s->set_seccomp_policy(sb.seccomp_policy);
+  s->set_timeout_ms(static_cast<uint32_t>(sb.timeout.count()));
+  return e;
+}
+
+v1::AuditEvent ExitEvent(const v1::RunResult& r) {
+  v1::AuditEvent e;
+  v1::SandboxExit* x = e.mutable_sandbox_exit();
+  x->set_exit_code(r.exit_code());
+  x->set_signal(r.signal());
+  x->set_error_code(r.error_code());
+  x->set_error(r.error());
+  x->set_duration_ms(r.duration_ms());
+  return e;
 }
 
 int Report(const std::string& result_path, v1::RunResult& r) {
@@ -112,6 +140,14 @@ int RunMain(const std::vector<std::string>& args) {
     return Report(result_path, r);
   }
   r.set_sandbox_id(sandbox->id);
+  // An audit log that cannot be written stops the run before it starts: the audit is part
+  // of the posture, not a best effort.
+  if (auto s = audit::Append(sandbox->audit_path, sandbox->id, StartEvent(*sandbox)); !s) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code(ErrorCodeFor(s.error().kind));
+    r.set_error(s.error().Render());
+    return Report(result_path, r);
+  }
   auto outcome = container::Run(*sandbox);
   if (!outcome) {
     r.set_exit_code(ExitCodeFor(outcome.error().kind));
@@ -124,6 +160,10 @@ int RunMain(const std::vector<std::string>& args) {
   auto* u = r.mutable_usage();
   u->set_cpu_time_ms(Ms(outcome->usage.ru_utime) + Ms(outcome->usage.ru_stime));
   u->set_peak_memory_bytes(static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
+  if (auto s = audit::Append(sandbox->audit_path, sandbox->id, ExitEvent(r)); !s) {
+    fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
+    if (r.exit_code() == 0) r.set_exit_code(kExitRefused);
+  }
   return Report(result_path, r);
 }
 

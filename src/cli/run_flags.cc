@@ -119,6 +119,12 @@ const std::vector<Flag>& Flags() {
          r.result_path = v;
          return {};
        }},
+      {"--audit-log", "FILE", "append JSON-lines audit events to FILE (written by brig)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--audit-log", v, "empty path");
+         r.audit_path = v;
+         return {};
+       }},
       {"--policy-dir", "DIR", "read profiles and policies from DIR, not the installed ones",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--policy-dir", v, "empty path");
@@ -171,6 +177,24 @@ Status CheckRlimits(const config::Rlimits& rl) {
       return BadInput("--rlimit", std::string(nv.first) + "=" + std::to_string(nv.second),
                       "above brig's own hard limit " + std::to_string(cur.rlim_max));
     }
+  }
+  return {};
+}
+
+// brig's own outputs must not be where the sandbox can write: in a workspace it could
+// plant a symlink, truncate, or forge lines (design.md, Invariant 5).
+Status CheckOutputOutsideWorkspace(const std::string& path, const char* flag,
+                                   const std::string& workspace) {
+  if (path.empty() || workspace.empty()) return {};
+  std::string dir = path.substr(0, path.rfind('/') + 1);
+  if (dir.empty()) dir = ".";
+  char* real = realpath(dir.c_str(), nullptr);
+  if (!real) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
+  std::string d = real;
+  free(real);
+  if (d == workspace || d.rfind(workspace + "/", 0) == 0) {
+    return BadInput(flag, path, "inside the workspace, where the sandbox could forge or "
+                                "truncate it");
   }
   return {};
 }
@@ -313,6 +337,7 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   sb.workspace = req.workspace;
   sb.rootfs = req.rootfs;
   sb.result_path = req.result_path;
+  sb.audit_path = req.audit_path;
   sb.isolated = profile.isolation() == v1::ISOLATION_SANDBOX;
   ApplyLimits(profile.limits(), req, sb);
   BRIG_TRY(CheckEnforceable(profile, req.profile));
@@ -344,6 +369,8 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     if (!S_ISDIR(st.st_mode)) return BadInput("--rootfs", sb.rootfs, "not a directory");
   }
   BRIG_TRY(ResolveWorkspace(sb));
+  BRIG_TRY(CheckOutputOutsideWorkspace(sb.result_path, "--result", sb.workspace));
+  BRIG_TRY(CheckOutputOutsideWorkspace(sb.audit_path, "--audit-log", sb.workspace));
   BRIG_TRY(CheckRlimits(sb.rlimits));
   sb.env = BuildEnv(req, host_environ);
   sb.id = RandomId();

@@ -44,6 +44,7 @@ struct Sandbox {
 
   std::string seccomp_policy;  // path of the policy file
   std::string result_path;
+  std::string audit_path;
 
   // Host ids the sandbox uid/gid map to: the workspace's owner, never 0.
   uid_t host_uid = kOverflowHostId;

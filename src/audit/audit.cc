@@ -1,0 +1,35 @@
+// Appending audit events as JSON lines.
+#include "audit/audit.h"
+
+#include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <unistd.h>
+
+#include "sys/fd.h"
+
+namespace brig::audit {
+
+Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditEvent event) {
+  if (path.empty()) return {};
+  *event.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  event.set_sandbox_id(sandbox_id);
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  std::string line;
+  if (!google::protobuf::util::MessageToJsonString(event, &line, opts).ok()) {
+    return Fail("encode audit event", path, "protobuf JSON encoding failed", ErrorKind::kInternal);
+  }
+  line += '\n';
+  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return SysError("open audit log", path);
+  ssize_t n;
+  do {
+    n = write(fd.get(), line.data(), line.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(line.size())) return SysError("write audit log", path);
+  return {};
+}
+
+}  // namespace brig::audit
