@@ -174,7 +174,7 @@ Status CheckRlimits(const config::Rlimits& rl) {
     struct rlimit cur;
     if (getrlimit(res, &cur) < 0) return SysError("getrlimit", nv.first);
     if (cur.rlim_max != RLIM_INFINITY && nv.second > cur.rlim_max) {
-      return BadInput("--rlimit", std::string(nv.first) + "=" + std::to_string(nv.second),
+      return BadInput("rlimit", std::string(nv.first) + "=" + std::to_string(nv.second),
                       "above brig's own hard limit " + std::to_string(cur.rlim_max));
     }
   }
@@ -216,7 +216,7 @@ Status ResolveWorkspace(config::Sandbox& sb) {
   if (st.st_uid == 0 && sb.workspace_mode == config::WorkspaceMode::kReadWrite) {
     return BadInput("--workspace", sb.workspace,
                     "owned by root, and brig never maps host root into a sandbox: chown it to "
-                    "an unprivileged user or use --workspace-mode ro");
+                    "an unprivileged user or use a profile with a read-only workspace");
   }
   if (st.st_uid != 0) sb.host_uid = st.st_uid;
   if (st.st_gid != 0) sb.host_gid = st.st_gid;
@@ -231,22 +231,22 @@ config::WorkspaceMode ModeOf(v1::WorkspaceAccess a) {
 // Refuses what this brig cannot enforce yet, rather than run weaker than the profile says
 // (design.md, Invariant 1).
 Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
-  auto refuse = [&](const std::string& field, const std::string& value) {
-    return Fail("profile", name, field + " " + value + " is not supported by this brig yet",
+  auto refuse = [&](const std::string& what) {
+    return Fail("profile", name, what + " is not supported by this brig yet",
                 ErrorKind::kPolicy);
   };
   if (p.isolation() == v1::ISOLATION_NONE) return {};
   if (p.filesystem().workspace() == v1::WORKSPACE_COPY) {
-    return refuse("filesystem.workspace", "WORKSPACE_COPY");
+    return refuse("filesystem.workspace WORKSPACE_COPY");
   }
-  if (p.filesystem().hidden_paths_size() > 0) return refuse("filesystem.hidden_paths", "");
+  if (p.filesystem().hidden_paths_size() > 0) return refuse("filesystem.hidden_paths");
   // In a read-only workspace every path is protected already.
   if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() != v1::WORKSPACE_RO) {
-    return refuse("filesystem.protected_paths", "in a writable workspace");
+    return refuse("filesystem.protected_paths in a writable workspace");
   }
   auto posture = p.network().posture();
   if (posture != v1::POSTURE_NONE && posture != v1::POSTURE_BROKER_ONLY) {
-    return refuse("network.posture", v1::NetworkPosture_Name(posture));
+    return refuse("network.posture " + v1::NetworkPosture_Name(posture));
   }
   return {};
 }
@@ -352,8 +352,13 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
                       "; name another profile",
                   ErrorKind::kPolicy);
     }
-    sb.seccomp_policy =
-        BRIG_TRY(config::PolicyFilePath(dir, "seccomp", profile.security().seccomp_policy()));
+    // A relative path in a profile file means one beside that file.
+    std::string policy = profile.security().seccomp_policy();
+    if (policy[0] != '/' && policy.find('/') != std::string::npos) {
+      std::string profile_path = BRIG_TRY(config::PolicyFilePath(dir, "profiles", req.profile));
+      policy = profile_path.substr(0, profile_path.rfind('/') + 1) + policy;
+    }
+    sb.seccomp_policy = BRIG_TRY(config::PolicyFilePath(dir, "seccomp", policy));
   } else if (!sb.rootfs.empty() || req.workspace_mode) {
     return Fail("profile", req.profile,
                 "ISOLATION_NONE has no root or workspace mounts: --rootfs and "
@@ -380,8 +385,10 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
 std::string RunUsage() {
   std::ostringstream out;
   out << "Usage: brig run [OPTIONS] [--] CMD [ARGS...]\n\n"
-         "Run CMD in a new sandbox: new user, mount, pid, network, ipc, uts and cgroup\n"
-         "namespaces, a read-only root, no capabilities, the default seccomp policy.\n\n"
+         "Run CMD in a new sandbox whose posture the profile fixes (default\n"
+         "untrusted-code-read: new namespaces, a read-only root and workspace, no network,\n"
+         "no capabilities, the default seccomp policy). A run may change only limits and\n"
+         "paths.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     std::string left = std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : "");

@@ -97,7 +97,8 @@ Result<std::string> PolicyFilePath(const std::string& dir, const std::string& ki
   std::string path = name_or_path;
   if (name_or_path.find('/') == std::string::npos) {
     if (name_or_path.empty() || name_or_path[0] == '.') {
-      return BadInput(kind, name_or_path, "not a valid name");
+      return BadInput(kind == "profiles" ? "profile" : "seccomp policy", name_or_path,
+                      "not a valid name");
     }
     path = dir + "/" + kind + "/" + name_or_path + ".textproto";
   }
@@ -109,7 +110,8 @@ Result<std::string> PolicyFilePath(const std::string& dir, const std::string& ki
     e.kind = ErrorKind::kBadInput;
     if (name_or_path.find('/') == std::string::npos) {
       e.err = 0;
-      e.detail = "unknown (known in " + dir + "/" + kind + ": " + known + ")";
+      e.detail = known.empty() ? "unknown (" + dir + "/" + kind + " holds none)"
+                               : "unknown (known in " + dir + "/" + kind + ": " + known + ")";
     }
     return e;
   }
@@ -144,11 +146,12 @@ void FillDefaults(v1::Profile& p) {
   v1::Limits* l = p.mutable_limits();
   if (l->timeout().empty()) l->set_timeout("30m");
   if (l->grace().empty()) l->set_grace("10s");
-  if (p.isolation() == v1::ISOLATION_NONE) return;
-  if (l->tmp_size().empty()) l->set_tmp_size("1G");
   if (!l->has_rlimit_nofile()) l->set_rlimit_nofile(4096);
   if (!l->has_rlimit_nproc()) l->set_rlimit_nproc(4096);
   if (!l->has_rlimit_core()) l->set_rlimit_core(0);
+  // Without isolation there is no /tmp of brig's to size.
+  if (p.isolation() == v1::ISOLATION_NONE) return;
+  if (l->tmp_size().empty()) l->set_tmp_size("1G");
 }
 
 Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path) {

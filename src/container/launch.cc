@@ -15,6 +15,7 @@
 #include "container/init.h"
 #include "container/sync.h"
 #include "fs/mount_plan.h"
+#include "security/caps.h"
 #include "security/seccomp_cache.h"
 #include "supervise/loop.h"
 #include "sys/fd.h"
@@ -110,7 +111,7 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   int e = 0;
-  if (setsid() < 0 || !sys::CloseRangeCloexec(3) ||
+  if (setsid() < 0 || !sys::CloseRangeCloexec(3) || !security::ApplyRlimits(sb.rlimits) ||
       (!sb.workspace.empty() && chdir(sb.workspace.c_str()) < 0)) {
     e = errno;
   } else {
@@ -126,7 +127,12 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
 Result<Outcome> RunUnconfined(const config::Sandbox& sb,
                               std::chrono::steady_clock::time_point started) {
   Outcome out;
-  auto path = ResolveCommand(sb.argv[0], sb.env);
+  // The command runs from the workspace, so a relative path means one inside it.
+  std::string cmd = sb.argv[0];
+  if (!sb.workspace.empty() && cmd[0] != '/' && cmd.find('/') != std::string::npos) {
+    cmd = sb.workspace + "/" + cmd;
+  }
+  auto path = ResolveCommand(cmd, sb.env);
   if (!path) {
     out.error = std::move(path).error();
     return out;
@@ -165,6 +171,8 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   supervise::LoopInput in{pidfd.get(), -1, sigfd.get(), started + sb.timeout, sb.grace, &seq,
                           pid};
   auto lo = supervise::Supervise(in);
+  // What the command left running in its process group ends with the phase.
+  (void)kill(-pid, SIGKILL);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
@@ -224,6 +232,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq};
   auto lo = supervise::Supervise(in);
+  // What the command left running in its process group ends with the phase.
+  (void)kill(-pid, SIGKILL);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();

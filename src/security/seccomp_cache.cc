@@ -18,11 +18,18 @@ namespace {
 
 constexpr char kMagic[8] = {'B', 'R', 'I', 'G', 'B', 'P', 'F', '1'};
 
-// FNV-1a over the text and the versions that shape the output: only a file name.
+// FNV-1a over the text and what shapes the output: only a file name.
 std::string EntryName(const std::string& text) {
   const scmp_version* v = seccomp_version();
+  // The build of brig too (a rebuild may compile or check differently at one version):
+  // its executable's identity and change time.
+  struct stat self = {};
+  (void)stat("/proc/self/exe", &self);
   std::string salt = std::string(BRIG_VERSION) + "/" + std::to_string(v->major) + "." +
-                     std::to_string(v->minor) + "." + std::to_string(v->micro) + "/";
+                     std::to_string(v->minor) + "." + std::to_string(v->micro) + "/" +
+                     std::to_string(self.st_dev) + ":" + std::to_string(self.st_ino) + ":" +
+                     std::to_string(self.st_ctim.tv_sec) + "." +
+                     std::to_string(self.st_ctim.tv_nsec) + "/";
   uint64_t h = 1469598103934665603ull;
   for (const std::string* s : std::initializer_list<const std::string*>{&salt, &text}) {
     for (unsigned char c : *s) {

@@ -83,6 +83,20 @@ TEST_F(Profile, NoneRunsUnconfinedOnlyWhenNamed) {
   EXPECT_TRUE(FindProcesses(marker).empty());
   EXPECT_EQ(RunBrig({"run", "--profile", "none", "--", "no-such-command-anywhere"}).exit_code,
             127);
+  // A relative command is one inside the workspace, where it runs.
+  ws.Write("script.sh", "#!/bin/sh\necho relative\n", 0755);
+  auto rel = RunBrig({"run", "--profile", "none", "--workspace", ws.path(), "--", "./script.sh"});
+  EXPECT_EQ(rel.out, "relative\n") << rel.err;
+  // What the command leaves running in its process group ends with the phase.
+  std::string left = "sleep " + std::to_string(3000000 + getpid());
+  EXPECT_EQ(RunBrig({"run", "--profile", "none", "--", "sh", "-c", left + " & exit 0"}).exit_code,
+            0);
+  for (int i = 0; i < 50 && !FindProcesses(left).empty(); ++i) usleep(20000);
+  EXPECT_TRUE(FindProcesses(left).empty());
+  // Limits still apply.
+  auto lim = RunBrig({"run", "--profile", "none", "--rlimit", "nofile=64", "--", "sh", "-c",
+                      "ulimit -n"});
+  EXPECT_EQ(lim.out, "64\n");
 }
 
 }  // namespace
