@@ -52,5 +52,7 @@ std::string RunUsage();
 std::string MainUsage();
 
 int RunMain(const std::vector<std::string>& args);
+// `brig policy`: list, show, check, explain, export and diff policies (cli/policy.cc).
+int PolicyMain(const std::vector<std::string>& args);
 
 }  // namespace brig::cli

@@ -152,9 +152,6 @@ Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule, uint32_t defau
   std::optional<uint32_t> errno_ret;
   if (rule.has_errno_ret()) errno_ret = rule.errno_ret();
   uint32_t action = BRIG_TRY(ToLibseccompAction(rule.action(), errno_ret, first));
-  // A rule that repeats the default action changes nothing, and libseccomp refuses it
-  // (EACCES); OCI policies such as Docker's contain such rules.
-  if (action == default_action) return {};
   std::vector<scmp_arg_cmp> cmps;
   for (const auto& a : rule.args()) {
     if (a.index() > 5) return Fail("seccomp policy", first, "argument index out of range 0..5");
@@ -164,7 +161,12 @@ Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule, uint32_t defau
   for (const auto& name : rule.names()) {
     int nr = seccomp_syscall_resolve_name(name.c_str());
     if (nr == __NR_SCMP_ERROR) return Fail("seccomp policy", name, "unknown system call");
+    // Recorded before anything is skipped: an explicit rule with the default action still
+    // says what the policy means, and may contradict an unconditional rule.
     BRIG_TRY(Record(index, nr, action, cmps.empty(), name));
+    // A rule that repeats the default action changes nothing, and libseccomp refuses it
+    // (EACCES); OCI policies such as Docker's contain such rules.
+    if (action == default_action) continue;
     BRIG_TRY(AddRule(ctx, nr, action, cmps, name));
   }
   return {};
@@ -179,15 +181,9 @@ Status SetAttr(scmp_filter_ctx ctx, scmp_filter_attr attr, uint32_t value, const
   return {};
 }
 
-}  // namespace
-
-Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name) {
-  v1::SeccompPolicy policy;
-  BRIG_TRY(config::ParseTextProto(text, name, &policy));
-  return policy;
-}
-
-Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
+// The one compile path: validates `policy` and returns a libseccomp context holding it.
+// CompileSeccomp exports it as BPF, ExportPfc as pseudo-filter code.
+Result<CtxPtr> BuildContext(const v1::SeccompPolicy& policy) {
   std::optional<uint32_t> default_errno;
   if (policy.has_default_errno_ret()) default_errno = policy.default_errno_ret();
   uint32_t def =
@@ -210,17 +206,41 @@ Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
   }
   RuleIndex index;
   for (const auto& rule : policy.syscalls()) BRIG_TRY(AddRules(ctx.get(), rule, def, index));
+  return ctx;
+}
 
-  SeccompProgram program;
-  for (const auto& f : policy.flags()) program.flags |= BRIG_TRY(ToFilterFlag(f));
+Result<unsigned> FilterFlags(const v1::SeccompPolicy& policy) {
+  unsigned flags = 0;
+  for (const auto& f : policy.flags()) flags |= BRIG_TRY(ToFilterFlag(f));
+  return flags;
+}
+
+// Runs one of libseccomp's seccomp_export_* functions into a memfd and returns the bytes.
+Result<std::string> Export(scmp_filter_ctx ctx, int (*fn)(const scmp_filter_ctx, int),
+                           const char* what) {
   sys::UniqueFd mem(memfd_create("brig-seccomp", MFD_CLOEXEC));
   if (!mem) return SysError("memfd_create", "seccomp");
-  int rc = seccomp_export_bpf(ctx.get(), mem.get());
+  int rc = fn(ctx, mem.get());
   if (rc < 0) {
     errno = -rc;
-    return SysError("seccomp_export_bpf");
+    return SysError(what);
   }
-  std::string bytes = BRIG_TRY(util::ReadFd(mem.get(), 0));
+  return util::ReadFd(mem.get(), 0);
+}
+
+}  // namespace
+
+Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name) {
+  v1::SeccompPolicy policy;
+  BRIG_TRY(config::ParseTextProto(text, name, &policy));
+  return policy;
+}
+
+Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
+  CtxPtr ctx = BRIG_TRY(BuildContext(policy));
+  SeccompProgram program;
+  program.flags = BRIG_TRY(FilterFlags(policy));
+  std::string bytes = BRIG_TRY(Export(ctx.get(), seccomp_export_bpf, "seccomp_export_bpf"));
   if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0) {
     return Fail("seccomp_export_bpf", "", "libseccomp produced a malformed program");
   }
@@ -234,6 +254,19 @@ Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
   program.insns.resize(bytes.size() / sizeof(sock_filter));
   memcpy(program.insns.data(), bytes.data(), bytes.size());
   return program;
+}
+
+Result<std::string> ExportPfc(const v1::SeccompPolicy& policy) {
+  CtxPtr ctx = BRIG_TRY(BuildContext(policy));
+  (void)BRIG_TRY(FilterFlags(policy));  // the same checks as CompileSeccomp
+  return Export(ctx.get(), seccomp_export_pfc, "seccomp_export_pfc");
+}
+
+std::optional<int> ResolveSyscallX86_64(const std::string& name) {
+  int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, name.c_str());
+  // Negative numbers are errors or libseccomp's pseudo-syscalls (names of other ABIs).
+  if (nr < 0) return std::nullopt;
+  return nr;
 }
 
 Status LoadSeccomp(const SeccompProgram& program) {

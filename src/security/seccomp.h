@@ -5,6 +5,7 @@
 
 #include <linux/filter.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,14 @@ Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std:
 // Validates and compiles. Unknown syscall names, actions or architectures are errors:
 // a policy that does not mean what it says must not run.
 Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy);
+
+// Validates and compiles as CompileSeccomp does, and returns libseccomp's pseudo-filter
+// code (seccomp_export_pfc): the compiled filter as readable text, for `brig policy export`.
+Result<std::string> ExportPfc(const v1::SeccompPolicy& policy);
+
+// The x86_64 number of a system call, or nullopt if `name` is not one (unknown, or a
+// syscall of another ABI only, such as chown32 or socketcall).
+std::optional<int> ResolveSyscallX86_64(const std::string& name);
 
 // In the child: installs the program. Requires no_new_privs. Async-signal-safe.
 Status LoadSeccomp(const SeccompProgram& program);

@@ -180,6 +180,15 @@ TEST(SeccompPolicy, ShadowedConditionalRuleIsRefused) {
     ASSERT_FALSE(prog) << order;
     EXPECT_NE(prog.error().Render().find("'ioctl'"), std::string::npos) << prog.error().Render();
   }
+  // The same with the deny spelled as the default action, which libseccomp would skip.
+  auto d = ParseSeccompPolicy(
+      "default_action: SCMP_ACT_ERRNO\n"
+      "syscalls { names: \"ioctl\" action: SCMP_ACT_ALLOW }\n"
+      "syscalls { names: \"ioctl\" action: SCMP_ACT_ERRNO\n"
+      "  args { index: 1 value: 4294967295 value_two: 21522 op: SCMP_CMP_MASKED_EQ } }\n",
+      "t");
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(CompileSeccomp(*d)) << "allow ioctl + EPERM(TIOCSTI) compiled to allow-all";
   // Two unconditional rules with different actions are just as ambiguous.
   auto q = ParseSeccompPolicy(
       "default_action: SCMP_ACT_ERRNO\n"
