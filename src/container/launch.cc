@@ -171,8 +171,6 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   supervise::LoopInput in{pidfd.get(), -1, sigfd.get(), started + sb.timeout, sb.grace, &seq,
                           pid};
   auto lo = supervise::Supervise(in);
-  // What the command left running in its process group ends with the phase.
-  (void)kill(-pid, SIGKILL);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
@@ -232,8 +230,6 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq};
   auto lo = supervise::Supervise(in);
-  // What the command left running in its process group ends with the phase.
-  (void)kill(-pid, SIGKILL);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();

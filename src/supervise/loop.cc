@@ -85,6 +85,9 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
         // said last, then reap it.
         while (sync_open && HandleSync(in, out)) {
         }
+        // An unconfined workload's leftovers in its process group end with the phase. Its
+        // pid is still held by the unreaped zombie here, so the group cannot be another's.
+        if (in.direct_pid > 0) (void)kill(-in.direct_pid, SIGKILL);
         siginfo_t si = {};
         if (syscall(SYS_waitid, P_PIDFD, in.pidfd, &si, WEXITED, &out.usage) < 0) {
           return SysError("waitid", "brig init");
