@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "config/brig.pb.h"
 #include "config/profile.h"
 #include "security/policy_view.h"
@@ -332,25 +333,7 @@ Result<PolicyRequest> ParsePolicyArgs(const std::vector<std::string>& args) {
       flags_done = true;
       continue;
     }
-    std::string name = a == "-h" ? "--help" : a, value;
-    bool inline_value = false;
-    if (size_t eq = a.find('='); a.compare(0, 2, "--") == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      inline_value = true;
-    }
-    const Flag* flag = nullptr;
-    for (const auto& f : Flags()) {
-      if (name == f.name) flag = &f;
-    }
-    if (!flag) return BadInput("brig policy", a, "unknown option (see brig policy --help)");
-    if (flag->metavar && !inline_value) {
-      if (i + 1 >= args.size()) return BadInput(flag->name, "", "needs a value");
-      value = args[++i];
-    } else if (!flag->metavar && inline_value) {
-      return BadInput(flag->name, value, "takes no value");
-    }
-    BRIG_TRY(flag->apply(req, value));
+    const Flag* flag = BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig policy"));
     req.flags_seen.push_back(flag->name);
   }
   return req;
@@ -361,15 +344,7 @@ std::string PolicyUsage() {
   out << "Usage: brig policy [OPTIONS] COMMAND [ARGS...]\n\n"
          "List, inspect, check and compare the profiles (DIR/profiles) and seccomp\n"
          "policies (DIR/seccomp) of the policy directory DIR.\n\nCommands:\n";
-  auto row = [&](const std::string& left, const char* help) {
-    out << left;
-    if (left.size() < 28) {
-      out << std::string(28 - left.size(), ' ');
-    } else {
-      out << "\n" << std::string(28, ' ');
-    }
-    out << help << "\n";
-  };
+  auto row = [&](const std::string& left, const char* help) { UsageRow(out, left, help); };
   for (const auto& c : Commands()) {
     row(std::string("  ") + c.name + (*c.operands ? std::string(" ") + c.operands : ""), c.help);
   }

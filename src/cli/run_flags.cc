@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "config/brig.pb.h"
 #include "util/parse.h"
 
@@ -300,25 +301,7 @@ Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
       break;
     }
     if (a.size() < 2 || a[0] != '-') break;  // the command starts here
-    std::string name = a, value;
-    bool inline_value = false;
-    if (size_t eq = a.find('='); a.compare(0, 2, "--") == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      inline_value = true;
-    }
-    const Flag* flag = nullptr;
-    for (const auto& f : Flags()) {
-      if (name == f.name) flag = &f;
-    }
-    if (!flag) return BadInput("brig run", a, "unknown option (see brig run --help)");
-    if (flag->metavar && !inline_value) {
-      if (i + 1 >= args.size()) return BadInput(flag->name, "", "needs a value");
-      value = args[++i];
-    } else if (!flag->metavar && inline_value) {
-      return BadInput(flag->name, value, "takes no value");
-    }
-    BRIG_TRY(flag->apply(req, value));
+    BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig run"));
     if (req.help) return req;
   }
   req.argv.assign(args.begin() + static_cast<ptrdiff_t>(i), args.end());
@@ -391,14 +374,8 @@ std::string RunUsage() {
          "paths.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
-    std::string left = std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : "");
-    out << left;
-    if (left.size() < 28) {
-      out << std::string(28 - left.size(), ' ');
-    } else {
-      out << "\n" << std::string(28, ' ');
-    }
-    out << f.help << "\n";
+    UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),
+             f.help);
   }
   out << "\nExit status: the command's own; 128+N if it died of signal N; 124 on timeout;\n"
          "125 if brig failed or refused; 126 not executable; 127 not found.\n";
