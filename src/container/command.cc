@@ -56,4 +56,11 @@ Result<std::string> ResolveCommand(const std::string& cmd, const std::vector<std
 }
 
 
+std::vector<char*> ExecArray(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 }  // namespace brig::container

@@ -12,4 +12,7 @@ namespace brig::container {
 // strings) is tried. Errors are kNotFound (127) or kNotExecutable (126).
 Result<std::string> ResolveCommand(const std::string& cmd, const std::vector<std::string>& env);
 
+// The NULL-terminated array execve(2) takes, pointing into `strings` (which must outlive it).
+std::vector<char*> ExecArray(const std::vector<std::string>& strings);
+
 }  // namespace brig::container

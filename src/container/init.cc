@@ -103,11 +103,7 @@ struct Workload {
 
 // Forks the workload and waits until its execve succeeded (the error pipe closes) or failed.
 Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
-  std::vector<char*> argv, envp;
-  for (const auto& s : a.sandbox->argv) argv.push_back(const_cast<char*>(s.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& s : a.sandbox->env) envp.push_back(const_cast<char*>(s.c_str()));
-  envp.push_back(nullptr);
+  std::vector<char*> argv = ExecArray(a.sandbox->argv), envp = ExecArray(a.sandbox->env);
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
@@ -115,12 +111,8 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   if (pid < 0) return SysError("fork", "workload");
   if (pid == 0) ExecWorkload(a, path, wr.get(), argv.data(), envp.data());
   wr.Reset();
-  int e = 0;
-  ssize_t n;
-  do {
-    n = read(rd.get(), &e, sizeof e);
-  } while (n < 0 && errno == EINTR);
-  if (n == sizeof e) {
+  if (std::optional<int> failed = sys::ReadExecError(rd.get())) {
+    int e = *failed;
     // The workload failed before or at execve; reap it so its status is not reported too.
     waitpid(pid, nullptr, 0);
     if (e < 0) {

@@ -137,11 +137,7 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
     out.error = std::move(path).error();
     return out;
   }
-  std::vector<char*> argv, envp;
-  for (const auto& a : sb.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : sb.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  std::vector<char*> argv = ExecArray(sb.argv), envp = ExecArray(sb.env);
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
@@ -155,12 +151,8 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   if (pid == 0) ExecUnconfined(sb, *path, wr.get(), argv.data(), envp.data());
   sys::UniqueFd pidfd(pidfd_raw);
   wr.Reset();
-  int e = 0;
-  ssize_t n;
-  do {
-    n = read(rd.get(), &e, sizeof e);
-  } while (n < 0 && errno == EINTR);
-  if (n == sizeof e) {
+  if (std::optional<int> failed = sys::ReadExecError(rd.get())) {
+    int e = *failed;
     Abort(pidfd.get());
     errno = e;
     out.error = SysError("execve", sb.argv[0])

@@ -106,6 +106,16 @@ Status PidfdSendSignal(int pidfd, int sig) {
   return {};
 }
 
+std::optional<int> ReadExecError(int fd) {
+  int e = 0;
+  ssize_t n;
+  do {
+    n = read(fd, &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  if (n == sizeof e) return e;
+  return std::nullopt;
+}
+
 Status CloseRangeCloexec(unsigned first) {
   if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
     return SysError("close_range");

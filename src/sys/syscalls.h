@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "brig/result.h"
@@ -38,6 +39,10 @@ Status FsConfigCreate(int fsfd, const std::string& fstype);
 Result<UniqueFd> FsMount(int fsfd, uint64_t attrs, const std::string& subject);
 Status PivotRoot(const std::string& new_root, const std::string& put_old);
 Status PidfdSendSignal(int pidfd, int sig);
+// After forking a child that reports a failed execve as an int on a CLOEXEC pipe: waits
+// for EOF (the exec succeeded: nothing) or the int the child wrote.
+std::optional<int> ReadExecError(int fd);
+
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
 

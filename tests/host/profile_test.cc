@@ -10,12 +10,6 @@ namespace {
 
 class Profile : public HostTest {};
 
-std::string HostNs(const std::string& name) {
-  char buf[256];
-  ssize_t n = readlink(("/proc/self/ns/" + name).c_str(), buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
 TEST_F(Profile, DefaultIsTheReadOnlySandbox) {
   ScratchDir ws;
   ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);

@@ -15,12 +15,6 @@ namespace {
 
 class Run : public HostTest {};
 
-std::string HostNs(const std::string& name) {
-  char buf[256];
-  ssize_t n = readlink(("/proc/self/ns/" + name).c_str(), buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
 TEST_F(Run, EveryNamespaceIsNew) {
   const char* kNs[] = {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"};
   std::string script;

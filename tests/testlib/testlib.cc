@@ -182,6 +182,12 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return s;
 }
 
+std::string HostNs(const std::string& name) {
+  char buf[256];
+  ssize_t n = readlink(("/proc/self/ns/" + name).c_str(), buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
 std::vector<pid_t> FindProcesses(const std::string& needle) {
   std::vector<pid_t> found;
   DIR* d = opendir("/proc");

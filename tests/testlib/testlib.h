@@ -67,4 +67,7 @@ std::vector<pid_t> FindProcesses(const std::string& needle);
 
 std::string ReadFileOrEmpty(const std::string& path);
 
+// The test process's own namespace of that kind, as readlink(/proc/self/ns/NAME) says.
+std::string HostNs(const std::string& name);
+
 }  // namespace brig::testing
