@@ -34,8 +34,10 @@ TEST_F(Attack, PtraceOfBrigInitFails) {
 }
 
 TEST_F(Attack, ForeignSyscallAbiKillsTheProcess) {
-  auto r = Probe({"i386"});
-  EXPECT_EQ(r.exit_code, 128 + SIGSYS) << r.out << r.err;
+  for (const char* abi : {"i386", "x32"}) {
+    auto r = Probe({abi});
+    EXPECT_EQ(r.exit_code, 128 + SIGSYS) << abi << ": " << r.out << r.err;
+  }
 }
 
 TEST_F(Attack, OnlyLoopbackExists) {

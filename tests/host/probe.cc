@@ -161,6 +161,8 @@ int main(int argc, char** argv) {
   }
   if (what == "ctty") return Report(open("/dev/tty", O_RDWR));
   if (what == "i386") return Report(I386Getpid());
+  // The x32 ABI: the same syscall instruction, the number with __X32_SYSCALL_BIT set.
+  if (what == "x32") return Report(syscall(0x40000000L | SYS_getpid));
   if (what == "syscalls") return Syscalls(argc, argv);
   if (what == "write" && argc > 2) {
     return Report(open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644));
