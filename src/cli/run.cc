@@ -176,7 +176,7 @@ std::string MainUsage() {
          "Options:\n"
          "  --help    show this help\n"
          "  --version show the version\n\n"
-         "See brig(1) and brig-run(1).\n";
+         "See brig(1), brig-run(1), brig-policy(1), brig-profile(5) and brig-seccomp(5).\n";
 }
 
 }  // namespace brig::cli
