@@ -16,6 +16,7 @@ namespace brig::cli {
 
 // Exit codes of the output contract (design.md).
 inline constexpr int kExitTimeout = 124;
+inline constexpr int kExitOom = 137;
 inline constexpr int kExitRefused = 125;
 inline constexpr int kExitNotExecutable = 126;
 inline constexpr int kExitNotFound = 127;
@@ -36,6 +37,8 @@ struct RunRequest {
   std::optional<config::WorkspaceMode> workspace_mode;
   std::optional<std::chrono::milliseconds> timeout, grace;
   std::optional<uint64_t> tmp_size, rlimit_nofile, rlimit_nproc, rlimit_core;
+  std::optional<uint64_t> memory, swap, pids, cpu_milli;
+  std::string cgroup_parent;
   std::vector<std::string> pass_env;
   std::vector<std::string> set_env;
   bool help = false;
@@ -54,5 +57,7 @@ std::string MainUsage();
 int RunMain(const std::vector<std::string>& args);
 // `brig policy`: list, show, check, explain, export and diff policies (cli/policy.cc).
 int PolicyMain(const std::vector<std::string>& args);
+// `brig check`: what this host offers brig (cli/check.cc).
+int CheckMain(const std::vector<std::string>& args);
 
 }  // namespace brig::cli

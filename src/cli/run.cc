@@ -1,6 +1,7 @@
 // `brig run`: parse, resolve against the host, run, and turn the outcome into the output
 // contract (exit code, --result JSON).
 #include <google/protobuf/util/json_util.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +22,13 @@ uint32_t Ms(const struct timeval& tv) {
 
 // Fills exit_code, signal, error_code and error from an outcome.
 void Judge(const container::Outcome& o, v1::RunResult& r) {
-  if (o.timed_out) {
+  if (o.oom_killed) {
+    // The whole sandbox ends on an OOM kill (memory.oom.group, or brig on v1).
+    r.set_signal(SIGKILL);
+    r.set_exit_code(kExitOom);
+    r.set_error_code("oom_killed");
+    r.set_error("out of memory: the sandbox reached its memory limit and was killed");
+  } else if (o.timed_out) {
     r.set_exit_code(kExitTimeout);
     r.set_error_code("timeout");
     r.set_error("timed out");
@@ -158,8 +165,14 @@ int RunMain(const std::vector<std::string>& args) {
   Judge(*outcome, r);
   r.set_duration_ms(static_cast<uint32_t>(outcome->duration.count()));
   auto* u = r.mutable_usage();
-  u->set_cpu_time_ms(Ms(outcome->usage.ru_utime) + Ms(outcome->usage.ru_stime));
-  u->set_peak_memory_bytes(static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
+  // The cgroup's figures where it has them; brig init's rusage (which holds every process
+  // it reaped) otherwise.
+  const cgroup::Usage& cu = outcome->cgroup_usage;
+  u->set_cpu_time_ms(cu.cpu_usec ? static_cast<uint32_t>(*cu.cpu_usec / 1000)
+                                 : Ms(outcome->usage.ru_utime) + Ms(outcome->usage.ru_stime));
+  u->set_peak_memory_bytes(cu.peak_memory ? static_cast<int64_t>(*cu.peak_memory)
+                                          : static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
+  u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
   if (auto s = audit::Append(sandbox->audit_path, sandbox->id, ExitEvent(r)); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
     if (r.exit_code() == 0) r.set_exit_code(kExitRefused);
@@ -172,7 +185,8 @@ std::string MainUsage() {
          "brig runs one unit of untrusted work in a sandbox enforced by the Linux kernel.\n\n"
          "Commands:\n"
          "  run       run a command in a new sandbox (brig run --help)\n"
-         "  policy    list, show, check, explain, export and diff policies (brig policy --help)\n\n"
+         "  policy    list, show, check, explain, export and diff policies (brig policy --help)\n"
+         "  check     show how this host's cgroups will be used (brig check --help)\n\n"
          "Options:\n"
          "  --help    show this help\n"
          "  --version show the version\n\n"

@@ -92,6 +92,43 @@ const std::vector<Flag>& Flags() {
          r.tmp_size = *s;
          return {};
        }},
+      {"--memory", "SIZE", "memory limit of the whole sandbox; past it, 137 (oom_killed)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = util::ParseSize(v);
+         if (!s) return BadInput("--memory", v, s.error().detail);
+         r.memory = *s;
+         return {};
+       }},
+      {"--swap", "SIZE", "swap allowed beyond --memory: 0 (the default), SIZE or unlimited",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = util::ParseSizeLimit(v);
+         if (!s) return BadInput("--swap", v, s.error().detail);
+         r.swap = *s;
+         return {};
+       }},
+      {"--pids", "N", "most tasks the sandbox may hold at once, brig init included",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto n = util::ParseLimit(v);
+         if (!n || *n == 0 || *n == UINT64_MAX) {
+           return BadInput("--pids", v, "expected a number of at least 1");
+         }
+         r.pids = *n;
+         return {};
+       }},
+      {"--cpus", "N", "CPU time as a number of CPUs, fractional (0.5: half of one CPU)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto c = util::ParseCpus(v);
+         if (!c) return BadInput("--cpus", v, c.error().detail);
+         r.cpu_milli = *c;
+         return {};
+       }},
+      {"--cgroup-parent", "PATH",
+       "create the sandbox's cgroups under PATH in each hierarchy (default: brig's own)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         BRIG_TRY(cgroup::CheckParent(v));
+         r.cgroup_parent = v;
+         return {};
+       }},
       {"--env", "K=V", "set K to V in the sandbox (repeatable)",
        [](RunRequest& r, const std::string& v) -> Status {
          size_t eq = v.find('=');
@@ -261,6 +298,19 @@ void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb
   sb.rlimits.nofile = req.rlimit_nofile.value_or(l.rlimit_nofile());
   sb.rlimits.nproc = req.rlimit_nproc.value_or(l.rlimit_nproc());
   sb.rlimits.core = req.rlimit_core.value_or(l.rlimit_core());
+  cgroup::Limits& c = sb.limits;
+  if (!l.memory().empty()) c.memory = *util::ParseSize(l.memory());
+  if (req.memory) c.memory = *req.memory;
+  c.swap = req.swap.value_or(l.swap().empty() ? 0 : *util::ParseSizeLimit(l.swap()));
+  if (l.has_pids()) c.pids = l.pids();
+  if (req.pids) c.pids = *req.pids;
+  if (!l.cpus().empty()) c.cpu_milli = *util::ParseCpus(l.cpus());
+  if (req.cpu_milli) c.cpu_milli = *req.cpu_milli;
+  for (int k : l.optional_limits()) {
+    c.memory_optional |= k == v1::LIMIT_MEMORY;
+    c.pids_optional |= k == v1::LIMIT_PIDS;
+    c.cpu_optional |= k == v1::LIMIT_CPUS;
+  }
 }
 
 std::vector<std::string> BuildEnv(const RunRequest& req, char** host_environ) {
@@ -323,6 +373,10 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   sb.audit_path = req.audit_path;
   sb.isolated = profile.isolation() == v1::ISOLATION_SANDBOX;
   ApplyLimits(profile.limits(), req, sb);
+  if (req.swap && !sb.limits.memory) {
+    return BadInput("--swap", std::to_string(*req.swap), "needs a memory limit (--memory)");
+  }
+  sb.cgroup_parent = req.cgroup_parent;
   BRIG_TRY(CheckEnforceable(profile, req.profile));
   if (sb.isolated) {
     sb.workspace_mode = ModeOf(profile.filesystem().workspace());

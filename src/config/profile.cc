@@ -40,6 +40,21 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (!l.tmp_size().empty() && !util::ParseSize(l.tmp_size())) {
     return Field(file, "limits.tmp_size", util::ParseSize(l.tmp_size()).error().detail);
   }
+  if (!l.memory().empty() && !util::ParseSize(l.memory())) {
+    return Field(file, "limits.memory", util::ParseSize(l.memory()).error().detail);
+  }
+  if (!l.swap().empty() && !util::ParseSizeLimit(l.swap())) {
+    return Field(file, "limits.swap", util::ParseSizeLimit(l.swap()).error().detail);
+  }
+  if (!l.cpus().empty() && !util::ParseCpus(l.cpus())) {
+    return Field(file, "limits.cpus", util::ParseCpus(l.cpus()).error().detail);
+  }
+  if (l.has_pids() && l.pids() == 0) return Field(file, "limits.pids", "must be at least 1");
+  for (int k : l.optional_limits()) {
+    if (k == v1::LIMIT_UNSPECIFIED) {
+      return Field(file, "limits.optional_limits", "LIMIT_UNSPECIFIED is not a limit");
+    }
+  }
   return {};
 }
 

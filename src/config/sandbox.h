@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cgroup/cgroup.h"
+
 namespace brig::config {
 
 enum class WorkspaceMode { kReadOnly, kReadWrite };
@@ -41,6 +43,8 @@ struct Sandbox {
   std::chrono::milliseconds timeout{30 * 60 * 1000};
   std::chrono::milliseconds grace{10 * 1000};
   Rlimits rlimits;
+  cgroup::Limits limits;
+  std::string cgroup_parent;  // empty: the group brig runs in, per hierarchy
 
   std::string seccomp_policy;  // path of the policy file
   std::string result_path;

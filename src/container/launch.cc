@@ -92,8 +92,26 @@ Result<sys::UniqueFd> SupervisorSignals() {
   return sigfd;
 }
 
-Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_point started) {
+// The sandbox's groups, made before clone so the limits hold from its first instruction.
+Result<std::unique_ptr<cgroup::Group>> MakeGroup(const config::Sandbox& sb) {
+  cgroup::Layout layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
+  return cgroup::Group::Create(layout, cgroup::PlanFor(layout, sb.cgroup_parent), sb.id,
+                               sb.limits);
+}
+
+void IntoGroup(sys::CloneArgs& ca, const cgroup::Group& group) {
+  if (group.v2_fd() < 0) return;
+  ca.flags |= CLONE_INTO_CGROUP;
+  ca.cgroup_fd = group.v2_fd();
+}
+
+// Once no process of the sandbox is left: what the cgroup saw, then the cgroup goes.
+Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_point started,
+                 cgroup::Group& group) {
   Outcome out;
+  out.oom_killed = lo.oom_event || group.OomKilled();
+  out.cgroup_usage = group.ReadUsage();
+  group.Remove();
   out.workload_status = lo.workload_status;
   out.error = std::move(lo.error);
   out.timed_out = lo.timed_out;
@@ -104,8 +122,11 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   return out;
 }
 
-[[noreturn]] void ExecUnconfined(const config::Sandbox& sb, const std::string& path, int err_fd,
-                                 char* const* argv, char* const* envp) {
+[[noreturn]] void ExecUnconfined(const config::Sandbox& sb, const std::string& path, int go_fd,
+                                 int err_fd, char* const* argv, char* const* envp) {
+  // Wait until brig has put this process into its v1 groups (or gave up: EOF).
+  char go = 0;
+  if (read(go_fd, &go, 1) != 1) _exit(125);
   sigset_t none;
   sigemptyset(&none);
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
@@ -138,19 +159,35 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
     return out;
   }
   std::vector<char*> argv = ExecArray(sb.argv), envp = ExecArray(sb.env);
+  // Signals are held from here on, so none ends brig between making the groups and
+  // removing them.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
-  int p[2];
+  std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb));
+  int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
+  if (pipe2(g, O_CLOEXEC) < 0) return SysError("pipe2");
+  sys::UniqueFd go_rd(g[0]), go_wr(g[1]);
   int pidfd_raw = -1;
   sys::CloneArgs ca;
   ca.flags = CLONE_PIDFD;
   ca.pidfd = &pidfd_raw;
   ca.exit_signal = SIGCHLD;
+  IntoGroup(ca, *group);
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
-  if (pid == 0) ExecUnconfined(sb, *path, wr.get(), argv.data(), envp.data());
+  if (pid == 0) ExecUnconfined(sb, *path, go_rd.get(), wr.get(), argv.data(), envp.data());
   sys::UniqueFd pidfd(pidfd_raw);
   wr.Reset();
+  go_rd.Reset();
+  if (auto s = group->AttachV1(pid); !s) {
+    Abort(pidfd.get());
+    return std::move(s).error();
+  }
+  if (write(go_wr.get(), "g", 1) != 1) {
+    Abort(pidfd.get());
+    return SysError("write", "start pipe");
+  }
+  go_wr.Reset();
   if (std::optional<int> failed = sys::ReadExecError(rd.get())) {
     int e = *failed;
     Abort(pidfd.get());
@@ -161,13 +198,13 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   }
   SyncSequence seq;
   supervise::LoopInput in{pidfd.get(), -1, sigfd.get(), started + sb.timeout, sb.grace, &seq,
-                          pid};
+                          pid, group.get()};
   auto lo = supervise::Supervise(in);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
-  return FromLoop(std::move(*lo), started);
+  return FromLoop(std::move(*lo), started, *group);
 }
 
 }  // namespace
@@ -179,8 +216,10 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb), "filesystem");
   security::SeccompProgram seccomp = BRIG_TRY(
       security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
-
+  // Signals are held from here on, so none ends brig between making the groups and
+  // removing them.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
+  std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb));
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -193,6 +232,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   ca.flags = kNamespaces | CLONE_PIDFD;
   ca.pidfd = &pidfd_raw;
   ca.exit_signal = SIGCHLD;
+  IntoGroup(ca, *group);
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
     parent_end.Reset();
@@ -202,6 +242,12 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   child_end.Reset();
   plan.steps.clear();  // the detached trees now live on only in the child
 
+  // Init waits for its id maps before it does anything, so it is in every group before
+  // the workload exists.
+  if (auto s = group->AttachV1(pid); !s) {
+    Abort(pidfd.get());
+    return std::move(s).error();
+  }
   SyncSequence seq;
   Outcome out;
   auto hs = Handshake(parent_end.get(), pid, sb, seq);
@@ -220,13 +266,13 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   }
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
-                          sb.grace, &seq};
+                          sb.grace, &seq, 0, group.get()};
   auto lo = supervise::Supervise(in);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
-  return FromLoop(std::move(*lo), started);
+  return FromLoop(std::move(*lo), started, *group);
 }
 
 }  // namespace brig::container

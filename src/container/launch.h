@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "brig/result.h"
+#include "cgroup/cgroup.h"
 #include "config/sandbox.h"
 
 namespace brig::container {
@@ -18,7 +19,9 @@ struct Outcome {
   std::optional<Error> error;          // setup or exec failure reported by init
   bool timed_out = false;
   int killed_for_signal = 0;  // brig received this signal and killed the sandbox after grace
-  struct rusage usage {};
+  bool oom_killed = false;    // the memory limit was hit and the sandbox was killed
+  struct rusage usage {};     // of brig init and every process it reaped
+  cgroup::Usage cgroup_usage;
   std::chrono::milliseconds duration{0};
 };
 

@@ -65,17 +65,21 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
   if (sync_open) BRIG_TRY(Watch(ep.get(), in.sync_fd));
   BRIG_TRY(Watch(ep.get(), in.signal_fd));
   BRIG_TRY(Watch(ep.get(), timeout.get()));
+  int oom_fd = in.group ? in.group->oom_event_fd() : -1;
+  if (oom_fd >= 0) BRIG_TRY(Watch(ep.get(), oom_fd));
   int pending_signal = 0;
 
-  // Killing brig init takes its whole pid namespace; an unconfined workload leads its own
-  // process group (it called setsid), which is as far as no isolation reaches.
+  // The cgroup kills every process of the sandbox at once. Without one, killing brig init
+  // takes its whole pid namespace, and an unconfined workload leads its own process group
+  // (it called setsid), which is as far as no isolation reaches.
   auto kill_all = [&] {
+    if (in.group && in.group->Kill()) return;
     if (in.direct_pid > 0) (void)kill(-in.direct_pid, SIGKILL);
     (void)sys::PidfdSendSignal(in.pidfd, SIGKILL);
   };
   for (;;) {
-    struct epoll_event evs[4];
-    int n = epoll_wait(ep.get(), evs, 4, -1);
+    struct epoll_event evs[8];
+    int n = epoll_wait(ep.get(), evs, 8, -1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return SysError("epoll_wait");
     for (int i = 0; i < n; ++i) {
@@ -85,9 +89,12 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
         // said last, then reap it.
         while (sync_open && HandleSync(in, out)) {
         }
-        // An unconfined workload's leftovers in its process group end with the phase. Its
-        // pid is still held by the unreaped zombie here, so the group cannot be another's.
-        if (in.direct_pid > 0) (void)kill(-in.direct_pid, SIGKILL);
+        // An unconfined workload's leftovers end with the phase: its cgroup's, or else its
+        // process group's (its pid is still held by the unreaped zombie here, so the group
+        // cannot be another's).
+        if (in.direct_pid > 0 && !(in.group && in.group->Kill())) {
+          (void)kill(-in.direct_pid, SIGKILL);
+        }
         siginfo_t si = {};
         if (syscall(SYS_waitid, P_PIDFD, in.pidfd, &si, WEXITED, &out.usage) < 0) {
           return SysError("waitid", "brig init");
@@ -103,6 +110,11 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
           sync_open = false;
           (void)epoll_ctl(ep.get(), EPOLL_CTL_DEL, in.sync_fd, nullptr);
         }
+      } else if (fd == oom_fd) {
+        // v1 has no memory.oom.group: one OOM kill ends the whole sandbox here instead.
+        out.oom_event = true;
+        kill_all();
+        (void)epoll_ctl(ep.get(), EPOLL_CTL_DEL, oom_fd, nullptr);
       } else if (fd == timeout.get()) {
         out.timed_out = true;
         kill_all();

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "brig/result.h"
+#include "cgroup/cgroup.h"
 #include "container/sync.h"
 
 namespace brig::supervise {
@@ -22,6 +23,8 @@ struct LoopInput {
   // The workload itself, without brig init (profile none): its status is its own wait
   // status, and killing it means killing its process group.
   pid_t direct_pid = 0;
+  // The sandbox's cgroup, if it has one: kills go through it, so none can miss a process.
+  cgroup::Group* group = nullptr;
 };
 
 struct LoopOutput {
@@ -29,6 +32,7 @@ struct LoopOutput {
   std::optional<Error> error;
   bool timed_out = false;
   int killed_for_signal = 0;
+  bool oom_event = false;  // a v1 memory group reported an OOM kill; the sandbox was ended
   struct rusage usage {};
 };
 

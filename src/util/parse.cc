@@ -94,6 +94,22 @@ Result<uint64_t> ParseSize(std::string_view s) {
   return static_cast<uint64_t>(bytes);
 }
 
+Result<uint64_t> ParseSizeLimit(std::string_view s) {
+  if (s == "0") return uint64_t{0};
+  if (s == "unlimited") return UINT64_MAX;
+  return ParseSize(s);
+}
+
+Result<uint64_t> ParseCpus(std::string_view s) {
+  size_t i = 0;
+  double v;
+  if (!ReadNumber(s, i, v) || i != s.size()) return Bad(s, "expected a CPU count, as in 0.5 or 2");
+  // cpu.max takes a quota of at least 1ms a 100ms period.
+  if (v < 0.01) return Bad(s, "must be at least 0.01");
+  if (v > 1024) return Bad(s, "must be at most 1024");
+  return static_cast<uint64_t>(std::llround(v * 1000));
+}
+
 Result<uint64_t> ParseLimit(std::string_view s) {
   if (s == "unlimited") return uint64_t{RLIM_INFINITY};
   if (s.empty() || s.size() > 19) return Bad(s, "expected a number or 'unlimited'");

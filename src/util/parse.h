@@ -15,6 +15,10 @@ namespace brig::util {
 Result<std::chrono::milliseconds> ParseDuration(std::string_view s);
 // "1048576", "512K", "256M", "1G", "2GiB", "64MB" (binary units). Must be > 0.
 Result<uint64_t> ParseSize(std::string_view s);
+// "0", a size as ParseSize reads it, or "unlimited" (UINT64_MAX).
+Result<uint64_t> ParseSizeLimit(std::string_view s);
+// A CPU count, "0.5", "2", "1.25", in thousandths: at least 0.01, at most 1024.
+Result<uint64_t> ParseCpus(std::string_view s);
 // "123" or "unlimited".
 Result<uint64_t> ParseLimit(std::string_view s);
 // A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.

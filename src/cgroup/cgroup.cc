@@ -1,0 +1,440 @@
+#include "cgroup/cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "util/files.h"
+
+namespace brig::cgroup {
+namespace {
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string Unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3') {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+bool Contains(const std::vector<std::string_view>& v, std::string_view x) {
+  for (auto e : v) {
+    if (e == x) return true;
+  }
+  return false;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+Status WriteValue(const std::string& path, const std::string& value) {
+  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysError("open", path);
+  if (write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
+    return SysError("write", path + " <- " + value);
+  }
+  return {};
+}
+
+// "key value" lines (memory.events, cpu.stat, memory.oom_control).
+std::optional<uint64_t> KeyedValue(const std::string& path, std::string_view key) {
+  auto text = util::ReadFile(path);
+  if (!text) return std::nullopt;
+  for (auto line : Split(*text, '\n')) {
+    if (line.size() > key.size() && line.substr(0, key.size()) == key &&
+        line[key.size()] == ' ') {
+      return std::strtoull(std::string(line.substr(key.size() + 1)).c_str(), nullptr, 10);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> SingleValue(const std::string& path) {
+  auto text = util::ReadFile(path);
+  if (!text || text->empty() || (*text)[0] < '0' || (*text)[0] > '9') return std::nullopt;
+  return std::strtoull(text->c_str(), nullptr, 10);
+}
+
+std::vector<std::string_view> SubtreeControl(const std::string& dir, std::string& storage) {
+  auto text = util::ReadFile(dir + "/cgroup.subtree_control");
+  storage = text ? *text : "";
+  while (!storage.empty() && storage.back() == '\n') storage.pop_back();
+  return Split(storage, ' ');
+}
+
+// Creates the missing components of `dir` below the nearest existing ancestor. Returns the
+// directories brig created, outermost first. Groups that exist are left as they are.
+Result<std::vector<std::string>> MakeParents(const std::string& dir) {
+  std::vector<std::string> missing;
+  for (std::string d = dir; !Exists(d); d = d.substr(0, d.rfind('/'))) missing.push_back(d);
+  std::vector<std::string> created;
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (mkdir(it->c_str(), 0755) == 0) {
+      created.push_back(*it);
+    } else if (errno != EEXIST) {
+      return SysError("mkdir", *it);
+    }
+  }
+  return created;
+}
+
+// Another brig that created a shared parent may not have enabled its controllers yet.
+void AwaitControllers(const std::string& dir, const std::vector<std::string>& want) {
+  for (int i = 0; i < 100; ++i) {
+    std::string storage;
+    auto have = SubtreeControl(dir, storage);
+    bool all = true;
+    for (const auto& c : want) all = all && Contains(have, c);
+    if (all) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+bool SwapInUse() {
+  auto text = util::ReadFile("/proc/swaps");
+  return !text || Split(*text, '\n').size() > 2;  // header, then one line a device
+}
+
+std::string Missing(Controller c, const std::string& parent) {
+  return std::string(Name(c)) + " controller is neither enabled for cgroup v2 groups under " +
+         (parent.empty() ? std::string("brig's own group") : "'" + parent + "'") +
+         " nor mounted as a v1 hierarchy (see brig check; --cgroup-parent picks another "
+         "parent, and a profile may mark the limit optional)";
+}
+
+// Removes an empty group, waiting out tasks that are still exiting.
+void RemoveDir(const std::string& dir) {
+  for (int i = 0; i < 2000; ++i) {
+    if (rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
+    if (errno != EBUSY) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+std::string_view Name(Controller c) {
+  switch (c) {
+    case Controller::kMemory: return "memory";
+    case Controller::kPids: return "pids";
+    case Controller::kCpu: return "cpu";
+  }
+  return "?";
+}
+
+std::string_view Name(Path p) {
+  switch (p) {
+    case Path::kV2: return "v2";
+    case Path::kV1: return "v1";
+    case Path::kMissing: return "missing";
+  }
+  return "?";
+}
+
+Path& Plan::For(Controller c) {
+  return c == Controller::kMemory ? memory : c == Controller::kPids ? pids : cpu;
+}
+Path Plan::For(Controller c) const {
+  return c == Controller::kMemory ? memory : c == Controller::kPids ? pids : cpu;
+}
+
+Layout ParseLayout(std::string_view mountinfo, std::string_view proc_cgroup) {
+  // Which group brig is in, per hierarchy: "0::/path" for v2, "N:ctrl,ctrl:/path" for v1.
+  std::string v2_self;
+  std::vector<std::pair<std::vector<std::string_view>, std::string>> v1_self;
+  for (auto line : Split(proc_cgroup, '\n')) {
+    auto f = Split(line, ':');
+    if (f.size() < 3) continue;
+    // The path may itself hold ':'.
+    size_t path_at = f[0].size() + f[1].size() + 2;
+    std::string path(line.substr(path_at));
+    if (f[0] == "0" && f[1].empty()) {
+      v2_self = path;
+    } else {
+      v1_self.push_back({Split(f[1], ','), path});
+    }
+  }
+  auto relative = [](const std::string& self, std::string_view root) {
+    if (root == "/" || root.empty()) return self;
+    if (self.compare(0, root.size(), root) == 0) {
+      std::string rest = self.substr(root.size());
+      return rest.empty() ? std::string("/") : rest;
+    }
+    return self;
+  };
+  Layout layout;
+  for (auto line : Split(mountinfo, '\n')) {
+    auto f = Split(line, ' ');
+    size_t dash = 0;
+    while (dash < f.size() && f[dash] != "-") ++dash;
+    if (f.size() < 5 || dash + 3 >= f.size()) continue;
+    std::string_view root = f[3], fstype = f[dash + 1];
+    std::string mount = Unescape(f[4]);
+    if (fstype == "cgroup2") {
+      if (!layout.v2) layout.v2 = Hierarchy{mount, relative(v2_self.empty() ? "/" : v2_self, root)};
+      continue;
+    }
+    if (fstype != "cgroup") continue;
+    auto opts = Split(f[dash + 3], ',');
+    auto bind = [&](const char* ctrl, std::optional<Hierarchy>& slot) {
+      if (slot || !Contains(opts, ctrl)) return;
+      for (const auto& [ctrls, path] : v1_self) {
+        if (Contains(ctrls, ctrl)) slot = Hierarchy{mount, relative(path, root)};
+      }
+    };
+    bind("memory", layout.v1_memory);
+    bind("pids", layout.v1_pids);
+    bind("cpu", layout.v1_cpu);
+    bind("freezer", layout.v1_freezer);
+  }
+  return layout;
+}
+
+Result<Layout> ProbeLayout() {
+  std::string mountinfo = BRIG_TRY(util::ReadFile("/proc/self/mountinfo"));
+  std::string cg = BRIG_TRY(util::ReadFile("/proc/self/cgroup"));
+  return ParseLayout(mountinfo, cg);
+}
+
+Status CheckParent(const std::string& parent) {
+  if (parent.empty() || parent[0] != '/') {
+    return BadInput("--cgroup-parent", parent, "expected an absolute cgroup path, as /brig");
+  }
+  for (auto part : Split(parent, '/')) {
+    if (part == "." || part == "..") {
+      return BadInput("--cgroup-parent", parent, "'.' and '..' components are not allowed");
+    }
+  }
+  for (unsigned char c : parent) {
+    if (c < 0x20 || c == 0x7f) {
+      return BadInput("--cgroup-parent", parent, "control characters are not allowed");
+    }
+  }
+  return {};
+}
+
+std::string ParentDir(const Hierarchy& h, const std::string& parent) {
+  std::string rel = parent.empty() ? h.self : parent;
+  if (rel.empty() || rel[0] != '/') rel = "/" + rel;
+  while (rel.size() > 1 && rel.back() == '/') rel.pop_back();
+  return rel == "/" ? h.mount : h.mount + rel;
+}
+
+Plan PlanFor(const Layout& layout, const std::string& parent) {
+  Plan plan;
+  plan.parent = parent;
+  std::string storage;
+  std::vector<std::string_view> v2_available;
+  if (layout.v2) {
+    // What the leaf can get: the nearest existing ancestor's subtree_control (brig enables
+    // the same set in any group it creates on the way).
+    std::string dir = ParentDir(*layout.v2, parent);
+    while (!Exists(dir) && dir.size() > layout.v2->mount.size()) dir = dir.substr(0, dir.rfind('/'));
+    v2_available = SubtreeControl(dir, storage);
+  }
+  const std::pair<Controller, const std::optional<Hierarchy>*> v1[] = {
+      {Controller::kMemory, &layout.v1_memory},
+      {Controller::kPids, &layout.v1_pids},
+      {Controller::kCpu, &layout.v1_cpu}};
+  for (const auto& [c, h] : v1) {
+    if (Contains(v2_available, Name(c))) {
+      plan.For(c) = Path::kV2;
+    } else if (*h) {
+      plan.For(c) = Path::kV1;
+    }
+  }
+  return plan;
+}
+
+Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& plan,
+                                             const std::string& name, const Limits& limits) {
+  const std::pair<Controller, bool> wanted[] = {
+      {Controller::kMemory, limits.memory && !limits.memory_optional},
+      {Controller::kPids, limits.pids && !limits.pids_optional},
+      {Controller::kCpu, limits.cpu_milli && !limits.cpu_optional}};
+  for (const auto& [c, required] : wanted) {
+    if (required && plan.For(c) == Path::kMissing) {
+      return Fail("cgroup", std::string(Name(c)), Missing(c, plan.parent), ErrorKind::kSetup);
+    }
+  }
+  bool swap_limit = limits.memory && limits.swap.value_or(0) != UINT64_MAX;
+  uint64_t swap = limits.swap.value_or(0);
+  std::string cpu_quota;
+  if (limits.cpu_milli) cpu_quota = std::to_string(*limits.cpu_milli * kCpuPeriodUs / 1000);
+
+  // From here on, whatever fails removes what was made (the destructor).
+  std::unique_ptr<Group> g(new Group());
+  if (layout.v2) {
+    std::string parent = ParentDir(*layout.v2, plan.parent);
+    std::vector<std::string> enable;
+    for (Controller c : kControllers) {
+      if (plan.For(c) == Path::kV2) enable.push_back(std::string(Name(c)));
+    }
+    std::vector<std::string> created = BRIG_TRY_CTX(MakeParents(parent), "cgroup");
+    std::string line;
+    for (const auto& c : enable) line += (line.empty() ? "+" : " +") + c;
+    for (const auto& d : created) {
+      if (!line.empty()) BRIG_TRY_CTX(WriteValue(d + "/cgroup.subtree_control", line), "cgroup");
+    }
+    if (created.empty()) AwaitControllers(parent, enable);
+    std::string dir = parent + "/" + name;
+    if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
+    g->v2_ = dir;
+    g->v2_fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!g->v2_fd_) return SysError("open", dir).Wrap("cgroup");
+    g->v2_memory_ = plan.memory == Path::kV2;
+    g->v2_pids_ = plan.pids == Path::kV2;
+    if (g->v2_memory_) {
+      // One OOM kill ends the whole sandbox, as on v1 (where brig does it).
+      BRIG_TRY_CTX(WriteValue(dir + "/memory.oom.group", "1"), "cgroup");
+      if (limits.memory) {
+        BRIG_TRY_CTX(WriteValue(dir + "/memory.max", std::to_string(*limits.memory)), "cgroup");
+      }
+      if (swap_limit && (Exists(dir + "/memory.swap.max") || SwapInUse())) {
+        BRIG_TRY_CTX(WriteValue(dir + "/memory.swap.max", std::to_string(swap)), "cgroup");
+      }
+    }
+    if (g->v2_pids_ && limits.pids) {
+      BRIG_TRY_CTX(WriteValue(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
+    }
+    if (plan.cpu == Path::kV2 && limits.cpu_milli) {
+      BRIG_TRY_CTX(WriteValue(dir + "/cpu.max", cpu_quota + " " + std::to_string(kCpuPeriodUs)),
+                   "cgroup");
+    }
+  }
+
+  const std::pair<Controller, const std::optional<Hierarchy>*> v1[] = {
+      {Controller::kMemory, &layout.v1_memory},
+      {Controller::kPids, &layout.v1_pids},
+      {Controller::kCpu, &layout.v1_cpu}};
+  for (const auto& [c, h] : v1) {
+    if (plan.For(c) != Path::kV1) continue;
+    std::string parent = ParentDir(**h, plan.parent);
+    BRIG_TRY_CTX(MakeParents(parent), "cgroup");
+    std::string dir = parent + "/" + name;
+    if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
+    g->v1_.push_back({c, dir});
+    if (c == Controller::kMemory) {
+      if (limits.memory) {
+        BRIG_TRY_CTX(WriteValue(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory)),
+                     "cgroup");
+        // memsw bounds memory plus swap; without swap accounting, there is nothing to
+        // bound only if the host has no swap.
+        if (swap_limit && (Exists(dir + "/memory.memsw.limit_in_bytes") || SwapInUse())) {
+          BRIG_TRY_CTX(WriteValue(dir + "/memory.memsw.limit_in_bytes",
+                                  std::to_string(*limits.memory + swap)),
+                       "cgroup");
+        }
+      }
+      // v1 has no memory.oom.group: the supervisor ends the sandbox on this event.
+      g->oom_event_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      if (!g->oom_event_) return SysError("eventfd").Wrap("cgroup");
+      sys::UniqueFd oc(open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC));
+      if (!oc) return SysError("open", dir + "/memory.oom_control").Wrap("cgroup");
+      BRIG_TRY_CTX(WriteValue(dir + "/cgroup.event_control",
+                              std::to_string(g->oom_event_.get()) + " " + std::to_string(oc.get())),
+                   "cgroup");
+    } else if (c == Controller::kPids && limits.pids) {
+      BRIG_TRY_CTX(WriteValue(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
+    } else if (c == Controller::kCpu && limits.cpu_milli) {
+      BRIG_TRY_CTX(WriteValue(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)), "cgroup");
+      BRIG_TRY_CTX(WriteValue(dir + "/cpu.cfs_quota_us", cpu_quota), "cgroup");
+    }
+  }
+  if (!layout.v2 && layout.v1_freezer) {
+    std::string parent = ParentDir(*layout.v1_freezer, plan.parent);
+    BRIG_TRY_CTX(MakeParents(parent), "cgroup");
+    std::string dir = parent + "/" + name;
+    if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
+    g->freezer_ = dir;
+  }
+  return g;
+}
+
+Status Group::AttachV1(pid_t pid) {
+  std::string p = std::to_string(pid);
+  for (const auto& [c, dir] : v1_) BRIG_TRY_CTX(WriteValue(dir + "/cgroup.procs", p), "cgroup");
+  if (!freezer_.empty()) BRIG_TRY_CTX(WriteValue(freezer_ + "/cgroup.procs", p), "cgroup");
+  return {};
+}
+
+bool Group::Kill() {
+  if (!v2_.empty() && WriteValue(v2_ + "/cgroup.kill", "1")) return true;
+  if (freezer_.empty()) return false;
+  // Frozen, nothing can fork between reading the member list and the signals.
+  if (!WriteValue(freezer_ + "/freezer.state", "FROZEN")) return false;
+  for (int i = 0; i < 1000; ++i) {
+    auto state = util::ReadFile(freezer_ + "/freezer.state");
+    if (!state || state->rfind("FROZEN", 0) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (auto procs = util::ReadFile(freezer_ + "/cgroup.procs")) {
+    for (auto line : Split(*procs, '\n')) {
+      if (!line.empty()) (void)kill(std::atoi(std::string(line).c_str()), SIGKILL);
+    }
+  }
+  (void)WriteValue(freezer_ + "/freezer.state", "THAWED");
+  return true;
+}
+
+bool Group::OomKilled() const {
+  if (v2_memory_) return KeyedValue(v2_ + "/memory.events", "oom_kill").value_or(0) > 0;
+  for (const auto& [c, dir] : v1_) {
+    if (c == Controller::kMemory) {
+      return KeyedValue(dir + "/memory.oom_control", "oom_kill").value_or(0) > 0;
+    }
+  }
+  return false;
+}
+
+Usage Group::ReadUsage() const {
+  Usage u;
+  if (!v2_.empty()) u.cpu_usec = KeyedValue(v2_ + "/cpu.stat", "usage_usec");
+  if (v2_memory_) u.peak_memory = SingleValue(v2_ + "/memory.peak");
+  if (v2_pids_) u.peak_pids = SingleValue(v2_ + "/pids.peak");
+  for (const auto& [c, dir] : v1_) {
+    if (c == Controller::kMemory) u.peak_memory = SingleValue(dir + "/memory.max_usage_in_bytes");
+    if (c == Controller::kPids) u.peak_pids = SingleValue(dir + "/pids.peak");
+    if (c == Controller::kCpu && !u.cpu_usec) {
+      if (auto ns = SingleValue(dir + "/cpuacct.usage")) u.cpu_usec = *ns / 1000;
+    }
+  }
+  return u;
+}
+
+void Group::Remove() {
+  oom_event_.Reset();
+  v2_fd_.Reset();
+  if (!v2_.empty()) RemoveDir(std::exchange(v2_, ""));
+  for (const auto& [c, dir] : v1_) RemoveDir(dir);
+  v1_.clear();
+  if (!freezer_.empty()) RemoveDir(std::exchange(freezer_, ""));
+}
+
+}  // namespace brig::cgroup

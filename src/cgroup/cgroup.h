@@ -1,0 +1,117 @@
+// One cgroup per sandbox (design.md, Cgroups). cgroup v2 is the primary path; on a hybrid
+// host, a controller bound to a v1 hierarchy is used there instead, in a group brig creates
+// under the one it runs in. brig never writes to a group it did not create, and moves no
+// process but the sandbox's own init.
+//
+// The v2 group, when a cgroup2 mount exists at all, holds the sandbox from its first
+// instruction (CLONE_INTO_CGROUP) and provides cgroup.kill even if it has no controllers;
+// v1 groups get init written into them before init lets the workload start. Without any
+// cgroup2 mount, the v1 freezer makes the kill: freeze, SIGKILL every member, thaw.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brig/result.h"
+#include "sys/fd.h"
+
+namespace brig::cgroup {
+
+enum class Controller { kMemory, kPids, kCpu };
+inline constexpr std::array<Controller, 3> kControllers = {Controller::kMemory,
+                                                           Controller::kPids, Controller::kCpu};
+std::string_view Name(Controller c);
+
+enum class Path { kV2, kV1, kMissing };
+std::string_view Name(Path p);
+
+// What the sandbox is limited to. Unset means no limit (the controller is not needed).
+struct Limits {
+  std::optional<uint64_t> memory;    // bytes
+  std::optional<uint64_t> swap;      // bytes beyond memory; only with memory
+  std::optional<uint64_t> pids;      // tasks, brig init included
+  std::optional<uint64_t> cpu_milli; // thousandths of a CPU
+  // Limits the run may go without where their controller is missing.
+  bool memory_optional = false;
+  bool pids_optional = false;
+  bool cpu_optional = false;
+};
+
+// cpu.max period; the quota is cpu_milli * kCpuPeriodUs / 1000.
+inline constexpr uint64_t kCpuPeriodUs = 100000;
+
+// A mounted hierarchy: where it is and which group brig runs in there.
+struct Hierarchy {
+  std::string mount;  // e.g. /sys/fs/cgroup/memory
+  std::string self;   // brig's own group, relative to the mount ("/" or "/a/b")
+};
+
+// The host's cgroup layout as /proc/self/mountinfo and /proc/self/cgroup describe it.
+struct Layout {
+  std::optional<Hierarchy> v2;
+  std::optional<Hierarchy> v1_memory, v1_pids, v1_cpu, v1_freezer;
+};
+
+// Pure parsers, unit-tested: the two proc files' text to a Layout.
+Layout ParseLayout(std::string_view mountinfo, std::string_view proc_cgroup);
+Result<Layout> ProbeLayout();
+
+// How each controller will be reached for groups under `parent` (a path relative to each
+// hierarchy's root; empty: the group brig runs in, per hierarchy).
+struct Plan {
+  std::string parent;
+  Path memory = Path::kMissing, pids = Path::kMissing, cpu = Path::kMissing;
+  Path& For(Controller c);
+  Path For(Controller c) const;
+};
+Plan PlanFor(const Layout& layout, const std::string& parent);
+// A --cgroup-parent: absolute, without "." or ".." components or control characters.
+Status CheckParent(const std::string& parent);
+// The directory of `parent` in a hierarchy.
+std::string ParentDir(const Hierarchy& h, const std::string& parent);
+
+struct Usage {
+  std::optional<uint64_t> cpu_usec, peak_memory, peak_pids;
+};
+
+// One sandbox's groups. Create() refuses (exit 125) a needed limit whose controller is
+// missing, unless that limit is optional; on any failure what it made is removed again.
+class Group {
+ public:
+  static Result<std::unique_ptr<Group>> Create(const Layout& layout, const Plan& plan,
+                                               const std::string& name, const Limits& limits);
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  ~Group() { Remove(); }
+
+  // The v2 group's directory fd, for CLONE_INTO_CGROUP; -1 without a cgroup2 mount.
+  int v2_fd() const { return v2_fd_.get(); }
+  // Puts `pid` (the sandbox's init, not yet running anything) into the v1 groups.
+  Status AttachV1(pid_t pid);
+  // An eventfd that becomes readable on an OOM kill in a v1 memory group; -1 otherwise (v2
+  // kills the whole group itself: memory.oom.group).
+  int oom_event_fd() const { return oom_event_.get(); }
+  // Kills every process in the sandbox. False if there is no cgroup to kill through.
+  bool Kill();
+  bool OomKilled() const;
+  Usage ReadUsage() const;
+  // Removes the groups. Call once no process is left; the destructor does it otherwise.
+  void Remove();
+
+ private:
+  Group() = default;
+  std::string v2_;  // directory of the v2 group, empty if none
+  std::vector<std::pair<Controller, std::string>> v1_;  // v1 groups by controller
+  std::string freezer_;                                // v1 freezer group, kill without v2
+  sys::UniqueFd v2_fd_, oom_event_;
+  bool v2_memory_ = false, v2_pids_ = false;
+};
+
+}  // namespace brig::cgroup
