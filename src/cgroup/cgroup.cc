@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -273,7 +275,8 @@ Plan PlanFor(const Layout& layout, const std::string& parent) {
 }
 
 Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& plan,
-                                             const std::string& name, const Limits& limits) {
+                                             const std::string& name, const Limits& limits,
+                                             state::Record& record) {
   const std::pair<Controller, bool> wanted[] = {
       {Controller::kMemory, limits.memory && !limits.memory_optional},
       {Controller::kPids, limits.pids && !limits.pids_optional},
@@ -304,6 +307,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     }
     if (created.empty()) AwaitControllers(parent, enable);
     std::string dir = parent + "/" + name;
+    BRIG_TRY(record.Add("cgroup", dir));
     if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
     g->v2_ = dir;
     g->v2_fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -338,6 +342,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     std::string parent = ParentDir(**h, plan.parent);
     BRIG_TRY_CTX(MakeParents(parent), "cgroup");
     std::string dir = parent + "/" + name;
+    BRIG_TRY(record.Add("cgroup", dir));
     if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
     g->v1_.push_back({c, dir});
     if (c == Controller::kMemory) {
@@ -371,6 +376,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     std::string parent = ParentDir(*layout.v1_freezer, plan.parent);
     BRIG_TRY_CTX(MakeParents(parent), "cgroup");
     std::string dir = parent + "/" + name;
+    BRIG_TRY(record.Add("cgroup", dir));
     if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
     g->freezer_ = dir;
   }
@@ -435,6 +441,24 @@ void Group::Remove() {
   for (const auto& [c, dir] : v1_) RemoveDir(dir);
   v1_.clear();
   if (!freezer_.empty()) RemoveDir(std::exchange(freezer_, ""));
+}
+
+Status RemoveStale(const std::string& id, const std::string& dir) {
+  struct statfs fs;
+  if (dir.empty() || dir[0] != '/' || dir.substr(dir.rfind('/') + 1) != id) {
+    return Fail("cgroup", dir, "not a group of sandbox " + id, ErrorKind::kInternal);
+  }
+  if (statfs(dir.c_str(), &fs) < 0) {
+    if (errno == ENOENT) return {};
+    return SysError("statfs", dir);
+  }
+  if (fs.f_type != CGROUP2_SUPER_MAGIC && fs.f_type != CGROUP_SUPER_MAGIC) {
+    return Fail("cgroup", dir, "not on a cgroup file system", ErrorKind::kInternal);
+  }
+  if (fs.f_type == CGROUP2_SUPER_MAGIC) (void)WriteValue(dir + "/cgroup.kill", "1");
+  RemoveDir(dir);
+  if (Exists(dir)) return SysError("rmdir", dir);
+  return {};
 }
 
 }  // namespace brig::cgroup

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "brig/result.h"
+#include "state/record.h"
 #include "sys/fd.h"
 
 namespace brig::cgroup {
@@ -85,8 +86,10 @@ struct Usage {
 // missing, unless that limit is optional; on any failure what it made is removed again.
 class Group {
  public:
+  // Every group is noted in `record` before it is made.
   static Result<std::unique_ptr<Group>> Create(const Layout& layout, const Plan& plan,
-                                               const std::string& name, const Limits& limits);
+                                               const std::string& name, const Limits& limits,
+                                               state::Record& record);
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
   ~Group() { Remove(); }
@@ -113,5 +116,9 @@ class Group {
   sys::UniqueFd v2_fd_, oom_event_;
   bool v2_memory_ = false, v2_pids_ = false;
 };
+
+// For `brig gc`: removes the group `dir` of sandbox `id`, whose brig is gone. Refuses a
+// path that is not a cgroup directory named `id`; kills what is left in a v2 group first.
+Status RemoveStale(const std::string& id, const std::string& dir);
 
 }  // namespace brig::cgroup

@@ -59,5 +59,7 @@ int RunMain(const std::vector<std::string>& args);
 int PolicyMain(const std::vector<std::string>& args);
 // `brig check`: what this host offers brig (cli/check.cc).
 int CheckMain(const std::vector<std::string>& args);
+// `brig gc`: removes what dead sandboxes left behind (cli/gc.cc).
+int GcMain(const std::vector<std::string>& args);
 
 }  // namespace brig::cli

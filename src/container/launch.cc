@@ -17,6 +17,7 @@
 #include "fs/mount_plan.h"
 #include "security/caps.h"
 #include "security/seccomp_cache.h"
+#include "state/record.h"
 #include "supervise/loop.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -93,10 +94,11 @@ Result<sys::UniqueFd> SupervisorSignals() {
 }
 
 // The sandbox's groups, made before clone so the limits hold from its first instruction.
-Result<std::unique_ptr<cgroup::Group>> MakeGroup(const config::Sandbox& sb) {
+Result<std::unique_ptr<cgroup::Group>> MakeGroup(const config::Sandbox& sb,
+                                                 state::Record& record) {
   cgroup::Layout layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
   return cgroup::Group::Create(layout, cgroup::PlanFor(layout, sb.cgroup_parent), sb.id,
-                               sb.limits);
+                               sb.limits, record);
 }
 
 void IntoGroup(sys::CloneArgs& ca, const cgroup::Group& group) {
@@ -162,7 +164,9 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   // Signals are held from here on, so none ends brig between making the groups and
   // removing them.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
-  std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb));
+  // Whatever the sandbox holds on the host is noted before it is made (brig gc).
+  state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
+  std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
   int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
@@ -219,7 +223,9 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // Signals are held from here on, so none ends brig between making the groups and
   // removing them.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
-  std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb));
+  // Whatever the sandbox holds on the host is noted before it is made (brig gc).
+  state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
+  std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {

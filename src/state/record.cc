@@ -1,0 +1,104 @@
+#include "state/record.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "util/files.h"
+
+namespace brig::state {
+namespace {
+
+// A record with no entries yet may be one whose brig is between creating and locking it.
+constexpr time_t kEmptyRecordGraceSeconds = 60;
+
+Status MakeDirs(const std::string& dir) {
+  for (size_t slash = 1; slash != std::string::npos;) {
+    slash = dir.find('/', slash + 1);
+    std::string part = dir.substr(0, slash);
+    if (mkdir(part.c_str(), 0700) < 0 && errno != EEXIST) return SysError("mkdir", part);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Record> Record::Create(const std::string& dir, const std::string& id) {
+  BRIG_TRY(MakeDirs(dir));
+  Record r;
+  r.path_ = dir + "/" + id;
+  r.fd_.Reset(open(r.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!r.fd_) return SysError("create", r.path_);
+  if (flock(r.fd_.get(), LOCK_EX) < 0) return SysError("flock", r.path_);
+  return r;
+}
+
+Status Record::Add(std::string_view kind, std::string_view value) {
+  std::string line = std::string(kind) + " " + std::string(value) + "\n";
+  if (write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    return SysError("write", path_);
+  }
+  return {};
+}
+
+void Record::Remove() {
+  if (path_.empty()) return;
+  (void)unlink(path_.c_str());
+  path_.clear();
+  fd_.Reset();
+}
+
+std::vector<Entry> ParseRecord(std::string_view text) {
+  std::vector<Entry> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    size_t sp = line.find(' ');
+    if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size()) continue;
+    out.push_back({std::string(line.substr(0, sp)), std::string(line.substr(sp + 1))});
+  }
+  return out;
+}
+
+Result<Collected> CollectStale(
+    const std::string& dir,
+    const std::function<Status(const std::string& id, const std::vector<Entry>&)>& clean) {
+  Collected out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    if (errno == ENOENT) return out;
+    return SysError("opendir", dir);
+  }
+  std::vector<std::string> names;
+  while (struct dirent* de = readdir(d)) {
+    if (de->d_name[0] != '.') names.push_back(de->d_name);
+  }
+  closedir(d);
+  for (const auto& id : names) {
+    std::string path = dir + "/" + id;
+    sys::UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) continue;
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0) continue;  // its sandbox is alive
+    std::string text = BRIG_TRY(util::ReadFd(fd.get(), 0));
+    struct stat st;
+    if (text.empty() && fstat(fd.get(), &st) == 0 &&
+        time(nullptr) - st.st_mtime < kEmptyRecordGraceSeconds) {
+      continue;
+    }
+    if (auto s = clean(id, ParseRecord(text)); !s) {
+      out.failed.push_back(std::move(s).error());
+      continue;
+    }
+    if (unlink(path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", path);
+    out.removed.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace brig::state

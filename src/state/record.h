@@ -1,0 +1,66 @@
+// What a running sandbox holds on the host, written down before it is made, so `brig gc`
+// can remove it if brig dies without cleaning up (SIGKILL, a crash, the machine's OOM
+// killer). One file a sandbox in /run/brig/sandboxes, named by its id, held under an
+// exclusive flock for the sandbox's lifetime: the open file description is shared with
+// brig init, so the lock is free only once brig and the sandbox are both gone.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "brig/result.h"
+#include "sys/fd.h"
+
+namespace brig::state {
+
+inline constexpr char kSandboxDir[] = "/run/brig/sandboxes";
+
+// One line of a record: what kind of thing ("cgroup") and which one (its path).
+struct Entry {
+  std::string kind, value;
+};
+
+class Record {
+ public:
+  // Creates and locks `dir`/`id` (dir is made 0700 if missing). Refuses an existing one.
+  static Result<Record> Create(const std::string& dir, const std::string& id);
+  Record() = default;
+  Record(Record&& o) noexcept : path_(std::exchange(o.path_, {})), fd_(std::move(o.fd_)) {}
+  Record& operator=(Record&& o) noexcept {
+    if (this != &o) {
+      Remove();
+      path_ = std::exchange(o.path_, {});
+      fd_ = std::move(o.fd_);
+    }
+    return *this;
+  }
+  ~Record() { Remove(); }
+
+  // Notes a resource before it is created. Kind and value hold no newline or space.
+  Status Add(std::string_view kind, std::string_view value);
+  // The sandbox is gone and everything in it was removed: unlink, then unlock.
+  void Remove();
+
+ private:
+  std::string path_;
+  sys::UniqueFd fd_;
+};
+
+// Parses a record's text; lines that are not "KIND VALUE" are skipped.
+std::vector<Entry> ParseRecord(std::string_view text);
+
+struct Collected {
+  std::vector<std::string> removed;  // ids whose records were cleaned and removed
+  std::vector<Error> failed;         // records kept because cleaning them failed
+};
+
+// Runs `clean` on every record in `dir` whose sandbox is gone (its lock is free) and
+// removes the record once `clean` succeeds; a record whose cleaning fails stays.
+Result<Collected> CollectStale(
+    const std::string& dir,
+    const std::function<Status(const std::string& id, const std::vector<Entry>&)>& clean);
+
+}  // namespace brig::state
