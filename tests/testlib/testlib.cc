@@ -40,6 +40,13 @@ std::vector<char*> Argv(const std::vector<std::string>& args, std::string& bin) 
   return argv;
 }
 
+std::vector<char*> PlainArgv(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
 int ExitCodeOf(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -73,10 +80,15 @@ std::string ProbeDir() {
 std::string SourceRoot() { return Env("BRIG_SOURCE_ROOT", "."); }
 
 RunOutput RunBrig(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {BrigBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+RunOutput RunCommand(const std::vector<std::string>& command) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) abort();
-  std::string bin;
-  auto argv = Argv(args, bin);
+  auto argv = PlainArgv(command);
   auto start = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid == 0) {
@@ -84,7 +96,7 @@ RunOutput RunBrig(const std::vector<std::string>& args) {
     dup2(devnull, 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
-    execv(argv[0], argv.data());
+    execvp(argv[0], argv.data());
     _exit(99);
   }
   close(out[1]);
@@ -210,6 +222,41 @@ std::vector<pid_t> FindProcesses(const std::string& needle) {
   return found;
 }
 
+namespace {
+
+void FindBrigGroups(const std::string& dir, int depth, std::vector<std::string>& out) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (struct dirent* de = readdir(d)) {
+    std::string n = de->d_name;
+    if (de->d_type != DT_DIR || n == "." || n == "..") continue;
+    if (n.rfind("brig-", 0) == 0) out.push_back(dir + "/" + n);
+    if (depth > 0) FindBrigGroups(dir + "/" + n, depth - 1, out);
+  }
+  closedir(d);
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (struct dirent* de = readdir(d)) {
+      if (de->d_name[0] != '.') out.push_back(de->d_name);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> BrigCgroups() {
+  std::vector<std::string> out;
+  FindBrigGroups("/sys/fs/cgroup", 5, out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Residue TakeResidue() {
   Residue r;
   std::istringstream mi(ReadFileOrEmpty("/proc/self/mountinfo"));
@@ -234,6 +281,8 @@ Residue TakeResidue() {
     closedir(d);
     std::sort(r.tmp_entries.begin(), r.tmp_entries.end());
   }
+  r.cgroups = BrigCgroups();
+  r.records = ListDir("/run/brig/sandboxes");
   return r;
 }
 
@@ -247,6 +296,14 @@ std::string DiffResidue(const Residue& before, const Residue& after) {
   std::set<std::string> was(before.tmp_entries.begin(), before.tmp_entries.end());
   for (const auto& t : after.tmp_entries) {
     if (!was.count(t)) diff += "left in /tmp: " + t + "\n";
+  }
+  std::set<std::string> groups(before.cgroups.begin(), before.cgroups.end());
+  for (const auto& g : after.cgroups) {
+    if (!groups.count(g)) diff += "cgroup left: " + g + "\n";
+  }
+  std::set<std::string> records(before.records.begin(), before.records.end());
+  for (const auto& r : after.records) {
+    if (!records.count(r)) diff += "sandbox record left: /run/brig/sandboxes/" + r + "\n";
   }
   return diff;
 }

@@ -30,6 +30,8 @@ struct RunOutput {
 
 // Runs brig with `args`, stdin from /dev/null, collecting stdout and stderr separately.
 RunOutput RunBrig(const std::vector<std::string>& args);
+// The same for any program (looked up in PATH).
+RunOutput RunCommand(const std::vector<std::string>& command);
 
 // Starts brig in the background (stdout/stderr to files in `dir`); returns its pid.
 pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir);
@@ -51,12 +53,17 @@ class ScratchDir {
 };
 
 // What a sandbox could leave on the host: mounts of this mount namespace, processes
-// named brig/brig-init or running a marker, entries in /tmp.
+// named brig/brig-init or running a marker, entries in /tmp, cgroups named brig-* in any
+// hierarchy under /sys/fs/cgroup, and sandbox records (/run/brig/sandboxes).
 struct Residue {
   std::string mounts;
   std::vector<std::string> processes;
   std::vector<std::string> tmp_entries;
+  std::vector<std::string> cgroups;
+  std::vector<std::string> records;
 };
+// Every cgroup directory named brig-* under /sys/fs/cgroup.
+std::vector<std::string> BrigCgroups();
 Residue TakeResidue();
 // Human-readable difference, empty if none.
 std::string DiffResidue(const Residue& before, const Residue& after);

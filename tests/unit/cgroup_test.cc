@@ -1,0 +1,116 @@
+// Pure parts of the cgroup layer and its inputs: the host layout from mountinfo and
+// /proc/self/cgroup, limit values, --cgroup-parent, and sandbox records.
+#include <gtest/gtest.h>
+
+#include "cgroup/cgroup.h"
+#include "state/record.h"
+#include "util/parse.h"
+
+namespace brig {
+namespace {
+
+// This development machine: v1 controllers, cgroup2 with no controllers of its own.
+constexpr char kHybridMountinfo[] =
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
+    "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime shared:9 - cgroup cgroup rw,pids\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+constexpr char kHybridCgroup[] =
+    "8:pids:/\n6:freezer:/\n4:memory:/process_api/94b2\n2:cpuacct:/\n1:cpu:/\n0::/\n";
+
+TEST(CgroupLayout, HybridHostUsesEachV1Hierarchy) {
+  cgroup::Layout l = cgroup::ParseLayout(kHybridMountinfo, kHybridCgroup);
+  ASSERT_TRUE(l.v2);
+  EXPECT_EQ(l.v2->mount, "/sys/fs/cgroup/unified");
+  EXPECT_EQ(l.v2->self, "/");
+  ASSERT_TRUE(l.v1_memory);
+  EXPECT_EQ(l.v1_memory->mount, "/sys/fs/cgroup/memory");
+  EXPECT_EQ(l.v1_memory->self, "/process_api/94b2");
+  ASSERT_TRUE(l.v1_pids);
+  EXPECT_EQ(l.v1_pids->mount, "/sys/fs/cgroup/pids");
+  ASSERT_TRUE(l.v1_cpu);
+  EXPECT_EQ(l.v1_cpu->mount, "/sys/fs/cgroup/cpu") << "cpuacct alone is not cpu";
+  ASSERT_TRUE(l.v1_freezer);
+  EXPECT_EQ(cgroup::ParentDir(*l.v1_memory, ""), "/sys/fs/cgroup/memory/process_api/94b2");
+  EXPECT_EQ(cgroup::ParentDir(*l.v1_memory, "/ci/jobs/"), "/sys/fs/cgroup/memory/ci/jobs");
+  EXPECT_EQ(cgroup::ParentDir(*l.v2, ""), "/sys/fs/cgroup/unified");
+}
+
+TEST(CgroupLayout, PureV2HasNoV1Hierarchies) {
+  cgroup::Layout l = cgroup::ParseLayout(
+      "25 1 0:22 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n",
+      "0::/user.slice/session-1.scope\n");
+  ASSERT_TRUE(l.v2);
+  EXPECT_EQ(l.v2->self, "/user.slice/session-1.scope");
+  EXPECT_FALSE(l.v1_memory || l.v1_pids || l.v1_cpu || l.v1_freezer);
+}
+
+TEST(CgroupLayout, CombinedCpuCpuacctAndEscapedMountPoints) {
+  cgroup::Layout l = cgroup::ParseLayout(
+      "30 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+      "31 25 0:27 / /mnt/my\\040cgroups rw - cgroup cgroup rw,pids\n",
+      "3:cpu,cpuacct:/a\n2:pids:/b:c\n");
+  ASSERT_TRUE(l.v1_cpu);
+  EXPECT_EQ(l.v1_cpu->mount, "/sys/fs/cgroup/cpu,cpuacct");
+  EXPECT_EQ(l.v1_cpu->self, "/a");
+  ASSERT_TRUE(l.v1_pids);
+  EXPECT_EQ(l.v1_pids->mount, "/mnt/my cgroups");
+  EXPECT_EQ(l.v1_pids->self, "/b:c");
+  EXPECT_FALSE(l.v2);
+}
+
+TEST(CgroupLayout, MountOfASubtreeIsRelativeToItsRoot) {
+  // Inside a cgroup namespace or a bind mount of a subtree, the mount's root is not "/".
+  cgroup::Layout l = cgroup::ParseLayout(
+      "40 30 0:30 /jobs /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/jobs/7\n");
+  ASSERT_TRUE(l.v2);
+  EXPECT_EQ(l.v2->self, "/7");
+  EXPECT_EQ(cgroup::ParentDir(*l.v2, ""), "/sys/fs/cgroup/7");
+}
+
+TEST(CgroupLayout, GarbageIsIgnored) {
+  cgroup::Layout l = cgroup::ParseLayout("x\n\n- - -\n1 2 3\n", "::\n:\nfoo\n");
+  EXPECT_FALSE(l.v2 || l.v1_memory || l.v1_pids || l.v1_cpu || l.v1_freezer);
+}
+
+TEST(CgroupParent, OnlyPlainAbsolutePaths) {
+  EXPECT_TRUE(cgroup::CheckParent("/brig"));
+  EXPECT_TRUE(cgroup::CheckParent("/ci/jobs.slice/"));
+  EXPECT_TRUE(cgroup::CheckParent("/a/..b"));
+  for (const char* bad : {"", "brig", "/a/../b", "/..", "/a/./b", "/a\nb", "/a\x1b"}) {
+    EXPECT_FALSE(cgroup::CheckParent(bad)) << bad;
+  }
+}
+
+TEST(LimitValues, Cpus) {
+  EXPECT_EQ(*util::ParseCpus("0.5"), 500u);
+  EXPECT_EQ(*util::ParseCpus("2"), 2000u);
+  EXPECT_EQ(*util::ParseCpus("0.01"), 10u);
+  EXPECT_EQ(*util::ParseCpus("1.25"), 1250u);
+  for (const char* bad : {"", "0", "0.001", "-1", "1e3", "2000", "one", "0.5 ", ".", "1."}) {
+    EXPECT_FALSE(util::ParseCpus(bad)) << bad;
+  }
+}
+
+TEST(LimitValues, SwapTakesZeroAndUnlimited) {
+  EXPECT_EQ(*util::ParseSizeLimit("0"), 0u);
+  EXPECT_EQ(*util::ParseSizeLimit("unlimited"), UINT64_MAX);
+  EXPECT_EQ(*util::ParseSizeLimit("1G"), 1u << 30);
+  EXPECT_FALSE(util::ParseSizeLimit("none"));
+  EXPECT_FALSE(util::ParseSizeLimit("-1"));
+}
+
+TEST(SandboxRecord, ParseSkipsMalformedLines) {
+  auto e = state::ParseRecord("cgroup /sys/fs/cgroup/a b\nnospace\n cgroup\ncgroup \n\nveth x");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].kind, "cgroup");
+  EXPECT_EQ(e[0].value, "/sys/fs/cgroup/a b");
+  EXPECT_EQ(e[1].kind, "veth");
+  EXPECT_EQ(e[1].value, "x");
+}
+
+}  // namespace
+}  // namespace brig
