@@ -374,7 +374,7 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   sb.isolated = profile.isolation() == v1::ISOLATION_SANDBOX;
   ApplyLimits(profile.limits(), req, sb);
   if (req.swap && !sb.limits.memory) {
-    return BadInput("--swap", std::to_string(*req.swap), "needs a memory limit (--memory)");
+    return BadInput("--swap", "", "needs a memory limit (--memory, or the profile's limits.memory)");
   }
   sb.cgroup_parent = req.cgroup_parent;
   BRIG_TRY(CheckEnforceable(profile, req.profile));

@@ -46,6 +46,9 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (!l.swap().empty() && !util::ParseSizeLimit(l.swap())) {
     return Field(file, "limits.swap", util::ParseSizeLimit(l.swap()).error().detail);
   }
+  if (!l.swap().empty() && l.swap() != "0" && l.memory().empty()) {
+    return Field(file, "limits.swap", "needs limits.memory: swap is allowed beyond memory");
+  }
   if (!l.cpus().empty() && !util::ParseCpus(l.cpus())) {
     return Field(file, "limits.cpus", util::ParseCpus(l.cpus()).error().detail);
   }

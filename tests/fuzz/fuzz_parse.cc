@@ -115,6 +115,29 @@ void EnvName(std::string_view s) {
   FUZZ_CHECK(brig::util::IsEnvName(s) == want);
 }
 
+void SizeLimit(std::string_view s) {
+  auto v = brig::util::ParseSizeLimit(s);
+  if (!v) {
+    CheckError(v.error());
+    return;
+  }
+  // "0" and "unlimited" are the only additions to ParseSize.
+  if (s == "0") FUZZ_CHECK(*v == 0);
+  if (s == "unlimited") FUZZ_CHECK(*v == UINT64_MAX);
+  if (s != "0" && s != "unlimited") FUZZ_CHECK(*v == *brig::util::ParseSize(s));
+}
+
+void Cpus(std::string_view s) {
+  auto v = brig::util::ParseCpus(s);
+  if (!v) {
+    CheckError(v.error());
+    return;
+  }
+  FUZZ_CHECK(*v >= 10 && *v <= 1024000);  // 0.01 .. 1024 CPUs in thousandths
+  // Whole numbers are exact.
+  if (s.size() <= 4 && AllDigits(s)) FUZZ_CHECK(*v == Decimal(s) * 1000);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -123,6 +146,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Duration(s);
   Size(s);
   Limit(s);
+  SizeLimit(s);
+  Cpus(s);
   EnvName(s);
   return 0;
 }
