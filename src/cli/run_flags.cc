@@ -94,7 +94,7 @@ const std::vector<Flag>& Flags() {
        }},
       {"--memory", "SIZE", "memory limit of the whole sandbox; past it, 137 (oom_killed)",
        [](RunRequest& r, const std::string& v) -> Status {
-         auto s = util::ParseSize(v);
+         auto s = util::ParseMemory(v);
          if (!s) return BadInput("--memory", v, s.error().detail);
          r.memory = *s;
          return {};
@@ -299,7 +299,7 @@ void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb
   sb.rlimits.nproc = req.rlimit_nproc.value_or(l.rlimit_nproc());
   sb.rlimits.core = req.rlimit_core.value_or(l.rlimit_core());
   cgroup::Limits& c = sb.limits;
-  if (!l.memory().empty()) c.memory = *util::ParseSize(l.memory());
+  if (!l.memory().empty()) c.memory = *util::ParseMemory(l.memory());
   if (req.memory) c.memory = *req.memory;
   c.swap = req.swap.value_or(l.swap().empty() ? 0 : *util::ParseSizeLimit(l.swap()));
   if (l.has_pids()) c.pids = l.pids();

@@ -40,8 +40,8 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (!l.tmp_size().empty() && !util::ParseSize(l.tmp_size())) {
     return Field(file, "limits.tmp_size", util::ParseSize(l.tmp_size()).error().detail);
   }
-  if (!l.memory().empty() && !util::ParseSize(l.memory())) {
-    return Field(file, "limits.memory", util::ParseSize(l.memory()).error().detail);
+  if (!l.memory().empty() && !util::ParseMemory(l.memory())) {
+    return Field(file, "limits.memory", util::ParseMemory(l.memory()).error().detail);
   }
   if (!l.swap().empty() && !util::ParseSizeLimit(l.swap())) {
     return Field(file, "limits.swap", util::ParseSizeLimit(l.swap()).error().detail);

@@ -260,6 +260,10 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   if (!hs || hs->has_value()) {
     // Init failed (and said why) or went silent; either way it ends here.
     Abort(pidfd.get());
+    if (group->OomKilled()) {
+      return Fail("brig init", "", "killed by the OOM killer while setting up: the memory "
+                  "limit is too small for the sandbox to start");
+    }
     if (!hs) return std::move(hs).error();
     out.error = std::move(**hs);
     out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(

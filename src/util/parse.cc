@@ -94,6 +94,13 @@ Result<uint64_t> ParseSize(std::string_view s) {
   return static_cast<uint64_t>(bytes);
 }
 
+Result<uint64_t> ParseMemory(std::string_view s) {
+  uint64_t v = BRIG_TRY(ParseSize(s));
+  // Below this, brig init cannot even set the sandbox up (the floor Docker uses, too).
+  if (v < kMinMemory) return Bad(s, "must be at least 6M");
+  return v;
+}
+
 Result<uint64_t> ParseSizeLimit(std::string_view s) {
   if (s == "0") return uint64_t{0};
   if (s == "unlimited") return UINT64_MAX;

@@ -15,6 +15,9 @@ namespace brig::util {
 Result<std::chrono::milliseconds> ParseDuration(std::string_view s);
 // "1048576", "512K", "256M", "1G", "2GiB", "64MB" (binary units). Must be > 0.
 Result<uint64_t> ParseSize(std::string_view s);
+// A memory limit: a size of at least kMinMemory.
+inline constexpr uint64_t kMinMemory = 6ull << 20;
+Result<uint64_t> ParseMemory(std::string_view s);
 // "0", a size as ParseSize reads it, or "unlimited" (UINT64_MAX).
 Result<uint64_t> ParseSizeLimit(std::string_view s);
 // A CPU count, "0.5", "2", "1.25", in thousandths: at least 0.01, at most 1024.

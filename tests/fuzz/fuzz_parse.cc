@@ -127,6 +127,17 @@ void SizeLimit(std::string_view s) {
   if (s != "0" && s != "unlimited") FUZZ_CHECK(*v == *brig::util::ParseSize(s));
 }
 
+void Memory(std::string_view s) {
+  auto v = brig::util::ParseMemory(s);
+  auto size = brig::util::ParseSize(s);
+  if (!v) {
+    CheckError(v.error());
+    FUZZ_CHECK(!size || *size < brig::util::kMinMemory);
+    return;
+  }
+  FUZZ_CHECK(size && *v == *size && *v >= brig::util::kMinMemory);
+}
+
 void Cpus(std::string_view s) {
   auto v = brig::util::ParseCpus(s);
   if (!v) {
@@ -147,6 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Size(s);
   Limit(s);
   SizeLimit(s);
+  Memory(s);
   Cpus(s);
   EnvName(s);
   return 0;

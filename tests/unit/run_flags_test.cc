@@ -157,6 +157,7 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--env", "NOEQUALS", "true"}, "--env 'NOEQUALS'"},
       {{"--rlimit", "stack=1", "true"}, "unknown limit 'stack'"},
       {{"--memory", "lots", "true"}, "--memory 'lots'"},
+      {{"--memory", "5M", "true"}, "--memory '5M': must be at least 6M"},
       {{"--swap", "-1", "true"}, "--swap '-1'"},
       {{"--pids", "0", "true"}, "--pids '0'"},
       {{"--pids", "unlimited", "true"}, "--pids 'unlimited'"},
