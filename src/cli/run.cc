@@ -79,6 +79,21 @@ v1::AuditEvent StartEvent(const config::Sandbox& sb) {
   s->set_rootfs(sb.rootfs);
   s->set_seccomp_policy(sb.seccomp_policy);
   s->set_timeout_ms(static_cast<uint32_t>(sb.timeout.count()));
+  const cgroup::Limits& l = sb.limits;
+  if (l.memory) {
+    s->set_memory_bytes(*l.memory);
+    s->set_swap_bytes(l.swap.value_or(0));
+  }
+  s->set_pids(l.pids.value_or(0));
+  if (l.cpu_milli) {
+    char cpus[32];
+    snprintf(cpus, sizeof cpus, "%llu.%03llu", static_cast<unsigned long long>(*l.cpu_milli / 1000),
+             static_cast<unsigned long long>(*l.cpu_milli % 1000));
+    std::string c = cpus;
+    while (c.back() == '0') c.pop_back();
+    if (c.back() == '.') c.pop_back();
+    s->set_cpus(c);
+  }
   return e;
 }
 

@@ -48,6 +48,20 @@ TEST_F(Audit, StartAndExitAreRecorded) {
   EXPECT_EQ(ReadEvents(log).size(), 4u);
 }
 
+TEST_F(Audit, TheLimitsAppliedAreRecorded) {
+  ScratchDir out;
+  std::string log = out.path() + "/audit.jsonl";
+  auto r = Sh("true", {"--audit-log", log, "--memory", "64M", "--pids", "50", "--cpus", "1.5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto events = ReadEvents(log);
+  ASSERT_EQ(events.size(), 2u);
+  const auto& s = events[0].sandbox_start();
+  EXPECT_EQ(s.memory_bytes(), 64u << 20);
+  EXPECT_EQ(s.swap_bytes(), 0u);
+  EXPECT_EQ(s.pids(), 50u);
+  EXPECT_EQ(s.cpus(), "1.5");
+}
+
 TEST_F(Audit, NoneProfileIsAuditedToo) {
   ScratchDir out;
   std::string log = out.path() + "/audit.jsonl";
