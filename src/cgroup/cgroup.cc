@@ -6,9 +6,11 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -117,6 +119,10 @@ void AwaitControllers(const std::string& dir, const std::vector<std::string>& wa
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
+
+constexpr char kNoSwapAccounting[] =
+    "this host has swap but its kernel does not account it per cgroup, so the swap limit "
+    "cannot hold (boot with swapaccount=1, or run with --swap unlimited)";
 
 bool SwapInUse() {
   auto text = util::ReadFile("/proc/swaps");
@@ -274,18 +280,33 @@ Plan PlanFor(const Layout& layout, const std::string& parent) {
   return plan;
 }
 
-Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& plan,
-                                             const std::string& name, const Limits& limits,
-                                             state::Record& record) {
-  const std::pair<Controller, bool> wanted[] = {
-      {Controller::kMemory, limits.memory && !limits.memory_optional},
-      {Controller::kPids, limits.pids && !limits.pids_optional},
-      {Controller::kCpu, limits.cpu_milli && !limits.cpu_optional}};
-  for (const auto& [c, required] : wanted) {
-    if (required && plan.For(c) == Path::kMissing) {
+Status FitLimits(const Plan& plan, Limits& limits) {
+  auto fit = [&](Controller c, auto& limit, bool optional) -> Status {
+    if (!limit || plan.For(c) != Path::kMissing) return {};
+    if (!optional) {
       return Fail("cgroup", std::string(Name(c)), Missing(c, plan.parent), ErrorKind::kSetup);
     }
-  }
+    limit.reset();
+    return {};
+  };
+  BRIG_TRY(fit(Controller::kMemory, limits.memory, limits.memory_optional));
+  BRIG_TRY(fit(Controller::kPids, limits.pids, limits.pids_optional));
+  return fit(Controller::kCpu, limits.cpu_milli, limits.cpu_optional);
+}
+
+bool KernelHasCgroupKill() {
+  struct utsname u;
+  if (uname(&u) < 0) return false;
+  unsigned major = 0, minor = 0;
+  if (sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
+  return major > 5 || (major == 5 && minor >= 14);
+}
+
+Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& plan,
+                                             const std::string& name, const Limits& fitted,
+                                             state::Record& record) {
+  Limits limits = fitted;
+  BRIG_TRY(FitLimits(plan, limits));
   bool swap_limit = limits.memory && limits.swap.value_or(0) != UINT64_MAX;
   uint64_t swap = limits.swap.value_or(0);
   std::string cpu_quota;
@@ -320,7 +341,10 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
       if (limits.memory) {
         BRIG_TRY_CTX(WriteValue(dir + "/memory.max", std::to_string(*limits.memory)), "cgroup");
       }
-      if (swap_limit && (Exists(dir + "/memory.swap.max") || SwapInUse())) {
+      if (swap_limit && !Exists(dir + "/memory.swap.max") && SwapInUse()) {
+        return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
+      }
+      if (swap_limit && Exists(dir + "/memory.swap.max")) {
         BRIG_TRY_CTX(WriteValue(dir + "/memory.swap.max", std::to_string(swap)), "cgroup");
       }
     }
@@ -351,7 +375,10 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
                      "cgroup");
         // memsw bounds memory plus swap; without swap accounting, there is nothing to
         // bound only if the host has no swap.
-        if (swap_limit && (Exists(dir + "/memory.memsw.limit_in_bytes") || SwapInUse())) {
+        if (swap_limit && !Exists(dir + "/memory.memsw.limit_in_bytes") && SwapInUse()) {
+          return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
+        }
+        if (swap_limit && Exists(dir + "/memory.memsw.limit_in_bytes")) {
           BRIG_TRY_CTX(WriteValue(dir + "/memory.memsw.limit_in_bytes",
                                   std::to_string(*limits.memory + swap)),
                        "cgroup");
@@ -372,7 +399,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
       BRIG_TRY_CTX(WriteValue(dir + "/cpu.cfs_quota_us", cpu_quota), "cgroup");
     }
   }
-  if (!layout.v2 && layout.v1_freezer) {
+  if ((!layout.v2 || !KernelHasCgroupKill()) && layout.v1_freezer) {
     std::string parent = ParentDir(*layout.v1_freezer, plan.parent);
     BRIG_TRY_CTX(MakeParents(parent), "cgroup");
     std::string dir = parent + "/" + name;
@@ -391,7 +418,7 @@ Status Group::AttachV1(pid_t pid) {
 }
 
 bool Group::Kill() {
-  if (!v2_.empty() && WriteValue(v2_ + "/cgroup.kill", "1")) return true;
+  if (!v2_.empty() && freezer_.empty() && WriteValue(v2_ + "/cgroup.kill", "1")) return true;
   if (freezer_.empty()) return false;
   // Frozen, nothing can fork between reading the member list and the signals.
   if (!WriteValue(freezer_ + "/freezer.state", "FROZEN")) return false;
@@ -443,13 +470,13 @@ void Group::Remove() {
   if (!freezer_.empty()) RemoveDir(std::exchange(freezer_, ""));
 }
 
-Status RemoveStale(const std::string& id, const std::string& dir) {
+Result<bool> RemoveStale(const std::string& id, const std::string& dir) {
   struct statfs fs;
   if (dir.empty() || dir[0] != '/' || dir.substr(dir.rfind('/') + 1) != id) {
     return Fail("cgroup", dir, "not a group of sandbox " + id, ErrorKind::kInternal);
   }
   if (statfs(dir.c_str(), &fs) < 0) {
-    if (errno == ENOENT) return {};
+    if (errno == ENOENT) return false;
     return SysError("statfs", dir);
   }
   if (fs.f_type != CGROUP2_SUPER_MAGIC && fs.f_type != CGROUP_SUPER_MAGIC) {
@@ -457,8 +484,11 @@ Status RemoveStale(const std::string& id, const std::string& dir) {
   }
   if (fs.f_type == CGROUP2_SUPER_MAGIC) (void)WriteValue(dir + "/cgroup.kill", "1");
   RemoveDir(dir);
-  if (Exists(dir)) return SysError("rmdir", dir);
-  return {};
+  if (Exists(dir)) {
+    errno = EBUSY;
+    return SysError("rmdir", dir);
+  }
+  return true;
 }
 
 }  // namespace brig::cgroup

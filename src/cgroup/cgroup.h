@@ -73,6 +73,13 @@ struct Plan {
   Path For(Controller c) const;
 };
 Plan PlanFor(const Layout& layout, const std::string& parent);
+// Drops the optional limits whose controller `plan` has no path for; refuses (exit 125,
+// naming the controller) a required one.
+Status FitLimits(const Plan& plan, Limits& limits);
+
+// Whether the running kernel has cgroup.kill (5.14).
+bool KernelHasCgroupKill();
+
 // A --cgroup-parent: absolute, without "." or ".." components or control characters.
 Status CheckParent(const std::string& parent);
 // The directory of `parent` in a hierarchy.
@@ -117,8 +124,9 @@ class Group {
   bool v2_memory_ = false, v2_pids_ = false;
 };
 
-// For `brig gc`: removes the group `dir` of sandbox `id`, whose brig is gone. Refuses a
-// path that is not a cgroup directory named `id`; kills what is left in a v2 group first.
-Status RemoveStale(const std::string& id, const std::string& dir);
+// For `brig gc`: removes the group `dir` of sandbox `id`, whose brig is gone, and says
+// whether there was one to remove. Refuses a path that is not a cgroup directory named
+// `id`; kills what is left in a v2 group first.
+Result<bool> RemoveStale(const std::string& id, const std::string& dir);
 
 }  // namespace brig::cgroup

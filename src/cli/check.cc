@@ -98,7 +98,8 @@ int CheckMain(const std::vector<std::string>& args) {
     printf("%-11s %-8s %s\n", std::string(cgroup::Name(c)).c_str(),
            std::string(cgroup::Name(p)).c_str(), where.c_str());
   }
-  const char* kill = layout->v2            ? "cgroup.kill (v2)"
+  bool v2_kill = layout->v2 && cgroup::KernelHasCgroupKill();
+  const char* kill = v2_kill              ? "cgroup.kill (v2)"
                      : layout->v1_freezer ? "freeze, SIGKILL, thaw (v1 freezer)"
                                           : "SIGKILL to brig init (no cgroup to kill through)";
   printf("kill        %s\n", kill);

@@ -54,8 +54,9 @@ Status Clean(const std::string& id, const std::vector<state::Entry>& entries) {
     }
   }
   for (const auto& e : entries) {
-    BRIG_TRY_CTX(cgroup::RemoveStale(id, e.value), id);
-    printf("removed %s %s\n", e.kind.c_str(), e.value.c_str());
+    if (BRIG_TRY_CTX(cgroup::RemoveStale(id, e.value), id)) {
+      printf("removed %s %s\n", e.kind.c_str(), e.value.c_str());
+    }
   }
   return {};
 }

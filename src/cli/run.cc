@@ -162,6 +162,13 @@ int RunMain(const std::vector<std::string>& args) {
     return Report(result_path, r);
   }
   r.set_sandbox_id(sandbox->id);
+  // Before the audit's start event, which records the limits that will hold.
+  if (auto s = container::FitLimits(*sandbox); !s) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code(ErrorCodeFor(s.error().kind));
+    r.set_error(s.error().Render());
+    return Report(result_path, r);
+  }
   // An audit log that cannot be written stops the run before it starts: the audit is part
   // of the posture, not a best effort.
   if (auto s = audit::Append(sandbox->audit_path, sandbox->id, StartEvent(*sandbox)); !s) {

@@ -20,6 +20,9 @@ namespace {
 
 using Apply = std::function<Status(RunRequest&, const std::string&)>;
 
+// The kernel's PID_MAX_LIMIT, the largest pids.max it accepts.
+constexpr uint64_t kMaxPids = 4194304;
+
 struct Flag {
   const char* name;
   const char* metavar;  // nullptr: takes no value
@@ -109,8 +112,8 @@ const std::vector<Flag>& Flags() {
       {"--pids", "N", "most tasks the sandbox may hold at once, brig init included",
        [](RunRequest& r, const std::string& v) -> Status {
          auto n = util::ParseLimit(v);
-         if (!n || *n == 0 || *n == UINT64_MAX) {
-           return BadInput("--pids", v, "expected a number of at least 1");
+         if (!n || *n == 0 || *n > kMaxPids) {
+           return BadInput("--pids", v, "expected a number from 1 to 4194304");
          }
          r.pids = *n;
          return {};
@@ -306,10 +309,11 @@ void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb
   if (req.pids) c.pids = *req.pids;
   if (!l.cpus().empty()) c.cpu_milli = *util::ParseCpus(l.cpus());
   if (req.cpu_milli) c.cpu_milli = *req.cpu_milli;
+  // A limit the run asks for itself is never optional.
   for (int k : l.optional_limits()) {
-    c.memory_optional |= k == v1::LIMIT_MEMORY;
-    c.pids_optional |= k == v1::LIMIT_PIDS;
-    c.cpu_optional |= k == v1::LIMIT_CPUS;
+    c.memory_optional |= k == v1::LIMIT_MEMORY && !req.memory && !req.swap;
+    c.pids_optional |= k == v1::LIMIT_PIDS && !req.pids;
+    c.cpu_optional |= k == v1::LIMIT_CPUS && !req.cpu_milli;
   }
 }
 

@@ -52,7 +52,9 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (!l.cpus().empty() && !util::ParseCpus(l.cpus())) {
     return Field(file, "limits.cpus", util::ParseCpus(l.cpus()).error().detail);
   }
-  if (l.has_pids() && l.pids() == 0) return Field(file, "limits.pids", "must be at least 1");
+  if (l.has_pids() && (l.pids() == 0 || l.pids() > 4194304)) {
+    return Field(file, "limits.pids", "must be from 1 to 4194304");
+  }
   for (int k : l.optional_limits()) {
     if (k == v1::LIMIT_UNSPECIFIED) {
       return Field(file, "limits.optional_limits", "LIMIT_UNSPECIFIED is not a limit");

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -124,9 +125,13 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   return out;
 }
 
-[[noreturn]] void ExecUnconfined(const config::Sandbox& sb, const std::string& path, int go_fd,
-                                 int err_fd, char* const* argv, char* const* envp) {
-  // Wait until brig has put this process into its v1 groups (or gave up: EOF).
+[[noreturn]] void ExecUnconfined(const config::Sandbox& sb, const std::string& path,
+                                 pid_t supervisor, int go_fd, int err_fd, char* const* argv,
+                                 char* const* envp) {
+  // The workload dies with brig, as a sandbox's init does (what it leaves behind ends
+  // with the cgroup).
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != supervisor) _exit(125);
+  // Wait until brig has put this process into its v1 groups.
   char go = 0;
   if (read(go_fd, &go, 1) != 1) _exit(125);
   sigset_t none;
@@ -178,8 +183,11 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   ca.pidfd = &pidfd_raw;
   ca.exit_signal = SIGCHLD;
   IntoGroup(ca, *group);
+  pid_t supervisor = getpid();
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
-  if (pid == 0) ExecUnconfined(sb, *path, go_rd.get(), wr.get(), argv.data(), envp.data());
+  if (pid == 0) {
+    ExecUnconfined(sb, *path, supervisor, go_rd.get(), wr.get(), argv.data(), envp.data());
+  }
   sys::UniqueFd pidfd(pidfd_raw);
   wr.Reset();
   go_rd.Reset();
@@ -212,6 +220,11 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
 }
 
 }  // namespace
+
+Status FitLimits(config::Sandbox& sb) {
+  cgroup::Layout layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
+  return cgroup::FitLimits(cgroup::PlanFor(layout, sb.cgroup_parent), sb.limits);
+}
 
 Result<Outcome> Run(const config::Sandbox& sb) {
   auto started = std::chrono::steady_clock::now();

@@ -85,7 +85,12 @@ Result<Collected> CollectStale(
     sys::UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) continue;
     if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0) continue;  // its sandbox is alive
-    std::string text = BRIG_TRY(util::ReadFd(fd.get(), 0));
+    auto text_or = util::ReadFd(fd.get(), 0);
+    if (!text_or) {
+      out.failed.push_back(std::move(text_or).error().Wrap(path));
+      continue;
+    }
+    std::string text = std::move(*text_or);
     struct stat st;
     if (text.empty() && fstat(fd.get(), &st) == 0 &&
         time(nullptr) - st.st_mtime < kEmptyRecordGraceSeconds) {

@@ -203,6 +203,13 @@ TEST_F(Cgroups, MissingControllerRefusesTheRunNamingIt) {
                   "--", "echo", "ran"}));
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out, "ran\n");
+  // Unless the run asks for that limit itself.
+  auto asked = RunBrigWithout(
+      hide, args({"run", "--profile", SourceRoot() + "/tests/host/profiles/pids-optional.textproto",
+                  "--pids", "5", "--", "echo", "ran"}));
+  EXPECT_EQ(asked.exit_code, 125);
+  EXPECT_EQ(asked.out, "");
+  EXPECT_NE(asked.err.find("pids controller"), std::string::npos) << asked.err;
   if (!parent_dir.empty()) EXPECT_EQ(rmdir(parent_dir.c_str()), 0);
 }
 
@@ -223,6 +230,22 @@ TEST_F(Cgroups, TheSandboxSeesOnlyItsOwnGroup) {
   for (std::string line; std::getline(lines, line);) {
     EXPECT_EQ(line.substr(line.rfind(':')), ":/") << "the host's cgroup path shows: " << line;
   }
+}
+
+TEST_F(Cgroups, AnUnconfinedWorkloadDiesWithBrig) {
+  std::string marker = "sleep " + std::to_string(3000000 + getpid());
+  pid_t pid = SpawnBrig({"run", "--profile", "none", "--", "sh", "-c", marker}, out_.path());
+  for (int i = 0; i < 100 && FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_FALSE(FindProcesses(marker).empty());
+  kill(pid, SIGKILL);
+  WaitExit(pid);
+  for (int i = 0; i < 50 && !FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
+  // The shell died with brig; its child is what brig gc's cgroup.kill (or the v1
+  // freezer) is for.
+  auto gc = RunBrig({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  for (int i = 0; i < 50 && !FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(FindProcesses(marker).empty()) << "the workload outlived brig and brig gc";
 }
 
 TEST_F(Cgroups, GcRemovesTheGroupsOfAKilledBrig) {

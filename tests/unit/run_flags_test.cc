@@ -161,6 +161,7 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--swap", "-1", "true"}, "--swap '-1'"},
       {{"--pids", "0", "true"}, "--pids '0'"},
       {{"--pids", "unlimited", "true"}, "--pids 'unlimited'"},
+      {{"--pids", "4194305", "true"}, "--pids '4194305': expected a number from 1 to 4194304"},
       {{"--cpus", "0.001", "true"}, "--cpus '0.001': must be at least 0.01"},
       {{"--cgroup-parent", "relative", "true"}, "--cgroup-parent 'relative'"},
       {{"--cgroup-parent", "/a/../b", "true"}, "--cgroup-parent '/a/../b'"},
