@@ -136,6 +136,13 @@ std::string Missing(Controller c, const std::string& parent) {
          "parent, and a profile may mark the limit optional)";
 }
 
+// Makes one of the sandbox's own groups, noted in its record first.
+Result<std::string> MakeGroupDir(const std::string& dir, state::Record& record) {
+  BRIG_TRY(record.Add("cgroup", dir));
+  if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
+  return dir;
+}
+
 // Removes an empty group, waiting out tasks that are still exiting.
 void RemoveDir(const std::string& dir) {
   for (int i = 0; i < 2000; ++i) {
@@ -327,9 +334,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
       if (!line.empty()) BRIG_TRY_CTX(WriteValue(d + "/cgroup.subtree_control", line), "cgroup");
     }
     if (created.empty()) AwaitControllers(parent, enable);
-    std::string dir = parent + "/" + name;
-    BRIG_TRY(record.Add("cgroup", dir));
-    if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
+    std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
     g->v2_ = dir;
     g->v2_fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!g->v2_fd_) return SysError("open", dir).Wrap("cgroup");
@@ -365,9 +370,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     if (plan.For(c) != Path::kV1) continue;
     std::string parent = ParentDir(**h, plan.parent);
     BRIG_TRY_CTX(MakeParents(parent), "cgroup");
-    std::string dir = parent + "/" + name;
-    BRIG_TRY(record.Add("cgroup", dir));
-    if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
+    std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
     g->v1_.push_back({c, dir});
     if (c == Controller::kMemory) {
       if (limits.memory) {
@@ -402,9 +405,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
   if ((!layout.v2 || !KernelHasCgroupKill()) && layout.v1_freezer) {
     std::string parent = ParentDir(*layout.v1_freezer, plan.parent);
     BRIG_TRY_CTX(MakeParents(parent), "cgroup");
-    std::string dir = parent + "/" + name;
-    BRIG_TRY(record.Add("cgroup", dir));
-    if (mkdir(dir.c_str(), 0755) < 0) return SysError("mkdir", dir).Wrap("cgroup");
+    std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
     g->freezer_ = dir;
   }
   return g;
