@@ -57,14 +57,6 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-Status WriteValue(const std::string& path, const std::string& value) {
-  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return SysError("open", path);
-  if (write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
-    return SysError("write", path + " <- " + value);
-  }
-  return {};
-}
 
 // "key value" lines (memory.events, cpu.stat, memory.oom_control).
 std::optional<uint64_t> KeyedValue(const std::string& path, std::string_view key) {
@@ -331,7 +323,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     std::string line;
     for (const auto& c : enable) line += (line.empty() ? "+" : " +") + c;
     for (const auto& d : created) {
-      if (!line.empty()) BRIG_TRY_CTX(WriteValue(d + "/cgroup.subtree_control", line), "cgroup");
+      if (!line.empty()) BRIG_TRY_CTX(util::WriteFile(d + "/cgroup.subtree_control", line), "cgroup");
     }
     if (created.empty()) AwaitControllers(parent, enable);
     std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
@@ -342,22 +334,22 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     g->v2_pids_ = plan.pids == Path::kV2;
     if (g->v2_memory_) {
       // One OOM kill ends the whole sandbox, as on v1 (where brig does it).
-      BRIG_TRY_CTX(WriteValue(dir + "/memory.oom.group", "1"), "cgroup");
+      BRIG_TRY_CTX(util::WriteFile(dir + "/memory.oom.group", "1"), "cgroup");
       if (limits.memory) {
-        BRIG_TRY_CTX(WriteValue(dir + "/memory.max", std::to_string(*limits.memory)), "cgroup");
+        BRIG_TRY_CTX(util::WriteFile(dir + "/memory.max", std::to_string(*limits.memory)), "cgroup");
       }
       if (swap_limit && !Exists(dir + "/memory.swap.max") && SwapInUse()) {
         return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
       }
       if (swap_limit && Exists(dir + "/memory.swap.max")) {
-        BRIG_TRY_CTX(WriteValue(dir + "/memory.swap.max", std::to_string(swap)), "cgroup");
+        BRIG_TRY_CTX(util::WriteFile(dir + "/memory.swap.max", std::to_string(swap)), "cgroup");
       }
     }
     if (g->v2_pids_ && limits.pids) {
-      BRIG_TRY_CTX(WriteValue(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
+      BRIG_TRY_CTX(util::WriteFile(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
     }
     if (plan.cpu == Path::kV2 && limits.cpu_milli) {
-      BRIG_TRY_CTX(WriteValue(dir + "/cpu.max", cpu_quota + " " + std::to_string(kCpuPeriodUs)),
+      BRIG_TRY_CTX(util::WriteFile(dir + "/cpu.max", cpu_quota + " " + std::to_string(kCpuPeriodUs)),
                    "cgroup");
     }
   }
@@ -374,7 +366,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     g->v1_.push_back({c, dir});
     if (c == Controller::kMemory) {
       if (limits.memory) {
-        BRIG_TRY_CTX(WriteValue(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory)),
+        BRIG_TRY_CTX(util::WriteFile(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory)),
                      "cgroup");
         // memsw bounds memory plus swap; without swap accounting, there is nothing to
         // bound only if the host has no swap.
@@ -382,7 +374,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
           return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
         }
         if (swap_limit && Exists(dir + "/memory.memsw.limit_in_bytes")) {
-          BRIG_TRY_CTX(WriteValue(dir + "/memory.memsw.limit_in_bytes",
+          BRIG_TRY_CTX(util::WriteFile(dir + "/memory.memsw.limit_in_bytes",
                                   std::to_string(*limits.memory + swap)),
                        "cgroup");
         }
@@ -392,14 +384,14 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
       if (!g->oom_event_) return SysError("eventfd").Wrap("cgroup");
       sys::UniqueFd oc(open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC));
       if (!oc) return SysError("open", dir + "/memory.oom_control").Wrap("cgroup");
-      BRIG_TRY_CTX(WriteValue(dir + "/cgroup.event_control",
+      BRIG_TRY_CTX(util::WriteFile(dir + "/cgroup.event_control",
                               std::to_string(g->oom_event_.get()) + " " + std::to_string(oc.get())),
                    "cgroup");
     } else if (c == Controller::kPids && limits.pids) {
-      BRIG_TRY_CTX(WriteValue(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
+      BRIG_TRY_CTX(util::WriteFile(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
     } else if (c == Controller::kCpu && limits.cpu_milli) {
-      BRIG_TRY_CTX(WriteValue(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)), "cgroup");
-      BRIG_TRY_CTX(WriteValue(dir + "/cpu.cfs_quota_us", cpu_quota), "cgroup");
+      BRIG_TRY_CTX(util::WriteFile(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)), "cgroup");
+      BRIG_TRY_CTX(util::WriteFile(dir + "/cpu.cfs_quota_us", cpu_quota), "cgroup");
     }
   }
   if ((!layout.v2 || !KernelHasCgroupKill()) && layout.v1_freezer) {
@@ -413,16 +405,16 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
 
 Status Group::AttachV1(pid_t pid) {
   std::string p = std::to_string(pid);
-  for (const auto& [c, dir] : v1_) BRIG_TRY_CTX(WriteValue(dir + "/cgroup.procs", p), "cgroup");
-  if (!freezer_.empty()) BRIG_TRY_CTX(WriteValue(freezer_ + "/cgroup.procs", p), "cgroup");
+  for (const auto& [c, dir] : v1_) BRIG_TRY_CTX(util::WriteFile(dir + "/cgroup.procs", p), "cgroup");
+  if (!freezer_.empty()) BRIG_TRY_CTX(util::WriteFile(freezer_ + "/cgroup.procs", p), "cgroup");
   return {};
 }
 
 bool Group::Kill() {
-  if (!v2_.empty() && freezer_.empty() && WriteValue(v2_ + "/cgroup.kill", "1")) return true;
+  if (!v2_.empty() && freezer_.empty() && util::WriteFile(v2_ + "/cgroup.kill", "1")) return true;
   if (freezer_.empty()) return false;
   // Frozen, nothing can fork between reading the member list and the signals.
-  if (!WriteValue(freezer_ + "/freezer.state", "FROZEN")) return false;
+  if (!util::WriteFile(freezer_ + "/freezer.state", "FROZEN")) return false;
   for (int i = 0; i < 1000; ++i) {
     auto state = util::ReadFile(freezer_ + "/freezer.state");
     if (!state || state->rfind("FROZEN", 0) == 0) break;
@@ -433,7 +425,7 @@ bool Group::Kill() {
       if (!line.empty()) (void)kill(std::atoi(std::string(line).c_str()), SIGKILL);
     }
   }
-  (void)WriteValue(freezer_ + "/freezer.state", "THAWED");
+  (void)util::WriteFile(freezer_ + "/freezer.state", "THAWED");
   return true;
 }
 
@@ -483,7 +475,7 @@ Result<bool> RemoveStale(const std::string& id, const std::string& dir) {
   if (fs.f_type != CGROUP2_SUPER_MAGIC && fs.f_type != CGROUP_SUPER_MAGIC) {
     return Fail("cgroup", dir, "not on a cgroup file system", ErrorKind::kInternal);
   }
-  if (fs.f_type == CGROUP2_SUPER_MAGIC) (void)WriteValue(dir + "/cgroup.kill", "1");
+  if (fs.f_type == CGROUP2_SUPER_MAGIC) (void)util::WriteFile(dir + "/cgroup.kill", "1");
   RemoveDir(dir);
   if (Exists(dir)) {
     errno = EBUSY;

@@ -39,6 +39,7 @@ struct RunRequest {
   std::optional<uint64_t> tmp_size, rlimit_nofile, rlimit_nproc, rlimit_core;
   std::optional<uint64_t> memory, swap, pids, cpu_milli;
   std::string cgroup_parent;
+  std::string subnet;
   std::vector<std::string> pass_env;
   std::vector<std::string> set_env;
   bool help = false;

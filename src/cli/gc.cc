@@ -6,6 +6,7 @@
 #include "cgroup/cgroup.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "net/network.h"
 #include "state/record.h"
 
 namespace brig::cli {
@@ -37,8 +38,10 @@ std::string Usage() {
   std::ostringstream out;
   out << "Usage: brig gc\n\n"
          "Remove what sandboxes left on the host when their brig died without cleaning up\n"
-         "(SIGKILL, a crash): their cgroups. Prints one line per thing removed. Sandboxes\n"
-         "that are still running are not touched.\n\n"
+         "(SIGKILL, a crash): their cgroups, and the nftables rules, veth and address of\n"
+         "those with a network interface. Prints one line per thing removed. Sandboxes\n"
+         "that are still running are not touched. Run it in the network namespace the\n"
+         "sandboxes ran in.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) UsageRow(out, std::string("  ") + f.name, f.help);
   out << "\nExit status: 0 if everything stale was removed, 1 if something could not be,\n"
@@ -48,16 +51,28 @@ std::string Usage() {
 
 Status Clean(const std::string& id, const std::vector<state::Entry>& entries) {
   for (const auto& e : entries) {
-    if (e.kind != "cgroup") {
+    if (e.kind != "cgroup" && e.kind != "net") {
       return Fail("brig gc", id, "unknown resource kind '" + e.kind + "' in its record",
                   ErrorKind::kInternal);
     }
   }
+  // Every entry is tried; the record stays if any of them could not be cleaned.
+  std::optional<Error> failed;
   for (const auto& e : entries) {
-    if (BRIG_TRY_CTX(cgroup::RemoveStale(id, e.value), id)) {
-      printf("removed %s %s\n", e.kind.c_str(), e.value.c_str());
+    if (e.kind == "cgroup") {
+      auto removed = cgroup::RemoveStale(id, e.value);
+      if (removed && *removed) printf("removed cgroup %s\n", e.value.c_str());
+      if (!removed && !failed) failed = std::move(removed).error().Wrap(id);
+    } else {
+      auto removed = net::RemoveStaleNet(e.value);
+      if (removed) {
+        for (const auto& what : *removed) printf("removed %s (%s)\n", what.c_str(), id.c_str());
+      } else if (!failed) {
+        failed = std::move(removed).error().Wrap(id);
+      }
     }
   }
+  if (failed) return std::move(*failed);
   return {};
 }
 

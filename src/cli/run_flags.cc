@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "config/brig.pb.h"
+#include "net/network.h"
 #include "util/parse.h"
 
 namespace brig::cli {
@@ -130,6 +131,14 @@ const std::vector<Flag>& Flags() {
        [](RunRequest& r, const std::string& v) -> Status {
          BRIG_TRY(cgroup::CheckParent(v));
          r.cgroup_parent = v;
+         return {};
+       }},
+      {"--subnet", "CIDR",
+       "the bridge's subnet, for postures with an interface (default 10.213.0.0/16)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = net::ParseSubnet(v);
+         if (!s) return BadInput("--subnet", v, s.error().detail);
+         r.subnet = v;
          return {};
        }},
       {"--env", "K=V", "set K to V in the sandbox (repeatable)",
@@ -285,10 +294,8 @@ Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
   if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() != v1::WORKSPACE_RO) {
     return refuse("filesystem.protected_paths in a writable workspace");
   }
-  auto posture = p.network().posture();
-  if (posture != v1::POSTURE_NONE && posture != v1::POSTURE_BROKER_ONLY) {
-    return refuse("network.posture " + v1::NetworkPosture_Name(posture));
-  }
+  // allowlist and open get their interface and walls; with no resolver or proxy behind
+  // the redirects yet, they reach nothing, which is narrower than the profile, not wider.
   return {};
 }
 
@@ -381,6 +388,13 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     return BadInput("--swap", "", "needs a memory limit (--memory, or the profile's limits.memory)");
   }
   sb.cgroup_parent = req.cgroup_parent;
+  auto posture = profile.network().posture();
+  if (sb.isolated && (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN)) {
+    sb.network = *net::ParseSubnet(req.subnet.empty() ? net::kDefaultSubnet : req.subnet);
+  } else if (!req.subnet.empty()) {
+    return BadInput("--subnet", req.subnet,
+                    "profile '" + req.profile + "' gives the sandbox no network interface");
+  }
   BRIG_TRY(CheckEnforceable(profile, req.profile));
   if (sb.isolated) {
     sb.workspace_mode = ModeOf(profile.filesystem().workspace());

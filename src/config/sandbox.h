@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cgroup/cgroup.h"
+#include "net/link.h"
 
 namespace brig::config {
 
@@ -45,6 +47,9 @@ struct Sandbox {
   Rlimits rlimits;
   cgroup::Limits limits;
   std::string cgroup_parent;  // empty: the group brig runs in, per hierarchy
+  // Postures allowlist and open: an interface on brig's bridge, in this subnet. Unset:
+  // loopback only (none, broker-only).
+  std::optional<net::Subnet> network;
 
   std::string seccomp_policy;  // path of the policy file
   std::string result_path;

@@ -20,6 +20,7 @@
 #include "security/caps.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
+#include "util/files.h"
 
 namespace brig::container {
 namespace {
@@ -175,6 +176,13 @@ Status Setup(const InitArgs& a) {
   // died in between is caught by the next sync read (EOF).
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   BRIG_TRY_CTX(net::BringUpLoopback(), "network");
+  if (a.address) {
+    // The supervisor made eth0 here before it sent kIdMapDone. No IPv6: brig's rules
+    // would drop it anyway, so the sandbox does not try.
+    BRIG_TRY_CTX(util::WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1"), "network");
+    BRIG_TRY_CTX(util::WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"), "network");
+    BRIG_TRY_CTX(net::ConfigureSandboxSide(a.address->addr, a.address->subnet), "network");
+  }
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
   BRIG_TRY_CTX(security::DropPrivileges(), "privileges");

@@ -5,6 +5,7 @@
 
 #include "config/sandbox.h"
 #include "fs/mount_plan.h"
+#include "net/network.h"
 #include "security/seccomp.h"
 
 namespace brig::container {
@@ -14,6 +15,7 @@ struct InitArgs {
   fs::MountPlan* plan;
   const security::SeccompProgram* seccomp;
   int sync_fd;
+  const net::SandboxAddress* address;  // eth0's, with posture allowlist or open; else null
 };
 
 [[noreturn]] void InitMain(const InitArgs& args);

@@ -18,6 +18,7 @@
 #include "fs/mount_plan.h"
 #include "security/caps.h"
 #include "security/seccomp_cache.h"
+#include "net/network.h"
 #include "state/record.h"
 #include "supervise/loop.h"
 #include "sys/fd.h"
@@ -63,13 +64,14 @@ void Abort(int pidfd) {
 
 // The handshake up to Ready (sync.h). Returns an Error reported by init, if any.
 Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::Sandbox& sb,
-                                       SyncSequence& seq) {
+                                       net::SandboxNet* net, SyncSequence& seq) {
   for (;;) {
     Message m = BRIG_TRY_CTX(RecvMessage(sync_fd, kSetupStepTimeoutMs), "brig init");
     BRIG_TRY(seq.Accept(m.type));
     switch (m.type) {
       case Msg::kNeedIdMap:
         BRIG_TRY(WriteIdMaps(pid, sb));
+        if (net) BRIG_TRY(net->Attach(pid));
         BRIG_TRY(SendMessage(sync_fd, Msg::kIdMapDone));
         break;
       case Msg::kReady:
@@ -239,6 +241,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // Whatever the sandbox holds on the host is noted before it is made (brig gc).
   state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
   std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
+  std::unique_ptr<net::SandboxNet> net;
+  if (sb.network) net = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, record));
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -255,7 +259,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
     parent_end.Reset();
-    InitMain(InitArgs{&sb, &plan, &seccomp, child_end.get()});
+    InitMain(InitArgs{&sb, &plan, &seccomp, child_end.get(), net ? &net->address() : nullptr});
   }
   sys::UniqueFd pidfd(pidfd_raw);
   child_end.Reset();
@@ -269,7 +273,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   }
   SyncSequence seq;
   Outcome out;
-  auto hs = Handshake(parent_end.get(), pid, sb, seq);
+  auto hs = Handshake(parent_end.get(), pid, sb, net.get(), seq);
   if (!hs || hs->has_value()) {
     // Init failed (and said why) or went silent; either way it ends here.
     Abort(pidfd.get());
@@ -290,6 +294,10 @@ Result<Outcome> Run(const config::Sandbox& sb) {
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq, 0, group.get()};
+  if (net) {
+    in.extra_fds = net->listeners().fds();
+    in.on_extra = [&](int fd) { net->listeners().Handle(fd); };
+  }
   auto lo = supervise::Supervise(in);
   if (!lo) {
     Abort(pidfd.get());

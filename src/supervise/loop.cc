@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -65,6 +67,7 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
   if (sync_open) BRIG_TRY(Watch(ep.get(), in.sync_fd));
   BRIG_TRY(Watch(ep.get(), in.signal_fd));
   BRIG_TRY(Watch(ep.get(), timeout.get()));
+  for (int fd : in.extra_fds) BRIG_TRY(Watch(ep.get(), fd));
   int oom_fd = in.group ? in.group->oom_event_fd() : -1;
   if (oom_fd >= 0) BRIG_TRY(Watch(ep.get(), oom_fd));
   int pending_signal = 0;
@@ -110,6 +113,9 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
           sync_open = false;
           (void)epoll_ctl(ep.get(), EPOLL_CTL_DEL, in.sync_fd, nullptr);
         }
+      } else if (in.on_extra &&
+                 std::find(in.extra_fds.begin(), in.extra_fds.end(), fd) != in.extra_fds.end()) {
+        in.on_extra(fd);
       } else if (fd == oom_fd) {
         // v1 has no memory.oom.group: one OOM kill ends the whole sandbox here instead.
         out.oom_event = true;

@@ -5,7 +5,9 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include "brig/result.h"
 #include "cgroup/cgroup.h"
@@ -25,6 +27,10 @@ struct LoopInput {
   pid_t direct_pid = 0;
   // The sandbox's cgroup, if it has one: kills go through it, so none can miss a process.
   cgroup::Group* group = nullptr;
+  // More sockets of the supervisor's (the network listeners), and what to do when one of
+  // them is readable.
+  std::vector<int> extra_fds;
+  std::function<void(int)> on_extra;
 };
 
 struct LoopOutput {

@@ -1,4 +1,4 @@
-// Whole-file helpers. Parent side only (they allocate).
+// Whole-file helpers for the parent and brig init (both single-threaded).
 #include "util/files.h"
 
 #include <fcntl.h>
@@ -29,6 +29,17 @@ Result<std::string> ReadFile(const std::string& path) {
   auto r = ReadFd(fd.get(), 0);
   if (!r) return SysError("read", path);
   return r;
+}
+
+Status WriteFile(const std::string& path, const std::string& data) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return SysError("open", path);
+  ssize_t n = write(fd, data.data(), data.size());
+  int e = errno;
+  close(fd);
+  errno = e;
+  if (n != static_cast<ssize_t>(data.size())) return SysError("write", path + " <- " + data);
+  return {};
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t mode) {

@@ -210,7 +210,9 @@ TEST_F(Cgroups, MissingControllerRefusesTheRunNamingIt) {
   EXPECT_EQ(asked.exit_code, 125);
   EXPECT_EQ(asked.out, "");
   EXPECT_NE(asked.err.find("pids controller"), std::string::npos) << asked.err;
-  if (!parent_dir.empty()) EXPECT_EQ(rmdir(parent_dir.c_str()), 0);
+  if (!parent_dir.empty()) {
+    EXPECT_EQ(rmdir(parent_dir.c_str()), 0);
+  }
 }
 
 TEST_F(Cgroups, CheckNamesThePathOfEachController) {

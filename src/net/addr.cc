@@ -1,0 +1,85 @@
+#include "net/addr.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+namespace brig::net {
+namespace {
+
+// Locks `path`, created if need be. Fails with EWOULDBLOCK if another holds it; succeeds
+// only if the locked file is still the one at `path` (its holder may have just released
+// and unlinked it).
+Result<sys::UniqueFd> LockPath(const std::string& path, bool create) {
+  sys::UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
+                        0600));
+  if (!fd) return SysError("open", path);
+  if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0) return SysError("flock", path);
+  struct stat a, b;
+  if (fstat(fd.get(), &a) < 0) return SysError("fstat", path);
+  if (stat(path.c_str(), &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+    errno = EWOULDBLOCK;
+    return SysError("flock", path);
+  }
+  return fd;
+}
+
+}  // namespace
+
+Lease::Lease(Lease&& o) noexcept
+    : addr_(o.addr_), path_(std::exchange(o.path_, {})), fd_(std::move(o.fd_)) {}
+
+Lease& Lease::operator=(Lease&& o) noexcept {
+  if (this != &o) {
+    Release();
+    addr_ = o.addr_;
+    path_ = std::exchange(o.path_, {});
+    fd_ = std::move(o.fd_);
+  }
+  return *this;
+}
+
+Result<Lease> Lease::Take(const std::string& dir, const Subnet& subnet) {
+  uint32_t hosts = subnet.Size() - 3;  // not the network, the gateway or the broadcast
+  uint32_t start = 0;
+  if (getrandom(&start, sizeof start, 0) != sizeof start) start = static_cast<uint32_t>(getpid());
+  for (uint32_t i = 0; i < hosts; ++i) {
+    Ipv4 a{subnet.network.v + 2 + (start + i) % hosts};
+    std::string path = dir + "/" + a.Str();
+    auto fd = LockPath(path, true);
+    if (!fd) {
+      if (fd.error().err == EWOULDBLOCK) continue;
+      return std::move(fd).error();
+    }
+    Lease l;
+    l.addr_ = a;
+    l.path_ = path;
+    l.fd_ = std::move(*fd);
+    return l;
+  }
+  return Fail("address", subnet.Str(), "every address of the subnet is in use");
+}
+
+void Lease::Release() {
+  if (path_.empty()) return;
+  (void)unlink(path_.c_str());
+  path_.clear();
+  fd_.Reset();
+}
+
+Result<bool> RemoveStaleLease(const std::string& path) {
+  auto fd = LockPath(path, false);
+  if (!fd) {
+    if (fd.error().err == ENOENT || fd.error().err == EWOULDBLOCK) return false;
+    return std::move(fd).error();
+  }
+  if (unlink(path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", path);
+  return true;
+}
+
+}  // namespace brig::net

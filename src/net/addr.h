@@ -1,0 +1,38 @@
+// Sandbox addresses, unique among live sandboxes across brig processes: one lock file per
+// address in a directory per network namespace, held under an exclusive flock for the
+// sandbox's lifetime (shared with brig init, like the sandbox record). A crashed run's
+// address is free again as soon as its processes are gone; brig gc removes its file.
+#pragma once
+
+#include <string>
+
+#include "brig/result.h"
+#include "net/link.h"
+#include "sys/fd.h"
+
+namespace brig::net {
+
+class Lease {
+ public:
+  // Takes a free address of `subnet` (never the network, gateway or broadcast address),
+  // starting the search at a random one. Its file lives in `dir`.
+  static Result<Lease> Take(const std::string& dir, const Subnet& subnet);
+  Lease() = default;
+  Lease(Lease&& o) noexcept;
+  Lease& operator=(Lease&& o) noexcept;
+  ~Lease() { Release(); }
+  Ipv4 addr() const { return addr_; }
+  const std::string& path() const { return path_; }
+  void Release();
+
+ private:
+  Ipv4 addr_;
+  std::string path_;
+  sys::UniqueFd fd_;
+};
+
+// Removes `path` if it is an address file whose lease is not held (brig gc). Returns
+// whether it removed it.
+Result<bool> RemoveStaleLease(const std::string& path);
+
+}  // namespace brig::net

@@ -1,0 +1,68 @@
+// A sandbox's network interface (postures allowlist and open): the host bridge and brig's
+// base rules (made once, under a lock), an address lease, the supervisor's listeners, the
+// sandbox's own rules, and its veth. Everything is noted in the sandbox record before it
+// is made, so brig gc can remove it after a crash.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "brig/result.h"
+#include "net/addr.h"
+#include "net/link.h"
+#include "net/listeners.h"
+#include "net/nft.h"
+#include "state/record.h"
+
+namespace brig::net {
+
+inline constexpr char kDefaultSubnet[] = "10.213.0.0/16";
+inline constexpr char kStateDir[] = "/run/brig/net";
+
+// What brig init needs to configure the sandbox side.
+struct SandboxAddress {
+  Ipv4 addr;
+  Subnet subnet;
+};
+
+class SandboxNet {
+ public:
+  // Before clone. Refuses a subnet that collides with the host's routes.
+  static Result<std::unique_ptr<SandboxNet>> Prepare(const std::string& id, const Subnet& subnet,
+                                                     state::Record& record);
+  SandboxNet(const SandboxNet&) = delete;
+  SandboxNet& operator=(const SandboxNet&) = delete;
+  ~SandboxNet() { Teardown(); }
+
+  const SandboxAddress& address() const { return address_; }
+  Listeners& listeners() { return listeners_; }
+  // After clone, while init waits: the veth, its sandbox end made in init's namespace.
+  Status Attach(pid_t init);
+  // Once the sandbox has ended: its rules out, its address free. The veth goes with the
+  // sandbox's network namespace.
+  void Teardown();
+  // Its entry in the sandbox record: "NETNS,ID,PORT,ADDR,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP".
+  std::string RecordEntry() const;
+
+ private:
+  SandboxNet() = default;
+  SandboxAddress address_;
+  Lease lease_;
+  Listeners listeners_;
+  PortRules rules_;
+  uint64_t netns_ = 0;
+  int bridge_index_ = 0;
+  bool rules_added_ = false;
+};
+
+// brig gc's removal of what a record's "net" entry names: the sandbox's rules, its veth if
+// its namespace lingers, and its address lease. Returns a line for each thing removed. An
+// entry of another network namespace is refused: gc must run where the sandbox ran.
+Result<std::vector<std::string>> RemoveStaleNet(const std::string& value);
+
+// This process's network namespace, as the inode number of /proc/self/ns/net.
+Result<uint64_t> NetnsId();
+
+}  // namespace brig::net
