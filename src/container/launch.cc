@@ -295,8 +295,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq, 0, group.get()};
   if (net) {
-    in.extra_fds = net->listeners().fds();
-    in.on_extra = [&](int fd) { net->listeners().Handle(fd); };
+    in.extra_fds = {net->listeners().fd()};
+    in.on_extra = [&](int) { net->listeners().Handle(); };
   }
   auto lo = supervise::Supervise(in);
   if (!lo) {

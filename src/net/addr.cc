@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "util/files.h"
+
 namespace brig::net {
 namespace {
 
@@ -32,13 +34,17 @@ Result<sys::UniqueFd> LockPath(const std::string& path, bool create) {
 }  // namespace
 
 Lease::Lease(Lease&& o) noexcept
-    : addr_(o.addr_), path_(std::exchange(o.path_, {})), fd_(std::move(o.fd_)) {}
+    : addr_(o.addr_),
+      path_(std::exchange(o.path_, {})),
+      previous_(std::move(o.previous_)),
+      fd_(std::move(o.fd_)) {}
 
 Lease& Lease::operator=(Lease&& o) noexcept {
   if (this != &o) {
     Release();
     addr_ = o.addr_;
     path_ = std::exchange(o.path_, {});
+    previous_ = std::move(o.previous_);
     fd_ = std::move(o.fd_);
   }
   return *this;
@@ -60,9 +66,19 @@ Result<Lease> Lease::Take(const std::string& dir, const Subnet& subnet) {
     l.addr_ = a;
     l.path_ = path;
     l.fd_ = std::move(*fd);
+    auto prev = util::ReadFd(l.fd_.get(), 0);
+    if (prev) l.previous_ = *prev;
     return l;
   }
   return Fail("address", subnet.Str(), "every address of the subnet is in use");
+}
+
+Status Lease::Note(const std::string& text) {
+  if (ftruncate(fd_.get(), 0) < 0) return SysError("truncate", path_);
+  if (pwrite(fd_.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    return SysError("write", path_);
+  }
+  return {};
 }
 
 void Lease::Release() {

@@ -23,11 +23,16 @@ class Lease {
   ~Lease() { Release(); }
   Ipv4 addr() const { return addr_; }
   const std::string& path() const { return path_; }
+  // What a crashed holder of this address wrote into its file (Note), if anything: its
+  // leftovers can then be found and removed.
+  const std::string& previous() const { return previous_; }
+  // Replaces the file's content.
+  Status Note(const std::string& text);
   void Release();
 
  private:
   Ipv4 addr_;
-  std::string path_;
+  std::string path_, previous_;
   sys::UniqueFd fd_;
 };
 

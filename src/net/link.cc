@@ -76,8 +76,10 @@ Status SetUp(nl_sock* s, rtnl_link* link, const std::string& dev) {
   return {};
 }
 
-// Whether `ifindex` carries exactly `addr`/prefix.
-Result<bool> HasAddress(nl_sock* s, int ifindex, Ipv4 addr, int prefix) {
+// Whether `ifindex` carries exactly `addr`/prefix; another IPv4 address on it is refused
+// (it would be a bridge of another subnet).
+Result<bool> HasAddress(nl_sock* s, const std::string& name, int ifindex, Ipv4 addr,
+                        int prefix) {
   nl_cache* raw = nullptr;
   if (int e = rtnl_addr_alloc_cache(s, &raw); e < 0) return NlError("list addresses", "", e);
   std::unique_ptr<nl_cache, CacheFree> cache(raw);
@@ -88,7 +90,14 @@ Result<bool> HasAddress(nl_sock* s, int ifindex, Ipv4 addr, int prefix) {
     nl_addr* local = rtnl_addr_get_local(a);
     uint32_t be;
     memcpy(&be, nl_addr_get_binary_addr(local), sizeof be);
-    if (ntohl(be) == addr.v && rtnl_addr_get_prefixlen(a) == prefix) found = true;
+    if (ntohl(be) == addr.v && rtnl_addr_get_prefixlen(a) == prefix) {
+      found = true;
+    } else {
+      return Fail("bridge", name,
+                  "has address " + Ipv4{ntohl(be)}.Str() + "/" +
+                      std::to_string(rtnl_addr_get_prefixlen(a)) + ", not " + addr.Str() + "/" +
+                      std::to_string(prefix) + ": another --subnet is in use on this host");
+    }
   }
   return found;
 }
@@ -172,7 +181,7 @@ Result<int> EnsureBridge(const std::string& name, const Subnet& subnet) {
     return Fail("bridge", name, "a link of that name exists and is not a bridge");
   }
   int ifindex = rtnl_link_get_ifindex(link.get());
-  if (!BRIG_TRY(HasAddress(s.get(), ifindex, subnet.Gateway(), subnet.prefix))) {
+  if (!BRIG_TRY(HasAddress(s.get(), name, ifindex, subnet.Gateway(), subnet.prefix))) {
     BRIG_TRY(AddAddress(s.get(), ifindex, subnet.Gateway(), subnet.prefix, name));
   }
   if (!(rtnl_link_get_flags(link.get()) & IFF_UP)) BRIG_TRY(SetUp(s.get(), link.get(), name));

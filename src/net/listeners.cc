@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace brig::net {
@@ -27,41 +29,94 @@ Result<sys::UniqueFd> Bind(Ipv4 addr, int type, uint16_t& port) {
   return fd;
 }
 
+Status Watch(int ep, int fd) {
+  struct epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) return SysError("epoll_ctl");
+  return {};
+}
+
+constexpr char kHttpRefusal[] =
+    "HTTP/1.1 403 Forbidden\r\n"
+    "Content-Type: text/plain\r\n"
+    "Content-Length: 72\r\n"
+    "Connection: close\r\n"
+    "\r\n"
+    "brig: this version of brig has no egress proxy; nothing leaves the host\n";
+// A TLS record: alert (21), version 3.1, length 2, level fatal (2), access_denied (49).
+constexpr char kTlsRefusal[] = {0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x31};
+
 }  // namespace
+
+std::string_view HttpRefusal() { return {kHttpRefusal, sizeof kHttpRefusal - 1}; }
+std::string_view TlsRefusal() { return {kTlsRefusal, sizeof kTlsRefusal}; }
 
 Result<Listeners> Listeners::Open(Ipv4 gateway) {
   Listeners l;
+  l.epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!l.epoll_) return SysError("epoll_create1");
   l.http_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.http), "listener");
   l.https_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.https), "listener");
   l.dns_tcp_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.dns_tcp), "listener");
   l.dns_udp_ = BRIG_TRY_CTX(Bind(gateway, SOCK_DGRAM, l.ports_.dns_udp), "listener");
+  for (int fd : {l.http_.get(), l.https_.get(), l.dns_tcp_.get(), l.dns_udp_.get()}) {
+    BRIG_TRY(Watch(l.epoll_.get(), fd));
+  }
   return l;
 }
 
-std::vector<int> Listeners::fds() const {
-  return {http_.get(), https_.get(), dns_tcp_.get(), dns_udp_.get()};
-}
-
-void Listeners::Handle(int fd) {
-  if (fd == dns_udp_.get()) {
-    char buf[1500];
-    sockaddr_in from = {};
-    for (;;) {
-      socklen_t len = sizeof from;
-      ssize_t n = recvfrom(fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
-      if (n < 0) return;
-      std::string reply = RefuseDnsQuery(std::string_view(buf, static_cast<size_t>(n)));
-      if (!reply.empty()) {
-        (void)sendto(fd, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+void Listeners::Handle() {
+  struct epoll_event evs[16];
+  int n = epoll_wait(epoll_.get(), evs, 16, 0);
+  for (int i = 0; i < n; ++i) {
+    int fd = evs[i].data.fd;
+    if (fd == dns_udp_.get()) {
+      char buf[1500];
+      sockaddr_in from = {};
+      for (;;) {
+        socklen_t len = sizeof from;
+        ssize_t got = recvfrom(fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+        if (got < 0) break;
+        std::string reply = RefuseDnsQuery(std::string_view(buf, static_cast<size_t>(got)));
+        if (!reply.empty()) {
+          (void)sendto(fd, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+        }
       }
+    } else if (fd == http_.get() || fd == https_.get() || fd == dns_tcp_.get()) {
+      Accept(fd);
+    } else {
+      Drain(fd);
     }
   }
+}
+
+void Listeners::Accept(int listener) {
   for (;;) {
-    sys::UniqueFd conn(accept4(fd, nullptr, nullptr, SOCK_CLOEXEC));
+    sys::UniqueFd conn(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!conn) return;
-    // A reset, not a FIN: the client learns at once that it got nowhere.
-    struct linger lg = {1, 0};
-    (void)setsockopt(conn.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    std::string_view say = listener == http_.get()    ? HttpRefusal()
+                           : listener == https_.get() ? TlsRefusal()
+                                                      : std::string_view();
+    (void)!send(conn.get(), say.data(), say.size(), MSG_NOSIGNAL);
+    // A FIN after the refusal; the socket stays until the client closes too, so what the
+    // client sent meanwhile cannot turn the close into a reset that loses the refusal.
+    (void)shutdown(conn.get(), SHUT_WR);
+    if (!Watch(epoll_.get(), conn.get())) continue;
+    if (conns_.size() >= kMaxRefusedConnections) conns_.pop_front();
+    conns_.push_back(std::move(conn));
+  }
+}
+
+void Listeners::Drain(int conn) {
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(conn, buf, sizeof buf, 0)) > 0) {
+  }
+  if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+    auto it = std::find_if(conns_.begin(), conns_.end(),
+                           [&](const sys::UniqueFd& c) { return c.get() == conn; });
+    if (it != conns_.end()) conns_.erase(it);  // closing removes it from the epoll set
   }
 }
 

@@ -56,12 +56,19 @@ Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
     BRIG_TRY_CTX(EnsureBaseRules(), "network");
   }
   n->lease_ = BRIG_TRY_CTX(Lease::Take(dir + "/addr", subnet), "network");
+  // The address of a crashed run that brig gc has not seen yet: its rules go first.
+  if (!n->lease_.previous().empty()) {
+    auto old = ParseEntry(n->lease_.previous());
+    if (old) (void)RemoveStalePortRules(old->rules, old->gateway);
+  }
   n->address_ = {n->lease_.addr(), subnet};
   n->listeners_ = BRIG_TRY_CTX(Listeners::Open(subnet.Gateway()), "network");
   n->rules_ = {id, PortName(id), n->address_.addr, MacFor(n->address_.addr),
                n->listeners_.ports()};
-  BRIG_TRY(record.Add("net", n->RecordEntry()));
-  BRIG_TRY_CTX(RunNft(AddPortScript(n->rules_, subnet)), "network");
+  std::string entry = n->RecordEntry();
+  BRIG_TRY(record.Add("net", entry));
+  BRIG_TRY_CTX(n->lease_.Note(entry), "network");
+  BRIG_TRY_CTX(AddPortRules(n->rules_, subnet.Gateway()), "network");
   n->rules_added_ = true;
   return n;
 }
@@ -76,7 +83,7 @@ Status SandboxNet::Attach(pid_t init) {
 
 void SandboxNet::Teardown() {
   if (rules_added_) {
-    (void)RemovePortRules(rules_);
+    (void)RemovePortRules(rules_, address_.subnet.Gateway());
     rules_added_ = false;
   }
   lease_.Release();
@@ -85,42 +92,54 @@ void SandboxNet::Teardown() {
 std::string SandboxNet::RecordEntry() const {
   const ListenerPorts& l = rules_.listeners;
   return std::to_string(netns_) + "," + rules_.id + "," + rules_.port + "," +
-         rules_.addr.Str() + "," + lease_.path() + "," + std::to_string(l.http) + "," +
-         std::to_string(l.https) + "," + std::to_string(l.dns_tcp) + "," +
-         std::to_string(l.dns_udp);
+         rules_.addr.Str() + "," + address_.subnet.Gateway().Str() + "," + lease_.path() + "," +
+         std::to_string(l.http) + "," + std::to_string(l.https) + "," +
+         std::to_string(l.dns_tcp) + "," + std::to_string(l.dns_udp);
 }
 
-Result<std::vector<std::string>> RemoveStaleNet(const std::string& value) {
+Result<NetEntry> ParseEntry(const std::string& value) {
   auto f = SplitComma(value);
   auto bad = [&] { return Fail("net", value, "malformed record entry", ErrorKind::kInternal); };
-  if (f.size() != 9) return bad();
-  uint64_t ns = BRIG_TRY(NetnsId());
-  if (f[0] != std::to_string(ns)) {
-    return Fail("net", f[2], "in network namespace " + f[0] + ", not this one (" +
-                                 std::to_string(ns) + "): run brig gc there");
-  }
-  PortRules r;
-  r.id = f[1];
-  r.port = f[2];
-  r.addr = BRIG_TRY(ParseIpv4(f[3]));
-  r.mac = MacFor(r.addr);
-  uint16_t* ports[] = {&r.listeners.http, &r.listeners.https, &r.listeners.dns_tcp,
-                       &r.listeners.dns_udp};
+  if (f.size() != 10) return bad();
+  NetEntry e;
+  e.netns = f[0];
+  e.rules.id = f[1];
+  e.rules.port = f[2];
+  e.rules.addr = BRIG_TRY(ParseIpv4(f[3]));
+  e.rules.mac = MacFor(e.rules.addr);
+  e.gateway = BRIG_TRY(ParseIpv4(f[4]));
+  e.lease = f[5];
+  uint16_t* ports[] = {&e.rules.listeners.http, &e.rules.listeners.https,
+                       &e.rules.listeners.dns_tcp, &e.rules.listeners.dns_udp};
   for (int i = 0; i < 4; ++i) {
-    const std::string& p = f[5 + i];
-    if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) {
+    const std::string& p = f[6 + i];
+    if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(p) > 65535) {
       return bad();
     }
     *ports[i] = static_cast<uint16_t>(std::stoul(p));
   }
-  if (r.port.rfind(kPortPrefix, 0) != 0 ||
-      f[4].rfind(std::string(kStateDir) + "/" + f[0] + "/addr/", 0) != 0) {
+  if (e.rules.port.rfind(kPortPrefix, 0) != 0 || e.rules.port.size() >= 16 ||
+      e.lease.rfind(std::string(kStateDir) + "/" + e.netns + "/addr/", 0) != 0 ||
+      e.lease.find("/..") != std::string::npos) {
     return bad();
   }
+  return e;
+}
+
+Result<std::vector<std::string>> RemoveStaleNet(const std::string& value) {
+  NetEntry e = BRIG_TRY(ParseEntry(value));
+  uint64_t ns = BRIG_TRY(NetnsId());
+  if (e.netns != std::to_string(ns)) {
+    return Fail("net", e.rules.port, "in network namespace " + e.netns + ", not this one (" +
+                                         std::to_string(ns) + "): run brig gc there");
+  }
   std::vector<std::string> removed;
-  if (BRIG_TRY(RemovePortRules(r))) removed.push_back("nftables rules of " + r.addr.Str());
-  if (BRIG_TRY(DeleteLinkIfExists(r.port))) removed.push_back("link " + r.port);
-  if (BRIG_TRY(RemoveStaleLease(f[4]))) removed.push_back("address " + r.addr.Str());
+  if (BRIG_TRY(RemoveStalePortRules(e.rules, e.gateway))) {
+    removed.push_back("nftables elements of " + e.rules.addr.Str());
+  }
+  if (BRIG_TRY(DeleteLinkIfExists(e.rules.port))) removed.push_back("link " + e.rules.port);
+  if (BRIG_TRY(RemoveStaleLease(e.lease))) removed.push_back("address " + e.rules.addr.Str());
   return removed;
 }
 

@@ -43,7 +43,8 @@ class SandboxNet {
   // Once the sandbox has ended: its rules out, its address free. The veth goes with the
   // sandbox's network namespace.
   void Teardown();
-  // Its entry in the sandbox record: "NETNS,ID,PORT,ADDR,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP".
+  // Its entry in the sandbox record (and its lease file):
+  // "NETNS,ID,PORT,ADDR,GATEWAY,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP".
   std::string RecordEntry() const;
 
  private:
@@ -56,6 +57,14 @@ class SandboxNet {
   int bridge_index_ = 0;
   bool rules_added_ = false;
 };
+
+struct NetEntry {
+  std::string netns, lease;
+  PortRules rules;
+  Ipv4 gateway;
+};
+// Parses a record entry, refusing anything brig would not have written. Pure.
+Result<NetEntry> ParseEntry(const std::string& value);
 
 // brig gc's removal of what a record's "net" entry names: the sandbox's rules, its veth if
 // its namespace lingers, and its address lease. Returns a line for each thing removed. An

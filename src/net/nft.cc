@@ -2,6 +2,11 @@
 
 #include <nftables/libnftables.h>
 
+#include <netinet/in.h>
+// After netinet/in.h, which it must not redefine.
+#include <linux/netfilter.h>
+
+#include <cerrno>
 #include <memory>
 
 namespace brig::net {
@@ -10,8 +15,6 @@ namespace {
 struct CtxFree {
   void operator()(nft_ctx* c) const { nft_ctx_free(c); }
 };
-
-std::string Chain(const std::string& id) { return "sb-" + id.substr(id.find('-') + 1); }
 
 // The first line of nft's message is the one that says what was wrong.
 std::string FirstLine(const char* text) {
@@ -78,15 +81,23 @@ std::string InetTable() {
 }
 
 std::string BridgeTable() {
+  std::string port = std::string("\"") + kPortPrefix + "*\"";
   return "table bridge brig {\n"
-         "  map ports { type ifname : verdict; }\n"
+         "  set ports_mac { type ifname . ether_addr; }\n"
+         "  set ports_ip { type ifname . ipv4_addr; }\n"
+         "  set ports_arp { type ifname . ether_addr . ipv4_addr . ipv4_addr; }\n"
          "  chain prerouting {\n"
          "    type filter hook prerouting priority -200; policy accept;\n"
-         "    iifname vmap @ports\n"
+         "    iifname != " + port + " accept\n"
+         "    iifname . ether saddr != @ports_mac drop\n"
+         "    ether type ip iifname . ip saddr != @ports_ip drop\n"
+         "    ether type arp iifname . arp saddr ether . arp saddr ip . arp daddr ip != "
+         "@ports_arp drop\n"
+         "    ether type != { ip, arp } drop\n"
          "  }\n"
          "  chain forward {\n"
          "    type filter hook forward priority 0; policy accept;\n"
-         "    iifname \"" + std::string(kPortPrefix) + "*\" drop\n"
+         "    iifname " + port + " drop\n"
          "  }\n"
          "}\n";
 }
@@ -95,58 +106,59 @@ std::string BridgeTable() {
 
 Status EnsureBaseRules() {
   // A table that exists was made whole by an earlier brig, in one transaction.
-  if (!RunNft("list table inet brig\n")) BRIG_TRY_CTX(RunNft(InetTable()), "inet table");
-  if (!RunNft("list table bridge brig\n")) BRIG_TRY_CTX(RunNft(BridgeTable()), "bridge table");
+  if (!BRIG_TRY(TableExists(NFPROTO_INET, "brig"))) {
+    BRIG_TRY_CTX(RunNft(InetTable()), "inet table");
+  }
+  if (!BRIG_TRY(TableExists(NFPROTO_BRIDGE, "brig"))) {
+    BRIG_TRY_CTX(RunNft(BridgeTable()), "bridge table");
+  }
   return {};
 }
 
-std::string AddPortScript(const PortRules& r, const Subnet& subnet) {
-  std::string chain = Chain(r.id), a = r.addr.Str(), gw = subnet.Gateway().Str();
-  std::string mac = MacStr(r.mac);
+std::vector<SetElements> PortElements(const PortRules& r, Ipv4 gateway) {
   const ListenerPorts& l = r.listeners;
-  auto port = [](uint16_t p) { return std::to_string(p); };
-  return "add chain bridge brig " + chain + "\n" +
-         // Frames must carry the port's own addresses; ARP is for the gateway only; the
-         // port speaks IPv4 and ARP, nothing else.
-         "add rule bridge brig " + chain + " ether saddr != " + mac + " drop\n" +
-         "add rule bridge brig " + chain + " ether type arp arp saddr ether != " + mac + " drop\n" +
-         "add rule bridge brig " + chain + " ether type arp arp saddr ip != " + a + " drop\n" +
-         "add rule bridge brig " + chain + " ether type arp arp daddr ip != " + gw + " drop\n" +
-         "add rule bridge brig " + chain + " ether type ip ip saddr != " + a + " drop\n" +
-         "add rule bridge brig " + chain + " ether type != { ip, arp } drop\n" +
-         "add element bridge brig ports { \"" + r.port + "\" : jump " + chain + " }\n" +
-         "add element inet brig redirect_tcp { " + a + " . 80 : " + port(l.http) + ", " + a +
-         " . 443 : " + port(l.https) + ", " + a + " . 53 : " + port(l.dns_tcp) + " }\n" +
-         "add element inet brig redirect_udp { " + a + " . 53 : " + port(l.dns_udp) + " }\n" +
-         "add element inet brig listeners { " + a + " . tcp . " + port(l.http) + ", " + a +
-         " . tcp . " + port(l.https) + ", " + a + " . tcp . " + port(l.dns_tcp) + ", " + a +
-         " . udp . " + port(l.dns_udp) + " }\n";
+  std::string port = IfnameField(r.port), mac = EtherField(r.mac.data());
+  std::string a = Ipv4Field(r.addr.v);
+  std::string tcp = ProtoField(IPPROTO_TCP), udp = ProtoField(IPPROTO_UDP);
+  return {
+      {NFPROTO_BRIDGE, "brig", "ports_mac", {{port + mac, ""}}},
+      {NFPROTO_BRIDGE, "brig", "ports_ip", {{port + a, ""}}},
+      {NFPROTO_BRIDGE, "brig", "ports_arp", {{port + mac + a + Ipv4Field(gateway.v), ""}}},
+      {NFPROTO_INET, "brig", "redirect_tcp",
+       {{a + PortField(80), PortData(l.http)},
+        {a + PortField(443), PortData(l.https)},
+        {a + PortField(53), PortData(l.dns_tcp)}}},
+      {NFPROTO_INET, "brig", "redirect_udp", {{a + PortField(53), PortData(l.dns_udp)}}},
+      {NFPROTO_INET, "brig", "listeners",
+       {{a + tcp + PortField(l.http), ""},
+        {a + tcp + PortField(l.https), ""},
+        {a + tcp + PortField(l.dns_tcp), ""},
+        {a + udp + PortField(l.dns_udp), ""}}},
+  };
 }
 
-std::string RemovePortScript(const PortRules& r) {
-  std::string chain = Chain(r.id), a = r.addr.Str();
-  const ListenerPorts& l = r.listeners;
-  auto port = [](uint16_t p) { return std::to_string(p); };
-  return "delete element bridge brig ports { \"" + r.port + "\" }\n" +
-         "delete chain bridge brig " + chain + "\n" +
-         "delete element inet brig redirect_tcp { " + a + " . 80, " + a + " . 443, " + a +
-         " . 53 }\n" +
-         "delete element inet brig redirect_udp { " + a + " . 53 }\n" +
-         "delete element inet brig listeners { " + a + " . tcp . " + port(l.http) + ", " + a +
-         " . tcp . " + port(l.https) + ", " + a + " . tcp . " + port(l.dns_tcp) + ", " + a +
-         " . udp . " + port(l.dns_udp) + " }\n";
+Status AddPortRules(const PortRules& r, Ipv4 gateway) {
+  return ApplyElements(true, PortElements(r, gateway));
 }
 
-Result<bool> RemovePortRules(const PortRules& r) {
-  if (RunNft(RemovePortScript(r))) return true;
-  // Some of it is gone already (a partial failure, or the tables were flushed): remove
-  // what is left piece by piece.
+Status RemovePortRules(const PortRules& r, Ipv4 gateway) {
+  return ApplyElements(false, PortElements(r, gateway));
+}
+
+Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway) {
+  // Some may be gone already (the tables were flushed, or a half-made sandbox): each
+  // element on its own, what is missing passed over.
   bool any = false;
-  std::string script = RemovePortScript(r);
-  for (size_t start = 0; start < script.size();) {
-    size_t end = script.find('\n', start);
-    any = RunNft(script.substr(start, end - start)) || any;
-    start = end + 1;
+  for (auto& set : PortElements(r, gateway)) {
+    for (auto& e : set.elems) {
+      SetElements one{set.family, set.table, set.set, {e}};
+      auto s = ApplyElements(false, {one});
+      if (s) {
+        any = true;
+      } else if (s.error().err != ENOENT) {
+        return std::move(s).error();
+      }
+    }
   }
   return any;
 }

@@ -5,7 +5,8 @@
 // The walls, for every port of the bridge:
 //   bridge brig: a port's frames must carry its own MAC and IPv4 address; ARP only for
 //     the gateway; nothing but IPv4 and ARP (so no IPv6); no frame from one port to
-//     another (lateral traffic is rejected).
+//     another. Sandboxes have /32 addresses and send everything to the gateway, so
+//     traffic for another sandbox arrives at the host, where the inet table rejects it.
 //   inet brig: TCP 80, 443 and TCP/UDP 53 from a sandbox address are redirected to that
 //     sandbox's own supervisor listeners, and only those redirected connections reach
 //     the host; everything else from the bridge, to the host or anywhere beyond it, is
@@ -15,9 +16,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "brig/result.h"
 #include "net/link.h"
+#include "net/nft_batch.h"
 
 namespace brig::net {
 
@@ -31,22 +34,25 @@ struct ListenerPorts {
 };
 
 struct PortRules {
-  std::string id;    // the sandbox id: its chain is "sb-<12 hex>"
+  std::string id;    // the sandbox id
   std::string port;  // the host end of its veth
   Ipv4 addr;
   Mac mac;
   ListenerPorts listeners;
 };
 
-// Runs one nft script as a single transaction.
+// Runs one nft script (libnftables) as a single transaction: the base tables.
 Status RunNft(const std::string& script);
 
 // Creates brig's tables if they are missing. Call under the network lock.
 Status EnsureBaseRules();
-// The scripts that add and remove one sandbox's rules (pure; unit-tested).
-std::string AddPortScript(const PortRules& r, const Subnet& subnet);
-std::string RemovePortScript(const PortRules& r);
-// Removes what AddPortScript added, of what still exists (brig gc). Returns whether any.
-Result<bool> RemovePortRules(const PortRules& r);
+
+// One sandbox's rules are set elements only, added and removed in one batch each
+// (nft_batch.h). Pure; unit-tested.
+std::vector<SetElements> PortElements(const PortRules& r, Ipv4 gateway);
+Status AddPortRules(const PortRules& r, Ipv4 gateway);
+Status RemovePortRules(const PortRules& r, Ipv4 gateway);
+// brig gc: removes whichever of them still exist. Returns whether any did.
+Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway);
 
 }  // namespace brig::net
