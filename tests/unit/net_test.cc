@@ -1,0 +1,132 @@
+// Pure parts of sandbox networking: subnets and addresses, the set elements that are a
+// sandbox's rules (in the kernel's layout), record entries, and the listeners' refusals.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+// After netinet/in.h, which it must not redefine.
+#include <linux/netfilter.h>
+
+#include <string>
+
+#include "net/listeners.h"
+#include "net/network.h"
+#include "net/nft.h"
+
+namespace brig::net {
+namespace {
+
+TEST(NetSubnet, ParsesOnlyNetworkAddresses) {
+  auto s = ParseSubnet("10.213.0.0/16");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->Str(), "10.213.0.0/16");
+  EXPECT_EQ(s->Gateway().Str(), "10.213.0.1");
+  EXPECT_EQ(s->Size(), 65536u);
+  EXPECT_TRUE(s->Contains(*ParseIpv4("10.213.255.254")));
+  EXPECT_FALSE(s->Contains(*ParseIpv4("10.214.0.1")));
+  EXPECT_TRUE(s->Overlaps(*ParseIpv4("10.0.0.0"), 8));
+  EXPECT_TRUE(s->Overlaps(*ParseIpv4("10.213.7.0"), 24));
+  EXPECT_FALSE(s->Overlaps(*ParseIpv4("10.214.0.0"), 16));
+  for (const char* bad : {"", "10.213.0.0", "10.213.0.1/16", "10.213.0.0/7", "10.213.0.0/31",
+                          "10.213.0.0/x", "10.213.0.0/016x", "300.1.1.0/24", "fd00::/8",
+                          "10.213.0.0/"}) {
+    EXPECT_FALSE(ParseSubnet(bad)) << bad;
+  }
+}
+
+TEST(NetSubnet, MacIsLocalUnicastAndFollowsTheAddress) {
+  Mac m = MacFor(*ParseIpv4("10.213.1.2"));
+  EXPECT_EQ(MacStr(m), "02:62:72:d5:01:02");
+  EXPECT_EQ(m[0] & 1, 0) << "multicast bit";
+  EXPECT_EQ(m[0] & 2, 2) << "locally administered bit";
+}
+
+PortRules Rules() {
+  PortRules r;
+  r.id = "brig-0123456789ab";
+  r.port = "bv0123456789ab";
+  r.addr = *ParseIpv4("10.213.0.5");
+  r.mac = MacFor(r.addr);
+  r.listeners = {40080, 40443, 40053, 40054};
+  return r;
+}
+
+TEST(NetRules, ElementsAreInTheKernelsLayout) {
+  auto sets = PortElements(Rules(), *ParseIpv4("10.213.0.1"));
+  ASSERT_EQ(sets.size(), 6u);
+  std::string port("bv0123456789ab\0\0", 16);
+  std::string mac("\x02\x62\x72\xd5\x00\x05\0\0", 8);
+  std::string addr("\x0a\xd5\x00\x05", 4), gw("\x0a\xd5\x00\x01", 4);
+  EXPECT_EQ(sets[0].set, "ports_mac");
+  EXPECT_EQ(sets[0].family, NFPROTO_BRIDGE);
+  EXPECT_EQ(sets[0].elems.at(0).key, port + mac);
+  EXPECT_EQ(sets[1].elems.at(0).key, port + addr);
+  EXPECT_EQ(sets[2].elems.at(0).key, port + mac + addr + gw);
+  EXPECT_EQ(sets[3].set, "redirect_tcp");
+  EXPECT_EQ(sets[3].family, NFPROTO_INET);
+  ASSERT_EQ(sets[3].elems.size(), 3u);
+  EXPECT_EQ(sets[3].elems[0].key, addr + std::string("\x00\x50\0\0", 4));  // 80, padded
+  EXPECT_EQ(sets[3].elems[0].data, std::string("\x9c\x90", 2));           // 40080
+  EXPECT_EQ(sets[4].elems.at(0).data, std::string("\x9c\x76", 2));        // 40054
+  ASSERT_EQ(sets[5].elems.size(), 4u);
+  EXPECT_EQ(sets[5].elems[3].key,
+            addr + std::string("\x11\0\0\0", 4) + std::string("\x9c\x76\0\0", 4));  // udp
+}
+
+TEST(NetRecord, EntryRoundTripsAndRefusesWhatBrigWouldNotWrite) {
+  std::string good =
+      "4026531840,brig-0123456789ab,bv0123456789ab,10.213.0.5,10.213.0.1,"
+      "/run/brig/net/4026531840/addr/10.213.0.5,40080,40443,40053,40054";
+  auto e = ParseEntry(good);
+  ASSERT_TRUE(e) << e.error().Render();
+  EXPECT_EQ(e->netns, "4026531840");
+  EXPECT_EQ(e->rules.port, "bv0123456789ab");
+  EXPECT_EQ(e->rules.addr.Str(), "10.213.0.5");
+  EXPECT_EQ(e->gateway.Str(), "10.213.0.1");
+  EXPECT_EQ(e->rules.listeners.dns_udp, 40054);
+  const std::string bad[] = {
+      "",
+      "1,2,3",
+      // a link brig does not own
+      "4026531840,brig-0123456789ab,eth0,10.213.0.5,10.213.0.1,"
+      "/run/brig/net/4026531840/addr/10.213.0.5,1,2,3,4",
+      // a lease outside brig's state, or escaping it
+      "4026531840,brig-0123456789ab,bv0123456789ab,10.213.0.5,10.213.0.1,/etc/passwd,1,2,3,4",
+      "4026531840,brig-0123456789ab,bv0123456789ab,10.213.0.5,10.213.0.1,"
+      "/run/brig/net/4026531840/addr/../../../../etc/passwd,1,2,3,4",
+      // ports out of range or not numbers
+      "4026531840,brig-0123456789ab,bv0123456789ab,10.213.0.5,10.213.0.1,"
+      "/run/brig/net/4026531840/addr/10.213.0.5,70000,2,3,4",
+      "4026531840,brig-0123456789ab,bv0123456789ab,10.213.0.5,10.213.0.1,"
+      "/run/brig/net/4026531840/addr/10.213.0.5,-1,2,3,4",
+      "4026531840,brig-0123456789ab,bv0123456789ab,not-an-ip,10.213.0.1,"
+      "/run/brig/net/4026531840/addr/10.213.0.5,1,2,3,4",
+  };
+  for (const auto& b : bad) EXPECT_FALSE(ParseEntry(b)) << b;
+}
+
+TEST(NetListeners, DnsRefusalKeepsTheQuestion) {
+  EXPECT_EQ(RefuseDnsQuery(""), "");
+  EXPECT_EQ(RefuseDnsQuery(std::string(11, '\0')), "");
+  // id 0x1234, RD set, one question: example.com A IN
+  std::string q("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+                "\x07" "example\x03" "com\x00\x00\x01\x00\x01", 29);
+  std::string r = RefuseDnsQuery(q);
+  ASSERT_EQ(r.size(), q.size());
+  EXPECT_EQ(r.substr(0, 2), "\x12\x34");
+  EXPECT_EQ(static_cast<uint8_t>(r[2]), 0x81) << "QR and RD";
+  EXPECT_EQ(static_cast<uint8_t>(r[3]), 0x05) << "REFUSED";
+  EXPECT_EQ(r.substr(4), q.substr(4));
+  EXPECT_EQ(RefuseDnsQuery(r), "") << "a reply is not answered";
+}
+
+TEST(NetListeners, RefusalsAreWellFormed) {
+  std::string http(HttpRefusal());
+  size_t body = http.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  EXPECT_EQ(http.rfind("HTTP/1.1 403 ", 0), 0u);
+  std::string len = "Content-Length: " + std::to_string(http.size() - body - 4) + "\r\n";
+  EXPECT_NE(http.find(len), std::string::npos) << http;
+  EXPECT_EQ(TlsRefusal(), std::string_view("\x15\x03\x01\x00\x02\x02\x31", 7));
+}
+
+}  // namespace
+}  // namespace brig::net
