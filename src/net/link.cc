@@ -127,7 +127,9 @@ std::string Subnet::Str() const { return network.Str() + "/" + std::to_string(pr
 Result<Ipv4> ParseIpv4(std::string_view s) {
   std::string str(s);
   in_addr a;
-  if (str.empty() || inet_pton(AF_INET, str.c_str(), &a) != 1) {
+  // inet_pton reads a C string: a NUL inside would end it early.
+  if (str.empty() || str.find('\0') != std::string::npos ||
+      inet_pton(AF_INET, str.c_str(), &a) != 1) {
     return BadInput("address", str, "expected a dotted IPv4 address");
   }
   return Ipv4{ntohl(a.s_addr)};
@@ -138,7 +140,8 @@ Result<Subnet> ParseSubnet(std::string_view s) {
   if (slash == std::string_view::npos) return BadInput("subnet", std::string(s), "expected A.B.C.D/N");
   Ipv4 net = BRIG_TRY(ParseIpv4(s.substr(0, slash)));
   std::string_view p = s.substr(slash + 1);
-  if (p.empty() || p.size() > 2 || p.find_first_not_of("0123456789") != std::string_view::npos) {
+  if (p.empty() || p.size() > 2 || p[0] == '0' ||
+      p.find_first_not_of("0123456789") != std::string_view::npos) {
     return BadInput("subnet", std::string(s), "expected a prefix length after '/'");
   }
   int prefix = std::stoi(std::string(p));

@@ -1,0 +1,46 @@
+// libFuzzer target: what brig's network code reads from a sandbox or an operator. The
+// listeners answer DNS queries from the sandbox (RefuseDnsQuery); --subnet and the record
+// entries of /run/brig are parsed (ParseSubnet, ParseEntry). Besides "no crash, no UB":
+// a refusal is the query with only the flags changed, never a reply to a reply; a parsed
+// subnet prints back as itself; a parsed entry names only brig's own links and files.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fuzz_common.h"
+#include "net/listeners.h"
+#include "net/network.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > 4096) return -1;
+  std::string_view s(reinterpret_cast<const char*>(data), size);
+
+  std::string r = brig::net::RefuseDnsQuery(s);
+  if (!r.empty()) {
+    FUZZ_CHECK(r.size() == s.size());
+    FUZZ_CHECK((static_cast<uint8_t>(s[2]) & 0x80) == 0);
+    FUZZ_CHECK((static_cast<uint8_t>(r[2]) & 0x80) != 0 && r[3] == 5);
+    FUZZ_CHECK(r.substr(0, 2) == s.substr(0, 2) && r.substr(4) == s.substr(4));
+    FUZZ_CHECK(brig::net::RefuseDnsQuery(r).empty());
+  } else {
+    FUZZ_CHECK(s.size() < 12 || (static_cast<uint8_t>(s[2]) & 0x80) != 0);
+  }
+
+  if (auto sub = brig::net::ParseSubnet(s)) {
+    FUZZ_CHECK(sub->Str() == s);
+    FUZZ_CHECK(sub->prefix >= 8 && sub->prefix <= 30);
+  } else {
+    brig::fuzz::CheckRendersOneLine(sub.error());
+  }
+
+  if (auto e = brig::net::ParseEntry(std::string(s))) {
+    FUZZ_CHECK(e->rules.port.rfind(brig::net::kPortPrefix, 0) == 0);
+    FUZZ_CHECK(e->rules.port.size() < 16);
+    FUZZ_CHECK(e->lease.rfind(std::string(brig::net::kStateDir) + "/", 0) == 0);
+    FUZZ_CHECK(e->lease.find("/..") == std::string::npos);
+  } else {
+    brig::fuzz::CheckRendersOneLine(e.error());
+  }
+  return 0;
+}
