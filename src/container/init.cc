@@ -179,8 +179,8 @@ Status Setup(const InitArgs& a) {
   if (a.address) {
     // The supervisor made eth0 here before it sent kIdMapDone. No IPv6: brig's rules
     // would drop it anyway, so the sandbox does not try.
+    // (Only "all": the sandbox cannot make another interface.)
     BRIG_TRY_CTX(util::WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1"), "network");
-    BRIG_TRY_CTX(util::WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"), "network");
     BRIG_TRY_CTX(net::ConfigureSandboxSide(a.address->addr, a.address->subnet), "network");
   }
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
