@@ -1,0 +1,129 @@
+// A test world for the network tests (issue 5, "Tests"): network namespaces the test
+// makes itself, with no path to the machine's real interfaces. brig's bridge lives in the
+// world; a fake internet host lives in a second namespace joined to the world by a veth;
+// both run small servers that write down everything that reaches them, so "gets
+// nowhere" is asserted at the server and not only by a client's error.
+//
+//   sandboxes --veth-- brig0 10.213.0.1/16 [world] wi0 198.51.100.1/24
+//                                                  |
+//                                           eth0 198.51.100.10/24 [internet], default
+//                                           route via 198.51.100.1
+//
+// The world forwards (ip_forward=1), as a real host with a bridge does, so brig's rules
+// are the only thing between a sandbox and the fake internet.
+//
+// The namespaces are held by file descriptors of the test process (made by unshare in a
+// thread), not named with `ip netns add`: that would bind-mount them under /run/netns
+// and change the mount table the host fixture compares. Commands enter them with
+// `nsenter --net=/proc/<test pid>/fd/<fd>` (not `ip netns exec`, which remounts /sys and
+// hides /sys/fs/cgroup from brig). Nothing is ever addressed outside 198.51.100.0/24 and
+// brig's own subnet, and the world has no route anywhere else.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testlib/testlib.h"
+
+namespace brig::testing {
+
+inline constexpr char kWorldAddr[] = "198.51.100.1";      // the world's end of the link
+inline constexpr char kInternetHost[] = "198.51.100.10";  // the fake internet host
+inline constexpr char kGateway[] = "10.213.0.1";          // brig's default bridge address
+
+// A TCP or UDP server bound to 0.0.0.0:port in one of the world's namespaces. It accepts
+// (and closes) every connection and reads every datagram, and notes each as
+// "tcp 10.213.4.5:40000 -> 198.51.100.10:8080".
+class CountingServer {
+ public:
+  CountingServer(int fd, bool tcp, std::string label);
+  ~CountingServer();
+  CountingServer(const CountingServer&) = delete;
+  CountingServer& operator=(const CountingServer&) = delete;
+
+  std::vector<std::string> Hits() const;
+  void Clear();
+  const std::string& label() const { return label_; }
+
+ private:
+  void Loop();
+  int fd_;
+  bool tcp_;
+  std::string label_;
+  int stop_[2] = {-1, -1};
+  mutable std::mutex mu_;
+  std::vector<std::string> hits_;
+  std::thread thread_;
+};
+
+class TestWorld {
+ public:
+  enum Where { kWorld, kInternet };
+
+  TestWorld() = default;
+  ~TestWorld() { TearDown(); }
+  TestWorld(const TestWorld&) = delete;
+  TestWorld& operator=(const TestWorld&) = delete;
+
+  // Why the world cannot be made here at all (no ip, nft, nsenter): for GTEST_SKIP.
+  static std::string Unavailable();
+  // Makes the namespaces, the link between them, and servers on the usual ports (TCP 53,
+  // 80, 443, 8080 and UDP 53, 8080 in both), then checks that the world reaches the
+  // internet host and back. Empty on success, otherwise what failed.
+  std::string Build();
+  // Kills what the test left running in the world (brig processes it spawned, anything in
+  // the namespaces), stops the servers, removes brig's state directory of this world and
+  // drops the namespaces. Returns what it had to clean up that the test should have ("" if
+  // nothing). Idempotent.
+  std::string TearDown();
+
+  // For nsenter --net=.
+  std::string NsPath(Where w) const;
+  // The world's inode number, which names brig's state in /run/brig/net.
+  uint64_t WorldInode() const { return world_ino_; }
+  // brig's per-namespace state directory for this world, and its address leases.
+  std::string StateDir() const;
+  std::vector<std::string> Leases() const;
+
+  // Runs a command in a namespace of the world (nsenter --net).
+  RunOutput Run(Where w, const std::vector<std::string>& command) const;
+  RunOutput InWorld(const std::vector<std::string>& command) const { return Run(kWorld, command); }
+  // brig in the world, in the foreground or in the background (output to `dir`/stdout and
+  // `dir`/stderr); a spawned brig is killed at TearDown if the test has not waited for it.
+  RunOutput Brig(const std::vector<std::string>& args) const;
+  pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir);
+  int Wait(pid_t pid);
+
+  // A further server (the usual ones exist after Build); null if it cannot listen.
+  CountingServer* Serve(Where w, bool tcp, uint16_t port);
+  // Every hit on every server, each prefixed with the server's label; empty if nothing
+  // reached any of them.
+  std::vector<std::string> AllHits() const;
+  void ClearHits();
+
+  // Links of the world whose name starts with `prefix` (e.g. "bv").
+  std::vector<std::string> Links(const std::string& prefix) const;
+  // A TCP connection from inside namespace `from` to addr:port, made by the test
+  // process itself: "ok" or the errno name.
+  std::string Connect(Where from, const std::string& addr, uint16_t port) const;
+
+ private:
+  int Fd(Where w) const { return w == kWorld ? world_fd_ : internet_fd_; }
+  int world_fd_ = -1, internet_fd_ = -1;
+  uint64_t world_ino_ = 0, internet_ino_ = 0;
+  std::vector<std::unique_ptr<CountingServer>> servers_;
+  std::set<pid_t> spawned_;
+};
+
+// Prefixes each of `lines` with "  " and joins them, for failure messages.
+std::string Lines(const std::vector<std::string>& lines);
+
+}  // namespace brig::testing
