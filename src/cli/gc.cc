@@ -64,7 +64,7 @@ Status Clean(const std::string& id, const std::vector<state::Entry>& entries) {
       if (removed && *removed) printf("removed cgroup %s\n", e.value.c_str());
       if (!removed && !failed) failed = std::move(removed).error().Wrap(id);
     } else {
-      auto removed = net::RemoveStaleNet(e.value);
+      auto removed = net::RemoveStaleNet(id, e.value);
       if (removed) {
         for (const auto& what : *removed) printf("removed %s (%s)\n", what.c_str(), id.c_str());
       } else if (!failed) {

@@ -213,7 +213,8 @@ std::string MainUsage() {
          "Options:\n"
          "  --help    show this help\n"
          "  --version show the version\n\n"
-         "See brig(1), brig-run(1), brig-policy(1), brig-profile(5) and brig-seccomp(5).\n";
+         "See brig(1), brig-run(1), brig-gc(1), brig-policy(1), brig-profile(5) and\n"
+         "brig-seccomp(5).\n";
 }
 
 }  // namespace brig::cli

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "container/command.h"
 #include "container/init.h"
 #include "container/sync.h"
@@ -303,7 +305,15 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
-  return FromLoop(std::move(*lo), started, *group);
+  out = FromLoop(std::move(*lo), started, *group);
+  if (net) {
+    if (auto s = net->Teardown(); !s) {
+      // The workload's outcome stands; what could not be removed is brig gc's.
+      fprintf(stderr, "brig: %s (brig gc removes what is left)\n", s.error().Render().c_str());
+      record.Keep();
+    }
+  }
+  return out;
 }
 
 }  // namespace brig::container

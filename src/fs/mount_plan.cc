@@ -97,7 +97,7 @@ std::string Passwd() {
          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 }
 
-Status AddHostRoot(MountPlan& plan) {
+Status AddHostRoot(MountPlan& plan, const config::Sandbox& sb) {
   sys::UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return SysError("open", "/");
   for (const char* e : kHostRootEntries) {
@@ -116,7 +116,8 @@ Status AddHostRoot(MountPlan& plan) {
   file("etc/hostname", "sandbox\n");
   file("etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
                     "127.0.1.1\tsandbox\n");
-  file("etc/resolv.conf", "# brig: network posture none, there is no resolver\n");
+  file("etc/resolv.conf", sb.network ? "# brig: this version of brig has no resolver\n"
+                                      : "# brig: no network interface, so no resolver\n");
   file("etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
                             "networks: files\nprotocols: files\nservices: files\n");
   sys::UniqueFd etc(open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -226,7 +227,7 @@ void AddProc(MountPlan& plan) {
 Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
   MountPlan plan;
   if (sb.rootfs.empty()) {
-    BRIG_TRY(AddHostRoot(plan));
+    BRIG_TRY(AddHostRoot(plan, sb));
   } else {
     BRIG_TRY(AddRootfs(plan, sb.rootfs));
   }

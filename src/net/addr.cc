@@ -81,6 +81,11 @@ Status Lease::Note(const std::string& text) {
   return {};
 }
 
+void Lease::Abandon() {
+  path_.clear();
+  fd_.Reset();
+}
+
 void Lease::Release() {
   if (path_.empty()) return;
   (void)unlink(path_.c_str());
@@ -88,14 +93,6 @@ void Lease::Release() {
   fd_.Reset();
 }
 
-Result<bool> RemoveStaleLease(const std::string& path) {
-  auto fd = LockPath(path, false);
-  if (!fd) {
-    if (fd.error().err == ENOENT || fd.error().err == EWOULDBLOCK) return false;
-    return std::move(fd).error();
-  }
-  if (unlink(path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", path);
-  return true;
-}
+Result<sys::UniqueFd> LockLease(const std::string& path) { return LockPath(path, true); }
 
 }  // namespace brig::net

@@ -23,6 +23,8 @@ class Lease {
   ~Lease() { Release(); }
   Ipv4 addr() const { return addr_; }
   const std::string& path() const { return path_; }
+  // Lets the lease go without removing its file, so brig gc can still find what it names.
+  void Abandon();
   // What a crashed holder of this address wrote into its file (Note), if anything: its
   // leftovers can then be found and removed.
   const std::string& previous() const { return previous_; }
@@ -36,8 +38,8 @@ class Lease {
   sys::UniqueFd fd_;
 };
 
-// Removes `path` if it is an address file whose lease is not held (brig gc). Returns
-// whether it removed it.
-Result<bool> RemoveStaleLease(const std::string& path);
+// Takes the lease file `path` (made if missing) for brig gc, so that no sandbox can take
+// the address while gc decides; fails with EWOULDBLOCK if a live sandbox holds it.
+Result<sys::UniqueFd> LockLease(const std::string& path);
 
 }  // namespace brig::net

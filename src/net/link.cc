@@ -206,7 +206,6 @@ Status CheckNoRouteOverlap(const Subnet& subnet, const std::string& bridge) {
   std::unique_ptr<nl_cache, CacheFree> cache(rc);
   for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
     auto* r = reinterpret_cast<rtnl_route*>(o);
-    if (rtnl_route_get_table(r) != RT_TABLE_MAIN) continue;
     nl_addr* dst = rtnl_route_get_dst(r);
     int plen = dst ? nl_addr_get_prefixlen(dst) : 0;
     if (plen == 0) continue;  // the default route covers everything, and collides with nothing

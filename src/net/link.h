@@ -42,8 +42,8 @@ std::string MacStr(const Mac& m);
 // one that exists already is checked to carry that address (a bridge of another subnet
 // is refused). Returns its ifindex.
 Result<int> EnsureBridge(const std::string& name, const Subnet& subnet);
-// Refuses a subnet that overlaps a route of the host's main table other than the
-// bridge's own.
+// Refuses a subnet that overlaps a route of any of the host's tables (the local table's
+// own addresses included) other than the bridge's own.
 Status CheckNoRouteOverlap(const Subnet& subnet, const std::string& bridge);
 // Creates veth `host_name` (a port of bridge `master`, up) whose peer is "eth0" with
 // `mac`, directly in the network namespace `netns_fd`.

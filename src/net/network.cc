@@ -8,6 +8,12 @@
 #include <cerrno>
 #include <sstream>
 
+#include <netinet/in.h>
+// After netinet/in.h, which it must not redefine.
+#include <linux/netfilter.h>
+
+#include "util/files.h"
+
 namespace brig::net {
 namespace {
 
@@ -81,12 +87,25 @@ Status SandboxNet::Attach(pid_t init) {
   return {};
 }
 
-void SandboxNet::Teardown() {
-  if (rules_added_) {
-    (void)RemovePortRules(rules_, address_.subnet.Gateway());
-    rules_added_ = false;
+Status SandboxNet::Teardown() {
+  if (!rules_added_) {
+    lease_.Release();
+    return {};
+  }
+  rules_added_ = false;
+  Status s = RemovePortRules(rules_, address_.subnet.Gateway());
+  // Some were gone (removed by hand, or the tables flushed): remove the rest one by one.
+  if (!s && s.error().err == ENOENT) {
+    auto piecewise = RemoveStalePortRules(rules_, address_.subnet.Gateway());
+    s = piecewise ? Status() : Status(std::move(piecewise).error());
+  }
+  if (!s) {
+    // The lease file names what is left, for brig gc (and for whoever reclaims it).
+    lease_.Abandon();
+    return std::move(s).error().Wrap("network teardown");
   }
   lease_.Release();
+  return {};
 }
 
 std::string SandboxNet::RecordEntry() const {
@@ -127,19 +146,34 @@ Result<NetEntry> ParseEntry(const std::string& value) {
   return e;
 }
 
-Result<std::vector<std::string>> RemoveStaleNet(const std::string& value) {
+Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std::string& value) {
   NetEntry e = BRIG_TRY(ParseEntry(value));
+  if (e.rules.id != id) return Fail("net", value, "belongs to " + e.rules.id + ", not " + id);
   uint64_t ns = BRIG_TRY(NetnsId());
   if (e.netns != std::to_string(ns)) {
     return Fail("net", e.rules.port, "in network namespace " + e.netns + ", not this one (" +
                                          std::to_string(ns) + "): run brig gc there");
   }
   std::vector<std::string> removed;
-  if (BRIG_TRY(RemoveStalePortRules(e.rules, e.gateway))) {
-    removed.push_back("nftables elements of " + e.rules.addr.Str());
+  // The port's elements and link are this sandbox's alone.
+  if (BRIG_TRY(RemoveStalePortRules(e.rules, e.gateway, NFPROTO_BRIDGE))) {
+    removed.push_back("nftables elements of port " + e.rules.port);
   }
   if (BRIG_TRY(DeleteLinkIfExists(e.rules.port))) removed.push_back("link " + e.rules.port);
-  if (BRIG_TRY(RemoveStaleLease(e.lease))) removed.push_back("address " + e.rules.addr.Str());
+  // The address's may since be another sandbox's: decide holding its lease, so that none
+  // can take it meanwhile. A live holder removed these leftovers when it took it.
+  auto lease = LockLease(e.lease);
+  if (!lease) {
+    if (lease.error().err == EWOULDBLOCK) return removed;
+    return std::move(lease).error();
+  }
+  std::string holder = BRIG_TRY(util::ReadFd(lease->get(), 0));
+  if (!holder.empty() && holder != value) return removed;  // another dead run's: its gc
+  if (BRIG_TRY(RemoveStalePortRules(e.rules, e.gateway, NFPROTO_INET))) {
+    removed.push_back("nftables elements of " + e.rules.addr.Str());
+  }
+  if (unlink(e.lease.c_str()) < 0 && errno != ENOENT) return SysError("unlink", e.lease);
+  if (!holder.empty()) removed.push_back("address " + e.rules.addr.Str());
   return removed;
 }
 

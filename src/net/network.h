@@ -34,15 +34,15 @@ class SandboxNet {
                                                      state::Record& record);
   SandboxNet(const SandboxNet&) = delete;
   SandboxNet& operator=(const SandboxNet&) = delete;
-  ~SandboxNet() { Teardown(); }
+  ~SandboxNet() { (void)Teardown(); }
 
   const SandboxAddress& address() const { return address_; }
   Listeners& listeners() { return listeners_; }
   // After clone, while init waits: the veth, its sandbox end made in init's namespace.
   Status Attach(pid_t init);
   // Once the sandbox has ended: its rules out, its address free. The veth goes with the
-  // sandbox's network namespace.
-  void Teardown();
+  // sandbox's network namespace. On failure the lease file stays, naming what is left.
+  Status Teardown();
   // Its entry in the sandbox record (and its lease file):
   // "NETNS,ID,PORT,ADDR,GATEWAY,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP".
   std::string RecordEntry() const;
@@ -69,7 +69,7 @@ Result<NetEntry> ParseEntry(const std::string& value);
 // brig gc's removal of what a record's "net" entry names: the sandbox's rules, its veth if
 // its namespace lingers, and its address lease. Returns a line for each thing removed. An
 // entry of another network namespace is refused: gc must run where the sandbox ran.
-Result<std::vector<std::string>> RemoveStaleNet(const std::string& value);
+Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std::string& value);
 
 // This process's network namespace, as the inode number of /proc/self/ns/net.
 Result<uint64_t> NetnsId();

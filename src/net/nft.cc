@@ -145,11 +145,12 @@ Status RemovePortRules(const PortRules& r, Ipv4 gateway) {
   return ApplyElements(false, PortElements(r, gateway));
 }
 
-Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway) {
+Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway, uint16_t family) {
   // Some may be gone already (the tables were flushed, or a half-made sandbox): each
   // element on its own, what is missing passed over.
   bool any = false;
   for (auto& set : PortElements(r, gateway)) {
+    if (family != 0 && set.family != family) continue;
     for (auto& e : set.elems) {
       SetElements one{set.family, set.table, set.set, {e}};
       auto s = ApplyElements(false, {one});

@@ -52,7 +52,9 @@ Status EnsureBaseRules();
 std::vector<SetElements> PortElements(const PortRules& r, Ipv4 gateway);
 Status AddPortRules(const PortRules& r, Ipv4 gateway);
 Status RemovePortRules(const PortRules& r, Ipv4 gateway);
-// brig gc: removes whichever of them still exist. Returns whether any did.
-Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway);
+// brig gc: removes whichever of them still exist, those of `family` only if it is not 0
+// (NFPROTO_BRIDGE: the port's, keyed by its name; NFPROTO_INET: the address's). Returns
+// whether any did.
+Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway, uint16_t family = 0);
 
 }  // namespace brig::net

@@ -46,6 +46,11 @@ Status Record::Add(std::string_view kind, std::string_view value) {
   return {};
 }
 
+void Record::Keep() {
+  path_.clear();
+  fd_.Reset();
+}
+
 void Record::Remove() {
   if (path_.empty()) return;
   (void)unlink(path_.c_str());

