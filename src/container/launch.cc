@@ -305,14 +305,19 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
-  out = FromLoop(std::move(*lo), started, *group);
+  // The network first: closing brig's netfilter socket at exit waits for the kernel to
+  // retire this last transaction (an RCU grace period), which the cgroup's removal and
+  // the result's writing then overlap.
+  bool keep_record = false;
   if (net) {
     if (auto s = net->Teardown(); !s) {
       // The workload's outcome stands; what could not be removed is brig gc's.
       fprintf(stderr, "brig: %s (brig gc removes what is left)\n", s.error().Render().c_str());
-      record.Keep();
+      keep_record = true;
     }
   }
+  out = FromLoop(std::move(*lo), started, *group);
+  if (keep_record) record.Keep();
   return out;
 }
 
