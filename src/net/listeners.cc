@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "sys/syscalls.h"
+
 namespace brig::net {
 namespace {
 
@@ -27,14 +29,6 @@ Result<sys::UniqueFd> Bind(Ipv4 addr, int type, uint16_t& port) {
   }
   port = ntohs(sa.sin_port);
   return fd;
-}
-
-Status Watch(int ep, int fd) {
-  struct epoll_event ev = {};
-  ev.events = EPOLLIN;
-  ev.data.fd = fd;
-  if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) return SysError("epoll_ctl");
-  return {};
 }
 
 constexpr char kHttpRefusal[] =
@@ -61,7 +55,7 @@ Result<Listeners> Listeners::Open(Ipv4 gateway) {
   l.dns_tcp_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.dns_tcp), "listener");
   l.dns_udp_ = BRIG_TRY_CTX(Bind(gateway, SOCK_DGRAM, l.ports_.dns_udp), "listener");
   for (int fd : {l.http_.get(), l.https_.get(), l.dns_tcp_.get(), l.dns_udp_.get()}) {
-    BRIG_TRY(Watch(l.epoll_.get(), fd));
+    BRIG_TRY(sys::EpollWatch(l.epoll_.get(), fd));
   }
   return l;
 }
@@ -102,7 +96,7 @@ void Listeners::Accept(int listener) {
     // A FIN after the refusal; the socket stays until the client closes too, so what the
     // client sent meanwhile cannot turn the close into a reset that loses the refusal.
     (void)shutdown(conn.get(), SHUT_WR);
-    if (!Watch(epoll_.get(), conn.get())) continue;
+    if (!sys::EpollWatch(epoll_.get(), conn.get())) continue;
     if (conns_.size() >= kMaxRefusedConnections) conns_.pop_front();
     conns_.push_back(std::move(conn));
   }

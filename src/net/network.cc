@@ -17,15 +17,6 @@
 namespace brig::net {
 namespace {
 
-Status MakeDirs(const std::string& dir) {
-  for (size_t slash = 1; slash != std::string::npos;) {
-    slash = dir.find('/', slash + 1);
-    std::string part = dir.substr(0, slash);
-    if (mkdir(part.c_str(), 0700) < 0 && errno != EEXIST) return SysError("mkdir", part);
-  }
-  return {};
-}
-
 std::string PortName(const std::string& id) { return kPortPrefix + id.substr(id.find('-') + 1); }
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -48,7 +39,7 @@ Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
                                                         state::Record& record) {
   uint64_t ns = BRIG_TRY(NetnsId());
   std::string dir = std::string(kStateDir) + "/" + std::to_string(ns);
-  BRIG_TRY(MakeDirs(dir + "/addr"));
+  BRIG_TRY(util::MakeDirs(dir + "/addr"));
   std::unique_ptr<SandboxNet> n(new SandboxNet());
   n->netns_ = ns;
   {

@@ -17,19 +17,10 @@ namespace {
 // A record with no entries yet may be one whose brig is between creating and locking it.
 constexpr time_t kEmptyRecordGraceSeconds = 60;
 
-Status MakeDirs(const std::string& dir) {
-  for (size_t slash = 1; slash != std::string::npos;) {
-    slash = dir.find('/', slash + 1);
-    std::string part = dir.substr(0, slash);
-    if (mkdir(part.c_str(), 0700) < 0 && errno != EEXIST) return SysError("mkdir", part);
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<Record> Record::Create(const std::string& dir, const std::string& id) {
-  BRIG_TRY(MakeDirs(dir));
+  BRIG_TRY(util::MakeDirs(dir));
   Record r;
   r.path_ = dir + "/" + id;
   r.fd_.Reset(open(r.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));

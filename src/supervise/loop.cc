@@ -33,14 +33,6 @@ Result<sys::UniqueFd> TimerAt(std::chrono::steady_clock::time_point when) {
   return t;
 }
 
-Status Watch(int ep, int fd) {
-  struct epoll_event ev = {};
-  ev.events = EPOLLIN;
-  ev.data.fd = fd;
-  if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) return SysError("epoll_ctl");
-  return {};
-}
-
 // Applies one message from init. Returns false once the socket has nothing more to say.
 bool HandleSync(const LoopInput& in, LoopOutput& out) {
   auto m = container::RecvMessage(in.sync_fd, 0);
@@ -62,14 +54,14 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
   if (!ep) return SysError("epoll_create1");
   sys::UniqueFd timeout = BRIG_TRY(TimerAt(in.deadline));
   sys::UniqueFd grace;
-  BRIG_TRY(Watch(ep.get(), in.pidfd));
+  BRIG_TRY(sys::EpollWatch(ep.get(), in.pidfd));
   bool sync_open = in.sync_fd >= 0;
-  if (sync_open) BRIG_TRY(Watch(ep.get(), in.sync_fd));
-  BRIG_TRY(Watch(ep.get(), in.signal_fd));
-  BRIG_TRY(Watch(ep.get(), timeout.get()));
-  for (int fd : in.extra_fds) BRIG_TRY(Watch(ep.get(), fd));
+  if (sync_open) BRIG_TRY(sys::EpollWatch(ep.get(), in.sync_fd));
+  BRIG_TRY(sys::EpollWatch(ep.get(), in.signal_fd));
+  BRIG_TRY(sys::EpollWatch(ep.get(), timeout.get()));
+  for (int fd : in.extra_fds) BRIG_TRY(sys::EpollWatch(ep.get(), fd));
   int oom_fd = in.group ? in.group->oom_event_fd() : -1;
-  if (oom_fd >= 0) BRIG_TRY(Watch(ep.get(), oom_fd));
+  if (oom_fd >= 0) BRIG_TRY(sys::EpollWatch(ep.get(), oom_fd));
   int pending_signal = 0;
 
   // The cgroup kills every process of the sandbox at once. Without one, killing brig init
@@ -138,7 +130,7 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
         pending_signal = sig;
         (void)sys::PidfdSendSignal(in.pidfd, sig);
         grace = BRIG_TRY(TimerAt(std::chrono::steady_clock::now() + in.grace));
-        BRIG_TRY(Watch(ep.get(), grace.get()));
+        BRIG_TRY(sys::EpollWatch(ep.get(), grace.get()));
       } else if (grace && fd == grace.get()) {
         out.killed_for_signal = pending_signal;
         kill_all();

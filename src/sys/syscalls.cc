@@ -5,6 +5,7 @@
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -120,6 +121,14 @@ Status CloseRangeCloexec(unsigned first) {
   if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
     return SysError("close_range");
   }
+  return {};
+}
+
+Status EpollWatch(int ep, int fd) {
+  struct epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) return SysError("epoll_ctl");
   return {};
 }
 

@@ -26,6 +26,9 @@ struct CloneArgs {
 // single-threaded. ENOSYS means the kernel predates 5.3.
 Result<pid_t> Clone3(const CloneArgs& args);
 
+// Adds `fd` to epoll set `ep` for readability, with the fd itself as the event's data.
+Status EpollWatch(int ep, int fd);
+
 Result<UniqueFd> Openat2(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve,
                          uint64_t mode = 0);
 Result<UniqueFd> OpenTree(int dirfd, const std::string& path, unsigned flags);

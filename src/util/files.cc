@@ -31,6 +31,15 @@ Result<std::string> ReadFile(const std::string& path) {
   return r;
 }
 
+Status MakeDirs(const std::string& dir) {
+  for (size_t slash = 1; slash != std::string::npos;) {
+    slash = dir.find('/', slash + 1);
+    std::string part = dir.substr(0, slash);
+    if (mkdir(part.c_str(), 0700) < 0 && errno != EEXIST) return SysError("mkdir", part);
+  }
+  return {};
+}
+
 Status WriteFile(const std::string& path, const std::string& data) {
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return SysError("open", path);

@@ -12,6 +12,8 @@ namespace brig::util {
 Result<std::string> ReadFile(const std::string& path);
 // Reads `fd` from `offset` to its end.
 Result<std::string> ReadFd(int fd, off_t offset);
+// Makes `dir` and its missing parents, 0700 (brig's state under /run/brig).
+Status MakeDirs(const std::string& dir);
 // Writes `data` to an existing file in one write(2), as proc, sys and cgroup files want.
 Status WriteFile(const std::string& path, const std::string& data);
 // Writes `data` to `path` atomically: a temporary file beside it, fsync, rename. Concurrent
