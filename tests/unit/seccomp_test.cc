@@ -139,19 +139,6 @@ syscalls { names: "read" names: "no_such_syscall" action: SCMP_ACT_ALLOW })",
   EXPECT_NE(prog.error().Render().find("no_such_syscall"), std::string::npos);
 }
 
-TEST(SeccompPolicy, TwoComparisonsOfOneArgumentAreRefused) {
-  // Found by fuzz_seccomp: libseccomp fails such a rule and leaks what it had built.
-  auto p = ParseSeccompPolicy(R"(default_action: SCMP_ACT_ERRNO
-syscalls { names: "write" action: SCMP_ACT_ALLOW
-  args { index: 1 op: SCMP_CMP_EQ } args { index: 1 value: 8 op: SCMP_CMP_EQ } })",
-                              "t");
-  ASSERT_TRUE(p);
-  auto prog = CompileSeccomp(*p);
-  ASSERT_FALSE(prog);
-  EXPECT_NE(prog.error().Render().find("argument 1 is compared twice"), std::string::npos)
-      << prog.error().Render();
-}
-
 TEST(SeccompPolicy, MissingDefaultActionIsRefused) {
   auto p = ParseSeccompPolicy("syscalls { names: \"read\" action: SCMP_ACT_ALLOW }", "t");
   ASSERT_TRUE(p);
