@@ -1,6 +1,7 @@
 // libFuzzer target: what brig's network code reads from a sandbox or an operator. The
-// listeners answer DNS queries from the sandbox (RefuseDnsQuery); --subnet and the record
-// entries of /run/brig are parsed (ParseSubnet, ParseEntry). Besides "no crash, no UB":
+// listeners answer DNS queries from the sandbox (RefuseDnsQuery); --subnet, the record
+// entries of /run/brig and the address floor's addresses and networks are parsed
+// (ParseSubnet, ParseEntry, ParseAddress, ParseNetwork). Besides "no crash, no UB":
 // a refusal is the query with only the flags changed, never a reply to a reply; a parsed
 // subnet prints back as itself; a parsed entry names only brig's own links and files.
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "egress/floor.h"
 #include "fuzz_common.h"
 #include "net/listeners.h"
 #include "net/network.h"
@@ -41,6 +43,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(e->lease.find("/..") == std::string::npos);
   } else {
     brig::fuzz::CheckRendersOneLine(e.error());
+  }
+  // The address floor reads addresses and networks from profiles: an address prints
+  // back as one that parses to itself, and its IPv4-mapped spelling is judged the same.
+  if (auto a = brig::egress::ParseAddress(s)) {
+    auto again = brig::egress::ParseAddress(a->Str());
+    FUZZ_CHECK(again && *again == *a);
+    if (a->v4) {
+      auto mapped = brig::egress::ParseAddress("::ffff:" + a->Str());
+      FUZZ_CHECK(mapped && brig::egress::FloorReason(*mapped) == brig::egress::FloorReason(*a));
+    }
+  }
+  if (auto n = brig::egress::ParseNetwork(s)) {
+    FUZZ_CHECK(n->Contains(n->base));
+  } else {
+    brig::fuzz::CheckRendersOneLine(n.error());
   }
   return 0;
 }
