@@ -1,0 +1,99 @@
+#include "egress/relay.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace brig::egress {
+namespace {
+
+// Bytes moved per splice: the default pipe capacity.
+constexpr size_t kChunk = 65536;
+
+Status MakePipe(sys::UniqueFd& r, sys::UniqueFd& w) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) return SysError("pipe2", "relay");
+  r.Reset(p[0]);
+  w.Reset(p[1]);
+  return {};
+}
+
+bool WouldBlock() { return errno == EAGAIN || errno == EWOULDBLOCK; }
+
+}  // namespace
+
+Result<Relay> Relay::Start(sys::UniqueFd client, sys::UniqueFd upstream, std::string prefix) {
+  Relay r;
+  r.client_ = std::move(client);
+  r.upstream_ = std::move(upstream);
+  BRIG_TRY(MakePipe(r.up_.pipe_r, r.up_.pipe_w));
+  BRIG_TRY(MakePipe(r.down_.pipe_r, r.down_.pipe_w));
+  r.up_.pending = std::move(prefix);
+  return r;
+}
+
+bool Relay::Move(Direction& d, int src, int dst) {
+  while (!d.pending.empty()) {
+    ssize_t n = send(dst, d.pending.data(), d.pending.size(), MSG_NOSIGNAL);
+    if (n < 0) return WouldBlock();
+    d.bytes += static_cast<uint64_t>(n);
+    d.pending.erase(0, static_cast<size_t>(n));
+  }
+  for (;;) {
+    bool progress = false;
+    if (!d.eof && d.in_pipe < kChunk) {
+      ssize_t n = splice(src, nullptr, d.pipe_w.get(), nullptr, kChunk - d.in_pipe,
+                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n == 0) {
+        d.eof = true;
+      } else if (n > 0) {
+        d.in_pipe += static_cast<size_t>(n);
+        progress = true;
+      } else if (!WouldBlock()) {
+        return false;
+      }
+    }
+    if (d.in_pipe > 0) {
+      ssize_t n = splice(d.pipe_r.get(), nullptr, dst, nullptr, d.in_pipe,
+                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        d.in_pipe -= static_cast<size_t>(n);
+        d.bytes += static_cast<uint64_t>(n);
+        progress = true;
+      } else if (n < 0 && !WouldBlock()) {
+        return false;
+      }
+    }
+    if (d.eof && d.in_pipe == 0 && !d.shut) {
+      (void)shutdown(dst, SHUT_WR);
+      d.shut = true;
+    }
+    if (!progress) return true;
+  }
+}
+
+bool Relay::Pump() {
+  if (failed_) return false;
+  if (!Move(up_, client_.get(), upstream_.get()) ||
+      !Move(down_, upstream_.get(), client_.get())) {
+    failed_ = true;
+    return false;
+  }
+  return !(up_.shut && down_.shut);
+}
+
+uint32_t Relay::Wanted(int fd) const {
+  bool is_client = fd == client_.get();
+  // As a source: readable while its direction has room; as a destination: writable
+  // while something waits for it.
+  const Direction& out = is_client ? up_ : down_;
+  const Direction& in = is_client ? down_ : up_;
+  uint32_t ev = 0;
+  if (!out.eof && out.in_pipe < kChunk) ev |= EPOLLIN;
+  if (in.in_pipe > 0 || !in.pending.empty()) ev |= EPOLLOUT;
+  return ev;
+}
+
+}  // namespace brig::egress
