@@ -1,7 +1,8 @@
 // libFuzzer target: what brig's network code reads from a sandbox or an operator. The
 // listeners answer DNS queries from the sandbox (RefuseDnsQuery); --subnet, the record
-// entries of /run/brig and the address floor's addresses and networks are parsed
-// (ParseSubnet, ParseEntry, ParseAddress, ParseNetwork). Besides "no crash, no UB":
+// entries of /run/brig, the address floor's addresses and networks, and the host's
+// resolv.conf are parsed (ParseSubnet, ParseEntry, ParseAddress, ParseNetwork,
+// ParseResolvConf). Besides "no crash, no UB":
 // a refusal is the query with only the flags changed, never a reply to a reply; a parsed
 // subnet prints back as itself; a parsed entry names only brig's own links and files.
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "egress/floor.h"
+#include "egress/upstream.h"
 #include "fuzz_common.h"
 #include "net/listeners.h"
 #include "net/network.h"
@@ -53,6 +55,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto mapped = brig::egress::ParseAddress("::ffff:" + a->Str());
       FUZZ_CHECK(mapped && brig::egress::FloorReason(*mapped) == brig::egress::FloorReason(*a));
     }
+  }
+  // resolv.conf: every nameserver found prints as an address that parses back.
+  for (const auto& a : brig::egress::ParseResolvConf(s)) {
+    FUZZ_CHECK(brig::egress::ParseAddress(a.Str()).has_value());
   }
   if (auto n = brig::egress::ParseNetwork(s)) {
     FUZZ_CHECK(n->Contains(n->base));
