@@ -4,10 +4,14 @@
 // (tests/fuzz/corpus/, captured on loopback); hostile ones are cut at every length.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "egress/allowlist.h"
+#include "egress/dns.h"
+#include "testlib/testlib.h"
 
 namespace brig::egress {
 namespace {
@@ -30,6 +34,15 @@ std::string Printable(std::string_view s) {
     }
   }
   return out;
+}
+
+std::string Be16(size_t v) { return {static_cast<char>(v >> 8), static_cast<char>(v & 0xff)}; }
+std::string Be32(uint32_t v) { return Be16(v >> 16) + Be16(v & 0xffff); }
+
+std::string Corpus(const std::string& name) {
+  std::string data = testing::ReadFileOrEmpty(testing::SourceRoot() + "/tests/fuzz/corpus/" + name);
+  EXPECT_FALSE(data.empty()) << "missing seed " << name;
+  return data;
 }
 
 // ---- Allowlist ----
@@ -229,6 +242,336 @@ TEST(EgressAllowlist, AnAddressIsNeverAllowedAsAName) {
   EXPECT_TRUE(l->Allows("anything.com", 443));
   EXPECT_FALSE(l->Allows("10.0.0.1", 443));
   EXPECT_FALSE(l->Allows("169.254.169.254", 80));
+}
+
+// ---- DNS ----
+
+std::string Labels(std::string_view dotted) {
+  std::string out;
+  while (!dotted.empty()) {
+    size_t dot = dotted.find('.');
+    std::string_view l = dotted.substr(0, dot);
+    out += static_cast<char>(l.size());
+    out += l;
+    dotted.remove_prefix(dot == std::string_view::npos ? dotted.size() : dot + 1);
+  }
+  return out + '\0';
+}
+
+std::string Header(uint16_t id, uint16_t flags, uint16_t qd, uint16_t an = 0, uint16_t ns = 0,
+                   uint16_t ar = 0) {
+  return Be16(id) + Be16(flags) + Be16(qd) + Be16(an) + Be16(ns) + Be16(ar);
+}
+
+std::string Query(uint16_t id, std::string_view name, uint16_t qtype, uint16_t flags = 0x0100) {
+  return Header(id, flags, 1) + Labels(name) + Be16(qtype) + Be16(kClassIn);
+}
+
+// A resource record with its owner already in wire form.
+std::string Rr(const std::string& owner, uint16_t type, uint32_t ttl, const std::string& data) {
+  return owner + Be16(type) + Be16(kClassIn) + Be32(ttl) + Be16(data.size()) + data;
+}
+
+TEST(EgressDns, ParsesAQueryAndKeepsItsCaseForTheAnswer) {
+  std::string raw = Query(0xbeef, "WwW.ExAmple.com", kTypeAaaa, 0x0110) + "\0\0\x29\x04\xd0"s;
+  raw[11] = 1;  // an OPT record follows the question; it is not read
+  auto q = ParseQuery(raw);
+  ASSERT_TRUE(q) << q.error().Render();
+  EXPECT_EQ(q->id, 0xbeef);
+  EXPECT_TRUE(q->rd);
+  EXPECT_TRUE(q->cd);
+  EXPECT_EQ(q->name, "www.example.com");
+  EXPECT_EQ(q->qtype, kTypeAaaa);
+  EXPECT_EQ(q->qclass, kClassIn);
+  EXPECT_EQ(q->question_end, 12 + 17 + 4u);
+
+  std::string nx = BuildNxdomain(*q, raw);
+  EXPECT_EQ(nx.substr(0, 12), Header(0xbeef, 0x8193, 1));  // QR RD RA CD, NXDOMAIN
+  EXPECT_EQ(nx.substr(12), raw.substr(12, 21)) << "the question, case and all";
+  EXPECT_EQ(BuildRefused(*q, raw)[3] & 0xf, kRcodeRefused);
+  EXPECT_EQ(BuildServfail(*q, raw)[3] & 0xf, kRcodeServFail);
+  std::string empty = BuildEmpty(*q, raw);
+  EXPECT_EQ(empty.substr(0, 12), Header(0xbeef, 0x8190, 1));
+  EXPECT_EQ(empty.size(), q->question_end);
+}
+
+TEST(EgressDns, NamesThatAreNoHostNamesParseButMatchNothing) {
+  // A label holding a dot must not read as two labels: "example.com" as one label under
+  // "evil.net" is not www.example.com's sibling.
+  std::string one_label = Header(1, 0, 1) +
+                          "\x0b"
+                          "example.com\x04"
+                          "evil\x03net"s +
+                          '\0' + Be16(kTypeA) + Be16(kClassIn);
+  for (const std::string& raw :
+       {one_label, Query(2, "_dmarc.example.com", 16), Query(3, "10.0.0.1", kTypeA),
+        Header(4, 0, 1) + '\0' + Be16(2) + Be16(kClassIn),  // the root, NS
+        Header(5, 0, 1) +
+            "\x03"
+            "a\0b\x03"
+            "com"s +
+            '\0' + Be16(kTypeA) + Be16(kClassIn)}) {
+    auto q = ParseQuery(raw);
+    ASSERT_TRUE(q) << q.error().Render();
+    EXPECT_EQ(q->name, "");
+    EXPECT_FALSE(Allowlist::Parse({"com", "net", "example.com"})->Allows(q->name, 0));
+    EXPECT_EQ(BuildNxdomain(*q, raw).substr(12), raw.substr(12));
+  }
+}
+
+TEST(EgressDns, RefusesWhatIsNoPlainQuery) {
+  struct Case {
+    std::string raw;
+    const char* why;
+  };
+  std::string q = Query(7, "example.com", kTypeA);
+  std::string name = Labels("example.com");
+  std::string long_name;
+  for (int i = 0; i < 4; ++i) long_name += "\x3f" + std::string(63, 'a');
+  std::vector<Case> cases = {
+      {"", "shorter than a DNS header"},
+      {q.substr(0, 11), "shorter than a DNS header"},
+      {Header(7, 0x8100, 1) + q.substr(12), "a reply"},
+      {Header(7, 0x0900, 1) + q.substr(12), "opcode 1"},  // IQUERY
+      {Header(7, 0x1100, 1) + q.substr(12), "opcode 2"},  // STATUS
+      {Header(7, 0x2900, 1) + q.substr(12), "opcode 5"},  // UPDATE
+      {Header(7, 0x0100, 0), "0 questions"},
+      {Header(7, 0x0100, 2) + q.substr(12) + q.substr(12), "2 questions"},
+      {Header(7, 0x0100, 1, 1) + q.substr(12), "answer or authority"},
+      {Header(7, 0x0100, 1, 0, 1) + q.substr(12), "answer or authority"},
+      {Header(7, 0x0100, 1) + "\xc0\x0c"s + Be16(1) + Be16(1), "compression pointer"},
+      {Header(7, 0x0100, 1) + "\x03www\xc0\x0c"s + Be16(1) + Be16(1), "compression pointer"},
+      {Header(7, 0x0100, 1) +
+           "\x41"
+           "abc"s +
+           '\0' + Be16(1) + Be16(1),
+       "label type"},
+      {Header(7, 0x0100, 1) + "\x81"s + '\0' + Be16(1) + Be16(1), "label type"},
+      {Header(7, 0x0100, 1) + long_name + '\0' + Be16(1) + Be16(1), "longer than 255"},
+      {Header(7, 0x0100, 1) + "\x05"
+                              "abc"s,
+       "runs past the end"},
+      {q.substr(0, q.size() - 1), "question runs past the end"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseQuery(c.raw);
+    ASSERT_FALSE(r) << c.why;
+    EXPECT_NE(r.error().detail.find(c.why), std::string::npos) << r.error().Render();
+    EXPECT_EQ(r.error().Render().find('\n'), std::string::npos);
+  }
+  // Every cut of a valid query is refused, never read past.
+  for (size_t n = 0; n < q.size(); ++n) EXPECT_FALSE(ParseQuery(q.substr(0, n))) << n;
+}
+
+TEST(EgressDns, AddressAnswersRoundTripAndFitInAUdpReply) {
+  std::string raw = Query(0x1234, "Pkg.Example.com", kTypeA);
+  auto q = ParseQuery(raw);
+  ASSERT_TRUE(q);
+  std::vector<Ipv4Bytes> a = {{{93, 184, 215, 14}}, {{93, 184, 215, 15}}};
+  std::string reply = BuildAddressAnswer(*q, raw, a, 300);
+  EXPECT_EQ(reply.substr(0, 12), Header(0x1234, 0x8180, 1, 2));
+  EXPECT_EQ(reply.substr(q->question_end, 16),
+            "\xc0\x0c"s + Be16(kTypeA) + Be16(kClassIn) + Be32(300) + Be16(4) + "\x5d\xb8\xd7\x0e");
+  auto back = ParseAddressAnswer(reply, 0x1234, "pkg.example.com", kTypeA);
+  ASSERT_TRUE(back) << back.error().Render();
+  EXPECT_EQ(back->a, a);
+  EXPECT_EQ(back->ttl, 300u);
+  EXPECT_TRUE(back->cnames.empty());
+
+  std::string raw6 = Query(9, "example.com", kTypeAaaa);
+  auto q6 = ParseQuery(raw6);
+  ASSERT_TRUE(q6);
+  std::vector<Ipv6Bytes> many(100);
+  for (size_t i = 0; i < many.size(); ++i) many[i][15] = static_cast<uint8_t>(i);
+  std::string big = BuildAddressAnswer(*q6, raw6, many, 0xffffffffu);
+  EXPECT_LE(big.size(), kMaxUdpReply);
+  auto back6 = ParseAddressAnswer(big, 9, "example.com", kTypeAaaa);
+  ASSERT_TRUE(back6) << back6.error().Render();
+  EXPECT_EQ(back6->aaaa.size(), (kMaxUdpReply - q6->question_end) / 28);
+  EXPECT_EQ(back6->aaaa[3][15], 3);
+  EXPECT_EQ(back6->ttl, 0x7fffffffu) << "RFC 2181 8: at most 2^31-1";
+
+  // A query that is not the bytes it claims to come from gets nothing.
+  EXPECT_EQ(BuildNxdomain(*q6, raw6.substr(0, 20)), "");
+  EXPECT_EQ(BuildAddressAnswer(*q, "", a, 1), "");
+}
+
+TEST(EgressDns, BuildsUpstreamQueriesFromTheNormalisedNameOnly) {
+  std::string up = BuildQuery(0x4242, "WWW.Example.com.", kTypeA);
+  EXPECT_EQ(up, Header(0x4242, 0x0100, 1, 0, 0, 1) + Labels("www.example.com") + Be16(kTypeA) +
+                    Be16(kClassIn) + '\0' + Be16(41) + Be16(1232) + Be32(0) + Be16(0));
+  auto q = ParseQuery(up);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->name, "www.example.com");
+  EXPECT_EQ(BuildQuery(1, "exa_mple.com", kTypeA), "");
+  EXPECT_EQ(BuildQuery(1, "", kTypeA), "");
+}
+
+// An upstream reply: www.example.com CNAME cdn.example.net (compressed), A records.
+std::string CnameReply() { return Corpus("dns/reply-cname-a"); }
+
+TEST(EgressDns, FollowsTheCnameChainInsideTheReply) {
+  auto r = ParseAddressAnswer(CnameReply(), 0x4242, "WWW.example.com", kTypeA);
+  ASSERT_TRUE(r) << r.error().Render();
+  EXPECT_EQ(r->rcode, kRcodeNoError);
+  EXPECT_EQ(r->cnames, std::vector<std::string>{"cdn.example.net"});
+  ASSERT_EQ(r->a.size(), 2u);
+  EXPECT_EQ(r->a[1], (Ipv4Bytes{93, 184, 215, 15}));
+  EXPECT_EQ(r->ttl, 60u);
+  // The reply is for A: asking what it says about AAAA, or another name, is refused.
+  EXPECT_FALSE(ParseAddressAnswer(CnameReply(), 0x4242, "www.example.com", kTypeAaaa));
+  EXPECT_FALSE(ParseAddressAnswer(CnameReply(), 0x4242, "example.com", kTypeA));
+  EXPECT_FALSE(ParseAddressAnswer(CnameReply(), 0x4243, "www.example.com", kTypeA));
+}
+
+// A reply to `name`/A built from answer records (owners in wire form, compression allowed:
+// the question's name is at offset 12).
+std::string Reply(std::string_view name, const std::vector<std::string>& answers,
+                  uint16_t flags = 0x8180, uint16_t id = 1) {
+  std::string m = Header(id, flags, 1, static_cast<uint16_t>(answers.size())) + Labels(name) +
+                  Be16(kTypeA) + Be16(kClassIn);
+  for (const std::string& rr : answers) m += rr;
+  return m;
+}
+
+TEST(EgressDns, IgnoresAddressesOfNamesOffTheChain) {
+  const std::string at12 = "\xc0\x0c";
+  std::string m =
+      Reply("example.com", {Rr(Labels("evil.example.net"), kTypeA, 5, "\x0a\0\0\x01"s),
+                            Rr(at12, kTypeA, 50, "\x5d\xb8\xd7\x0e"),
+                            Rr(Labels("example.com.evil.net"), kTypeA, 5, "\x7f\0\0\x01"s)});
+  auto r = ParseAddressAnswer(m, 1, "example.com", kTypeA);
+  ASSERT_TRUE(r) << r.error().Render();
+  ASSERT_EQ(r->a.size(), 1u);
+  EXPECT_EQ(r->a[0], (Ipv4Bytes{93, 184, 215, 14}));
+  EXPECT_EQ(r->ttl, 50u);
+}
+
+TEST(EgressDns, RcodeAndTruncationStopAfterTheQuestion) {
+  auto nx = ParseAddressAnswer(Reply("example.com", {}, 0x8183), 1, "example.com", kTypeA);
+  ASSERT_TRUE(nx);
+  EXPECT_EQ(nx->rcode, kRcodeNxDomain);
+  // TC, with an answer count the message does not hold: not read.
+  std::string tc = Reply("example.com", {}, 0x8380);
+  tc[7] = 9;
+  auto t = ParseAddressAnswer(tc, 1, "example.com", kTypeA);
+  ASSERT_TRUE(t) << t.error().Render();
+  EXPECT_TRUE(t->truncated);
+  EXPECT_TRUE(t->a.empty());
+  EXPECT_FALSE(ParseAddressAnswer(Query(1, "example.com", kTypeA), 1, "example.com", kTypeA));
+}
+
+TEST(EgressDns, RefusesPointerLoopsAndForwardPointers) {
+  std::string head = Reply("example.com", {});
+  head[7] = 1;
+  size_t here = head.size();
+  struct Case {
+    std::string owner;
+    const char* why;
+  };
+  std::vector<Case> cases = {
+      {Be16(0xc000 | here), "does not point backwards"},             // to itself
+      {Be16(0xc000 | (here + 2)), "does not point backwards"},       // forwards
+      {"\x01x"s + Be16(0xc000 | here), "does not point backwards"},  // a label, then back to it
+      {Be16(0xc000 | 0x3fff), "does not point backwards"},
+  };
+  for (const Case& c : cases) {
+    std::string m = head + c.owner + Be16(kTypeA) + Be16(kClassIn) + Be32(1) + Be16(4) + "abcd";
+    auto r = ParseAddressAnswer(m, 1, "example.com", kTypeA);
+    ASSERT_FALSE(r) << c.why;
+    EXPECT_NE(r.error().detail.find(c.why), std::string::npos) << r.error().Render();
+  }
+  auto cut = ParseAddressAnswer(head + "\xc0", 1, "example.com", kTypeA);
+  ASSERT_FALSE(cut);
+  EXPECT_NE(cut.error().detail.find("runs past the end"), std::string::npos);
+  // Backwards through a chain of pointers to pointers is fine.
+  std::string m = head;
+  m[7] = 2;
+  m += Rr("\xc0\x0c"s, kTypeA, 1, "\x01\x02\x03\x04");
+  m += Rr(Be16(0xc000 | here), kTypeA, 1, "\x05\x06\x07\x08");
+  auto r = ParseAddressAnswer(m, 1, "example.com", kTypeA);
+  ASSERT_TRUE(r) << r.error().Render();
+  EXPECT_EQ(r->a.size(), 2u);
+}
+
+TEST(EgressDns, RefusesBadCnameChains) {
+  const std::string at12 = "\xc0\x0c";
+  auto run = [](const std::string& m) { return ParseAddressAnswer(m, 1, "example.com", kTypeA); };
+  // a -> b -> a
+  auto loop = run(Reply("example.com", {Rr(at12, kTypeCname, 1, Labels("b.example.net")),
+                                        Rr(Labels("b.example.net"), kTypeCname, 1, at12)}));
+  ASSERT_FALSE(loop);
+  EXPECT_NE(loop.error().detail.find("CNAME loop"), std::string::npos);
+  auto two = run(Reply("example.com", {Rr(at12, kTypeCname, 1, Labels("b.example.net")),
+                                       Rr(at12, kTypeCname, 1, Labels("c.example.net"))}));
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().detail.find("two CNAMEs"), std::string::npos);
+  auto odd = run(Reply("example.com", {Rr(at12, kTypeCname, 1, Labels("_x.example.net"))}));
+  ASSERT_FALSE(odd);
+  EXPECT_NE(odd.error().detail.find("not a host name"), std::string::npos);
+  auto longer = run(Reply("example.com", {Rr(at12, kTypeCname, 1, Labels("b.example") + "x")}));
+  ASSERT_FALSE(longer);
+  EXPECT_NE(longer.error().detail.find("not exactly one name"), std::string::npos);
+  auto a5 = run(Reply("example.com", {Rr(at12, kTypeA, 1, "12345")}));
+  ASSERT_FALSE(a5);
+  EXPECT_NE(a5.error().detail.find("not 4 bytes"), std::string::npos);
+
+  // kMaxCnameChain links are followed; one more is refused.
+  for (size_t links : {kMaxCnameChain, kMaxCnameChain + 1}) {
+    std::vector<std::string> rrs;
+    std::string owner = at12;
+    for (size_t i = 0; i < links; ++i) {
+      std::string target = Labels("c" + std::to_string(i) + ".example.net");
+      rrs.push_back(Rr(owner, kTypeCname, 100, target));
+      owner = target;
+    }
+    rrs.push_back(Rr(owner, kTypeA, 7, "\x01\x02\x03\x04"));
+    auto r = run(Reply("example.com", rrs));
+    if (links == kMaxCnameChain) {
+      ASSERT_TRUE(r) << r.error().Render();
+      EXPECT_EQ(r->cnames.size(), links);
+      EXPECT_EQ(r->cnames.back(), "c15.example.net");
+      EXPECT_EQ(r->a.size(), 1u);
+      EXPECT_EQ(r->ttl, 7u);
+    } else {
+      ASSERT_FALSE(r);
+      EXPECT_NE(r.error().detail.find("longer than 16"), std::string::npos);
+    }
+  }
+}
+
+TEST(EgressDns, EveryCutOfAReplyIsRefusedNotOverread) {
+  std::string m = CnameReply();
+  for (size_t n = 0; n < m.size(); ++n) {
+    EXPECT_FALSE(ParseAddressAnswer(m.substr(0, n), 0x4242, "www.example.com", kTypeA)) << n;
+  }
+  // The count says more records than there are.
+  m[7] = 4;
+  EXPECT_FALSE(ParseAddressAnswer(m, 0x4242, "www.example.com", kTypeA));
+}
+
+TEST(EgressDns, TopBitTtlIsZero) {
+  auto r = ParseAddressAnswer(Reply("example.com", {Rr("\xc0\x0c"s, kTypeA, 0x80000000u, "abcd")}),
+                              1, "example.com", kTypeA);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->ttl, 0u);
+}
+
+TEST(EgressDns, TcpFraming) {
+  std::string q = Query(1, "example.com", kTypeA);
+  std::string framed = FrameTcp(q);
+  EXPECT_EQ(framed, Be16(q.size()) + q);
+  std::string stream = framed + FrameTcp("xy");
+  auto first = NextTcpMessage(stream);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, q);
+  auto second = NextTcpMessage(std::string_view(stream).substr(2 + first->size()));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(*second, "xy");
+  for (size_t n = 0; n < framed.size(); ++n) EXPECT_FALSE(NextTcpMessage(framed.substr(0, n)));
+  EXPECT_EQ(FrameTcp(std::string(65536, 'x')), "");
+  EXPECT_EQ(FrameTcp(std::string(65535, 'x')).size(), 65537u);
+  EXPECT_EQ(Corpus("dns/tcp-query").size(), 2 + NextTcpMessage(Corpus("dns/tcp-query"))->size());
 }
 
 }  // namespace
