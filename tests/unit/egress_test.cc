@@ -11,6 +11,7 @@
 
 #include "egress/allowlist.h"
 #include "egress/dns.h"
+#include "egress/tls.h"
 #include "testlib/testlib.h"
 
 namespace brig::egress {
@@ -37,6 +38,7 @@ std::string Printable(std::string_view s) {
 }
 
 std::string Be16(size_t v) { return {static_cast<char>(v >> 8), static_cast<char>(v & 0xff)}; }
+std::string Be24(size_t v) { return static_cast<char>(v >> 16) + Be16(v & 0xffff); }
 std::string Be32(uint32_t v) { return Be16(v >> 16) + Be16(v & 0xffff); }
 
 std::string Corpus(const std::string& name) {
@@ -572,6 +574,224 @@ TEST(EgressDns, TcpFraming) {
   EXPECT_EQ(FrameTcp(std::string(65536, 'x')), "");
   EXPECT_EQ(FrameTcp(std::string(65535, 'x')).size(), 65537u);
   EXPECT_EQ(Corpus("dns/tcp-query").size(), 2 + NextTcpMessage(Corpus("dns/tcp-query"))->size());
+}
+
+// ---- TLS ----
+
+std::string Ext(uint16_t type, const std::string& data) {
+  return Be16(type) + Be16(data.size()) + data;
+}
+
+std::string SniExt(const std::string& name, uint8_t type = 0) {
+  std::string entry = static_cast<char>(type) + Be16(name.size()) + name;
+  return Ext(kExtServerName, Be16(entry.size()) + entry);
+}
+
+struct HelloSpec {
+  uint16_t version = 0x0303;
+  std::string session = std::string(32, 's');
+  std::string suites = "\x13\x01\x13\x02\x00\xff"s;
+  std::string compression = std::string(1, '\0');
+  std::vector<std::string> exts = {SniExt("example.com"), Ext(0x002b, "\x02\x03\x04")};
+  bool no_extensions = false;
+};
+
+std::string HelloBody(const HelloSpec& s) {
+  std::string b = Be16(s.version) + std::string(32, 'r');
+  b += static_cast<char>(s.session.size()) + s.session;
+  b += Be16(s.suites.size()) + s.suites;
+  b += static_cast<char>(s.compression.size()) + s.compression;
+  if (s.no_extensions) return b;
+  std::string exts;
+  for (const std::string& e : s.exts) exts += e;
+  return b + Be16(exts.size()) + exts;
+}
+
+std::string Handshake(const std::string& body, uint8_t type = 1) {
+  return static_cast<char>(type) + Be24(body.size()) + body;
+}
+
+// `hs` in handshake records of at most `frag` bytes.
+std::string Records(const std::string& hs, size_t frag = 16384, uint8_t minor = 1) {
+  std::string out;
+  for (size_t i = 0; i < hs.size(); i += frag) {
+    std::string part = hs.substr(i, frag);
+    out += "\x16\x03"s + static_cast<char>(minor) + Be16(part.size()) + part;
+  }
+  return out;
+}
+
+std::string Hello(const HelloSpec& s = {}) { return Records(Handshake(HelloBody(s))); }
+
+using TlsStatus = HelloParse::Status;
+
+TEST(EgressTls, RealClientsFirstFlights) {
+  struct Seed {
+    const char* file;
+    const char* sni;
+  };
+  for (const Seed& s : {Seed{"tls/openssl-tls13-example.com", "example.com"},
+                        Seed{"tls/curl-example.com", "example.com"},
+                        Seed{"tls/openssl-tls12-www.example.org", "www.example.org"},
+                        Seed{"tls/openssl-no-sni", ""}}) {
+    std::string b = Corpus(s.file);
+    HelloParse r = ParseClientHello(b);
+    ASSERT_EQ(r.status, TlsStatus::kOk) << s.file << ": " << r.why;
+    EXPECT_EQ(r.hello.sni, s.sni) << s.file;
+    EXPECT_EQ(r.hello.version, 0x0303);
+    EXPECT_FALSE(r.hello.ech);
+    EXPECT_FALSE(r.hello.esni);
+    // Whatever follows (a second flight, early data) is not read.
+    EXPECT_EQ(ParseClientHello(b + "\x17\x03\x03garbage").hello.sni, s.sni);
+    // Every proper prefix asks for more, never reads past its end.
+    for (size_t n = 0; n < b.size(); ++n) {
+      ASSERT_EQ(ParseClientHello(b.substr(0, n)).status, TlsStatus::kNeedMore) << s.file << n;
+    }
+  }
+}
+
+TEST(EgressTls, ReassemblesAHelloAcrossRecords) {
+  std::string hs = Handshake(HelloBody({}));
+  for (size_t frag : {1, 2, 3, 4, 5, 7, 64, 100}) {
+    std::string b = Records(hs, frag, 3);
+    HelloParse r = ParseClientHello(b);
+    ASSERT_EQ(r.status, TlsStatus::kOk) << frag << ": " << r.why;
+    EXPECT_EQ(r.hello.sni, "example.com");
+    for (size_t n = 0; n < b.size(); ++n) {
+      ASSERT_EQ(ParseClientHello(b.substr(0, n)).status, TlsStatus::kNeedMore) << frag << " " << n;
+    }
+  }
+  // The biggest hello read (a large key share) spans two records; one byte more is refused.
+  HelloSpec big;
+  big.exts.push_back(Ext(0x0033, std::string(kMaxClientHello - 110, 'k')));
+  ASSERT_EQ(HelloBody(big).size(), kMaxClientHello);
+  std::string b = Records(Handshake(HelloBody(big)));
+  ASSERT_EQ(b.size(), 4 + kMaxClientHello + 2 * 5);
+  EXPECT_EQ(ParseClientHello(b).status, TlsStatus::kOk) << ParseClientHello(b).why;
+  big.exts.back() += "k";
+  big.exts.back()[3] = static_cast<char>(big.exts.back()[3] + 1);
+  HelloParse r = ParseClientHello(Records(Handshake(HelloBody(big))).substr(0, 9));
+  EXPECT_EQ(r.status, TlsStatus::kMalformed);
+  EXPECT_EQ(r.why, "ClientHello longer than 16384 bytes");
+}
+
+TEST(EgressTls, ReadsNameCaseEchAndEsni) {
+  HelloSpec s;
+  s.exts = {SniExt("WWW.Example.COM."), Ext(kExtEncryptedClientHello, "\x00\x00\x01\x00\x01"s)};
+  HelloParse r = ParseClientHello(Hello(s));
+  ASSERT_EQ(r.status, TlsStatus::kOk) << r.why;
+  EXPECT_EQ(r.hello.sni, "www.example.com");
+  EXPECT_TRUE(r.hello.ech);
+  EXPECT_FALSE(r.hello.esni);
+  s.exts = {Ext(kExtEsni, "x")};
+  r = ParseClientHello(Hello(s));
+  ASSERT_EQ(r.status, TlsStatus::kOk) << r.why;
+  EXPECT_EQ(r.hello.sni, "");
+  EXPECT_TRUE(r.hello.esni);
+  s.no_extensions = true;
+  r = ParseClientHello(Hello(s));
+  ASSERT_EQ(r.status, TlsStatus::kOk) << r.why;
+  EXPECT_EQ(r.hello.sni, "");
+}
+
+TEST(EgressTls, NonTlsBytesAreRefusedAtOnce) {
+  EXPECT_EQ(ParseClientHello("").status, TlsStatus::kNeedMore);
+  EXPECT_EQ(ParseClientHello("G").status, TlsStatus::kMalformed);
+  EXPECT_EQ(ParseClientHello("GET / HTTP/1.1\r\n").why, "not a TLS handshake record");
+  EXPECT_EQ(ParseClientHello("\x16\x02").status, TlsStatus::kMalformed);
+  EXPECT_EQ(ParseClientHello("\x16\x03\x00"s).status, TlsStatus::kMalformed);  // SSL 3.0
+  EXPECT_EQ(ParseClientHello("\x16\x03\x05"s).status, TlsStatus::kMalformed);
+  EXPECT_EQ(ParseClientHello("\x16\x03\x01\x00"s).status, TlsStatus::kNeedMore);
+  EXPECT_EQ(ParseClientHello("\x16\x03\x01\x00\x05\x02"s).why, "handshake is not a ClientHello");
+  // SSLv2-compatible hellos are not TLS records.
+  EXPECT_EQ(ParseClientHello("\x80\x2e\x01\x03\x01"s).status, TlsStatus::kMalformed);
+}
+
+TEST(EgressTls, RefusesLyingLengths) {
+  std::string hs = Handshake(HelloBody({}));
+  struct Case {
+    std::string bytes;
+    const char* why;
+  };
+  auto with = [&](auto change) {
+    HelloSpec c;
+    change(c);
+    return Hello(c);
+  };
+  std::string body = HelloBody({});
+  std::vector<Case> cases = {
+      {"\x16\x03\x01\x00\x00"s, "empty handshake record"},
+      {"\x16\x03\x01\x40\x01"s, "longer than 16384"},
+      {"\x16\x03\x01\xff\xff"s, "longer than 16384"},
+      {"\x16\x03\x01\x00\x04\x01\xff\xff\xff"s, "ClientHello longer than 16384"},
+      {Records(hs.substr(0, 10)) + "\x15\x03\x03\x00\x02\x02\x28"s, "another type"},
+      {Records(Handshake(body.substr(0, 10))), "runs past"},
+      {with([](HelloSpec& c) { c.version = 0x0300; }), "version not TLS"},
+      {with([](HelloSpec& c) { c.version = 0x0304; }), "version not TLS"},
+      {with([](HelloSpec& c) { c.session = std::string(33, 's'); }), "session id"},
+      {with([](HelloSpec& c) { c.suites = "\x13\x01\x13"; }), "odd length"},
+      {with([](HelloSpec& c) { c.suites = ""; }), "odd length"},
+      {with([](HelloSpec& c) { c.compression = "\x01"; }), "without null"},
+      {with([](HelloSpec& c) {
+         c.exts = {SniExt("a.example"), SniExt("b.example")};
+       }),
+       "twice"},
+      {with([](HelloSpec& c) {
+         c.exts = {Ext(5, ""), Ext(5, "")};
+       }),
+       "twice"},
+      {with([](HelloSpec& c) { c.exts = {Be16(0) + Be16(100) + "short"}; }), "runs past"},
+      {with([](HelloSpec& c) { c.exts = {Ext(0, "")}; }), "list length"},
+      {with([](HelloSpec& c) { c.exts = {Ext(0, Be16(0))}; }), "empty server_name list"},
+      {with([](HelloSpec& c) {
+         c.exts = {Ext(0, Be16(20) + "\0\0\x0b"
+                                     "example.com"s)};
+       }),
+       "list length"},
+      {with([](HelloSpec& c) {
+         c.exts = {Ext(0, Be16(14) + "\0\0\x0c"
+                                     "example.com"s)};
+       }),
+       "runs past its list"},
+      {with([](HelloSpec& c) {
+         std::string two =
+             "\0\0\x03"
+             "a.b\0\0\x03"
+             "c.d"s;
+         c.exts = {Ext(0, Be16(two.size()) + two)};
+       }),
+       "more than one entry"},
+      {with([](HelloSpec& c) { c.exts = {SniExt("example.com", 1)}; }), "other than host_name"},
+      {with([](HelloSpec& c) { c.exts = {SniExt("10.0.0.1")}; }), "IP address"},
+      {with([](HelloSpec& c) { c.exts = {SniExt("::1")}; }), "not allowed in a host name"},
+      {with([](HelloSpec& c) { c.exts = {SniExt("example.com\0.evil.net"s)}; }), "control"},
+      {with([](HelloSpec& c) { c.exts = {SniExt("")}; }), "empty name"},
+      {with([](HelloSpec& c) { c.exts = {SniExt("b\u00fccher.example")}; }), "punycode"},
+  };
+  // The extensions block says more, or less, than the hello holds.
+  std::string more = body;
+  size_t ext_len_at = 2 + 32 + 1 + 32 + 2 + 6 + 1 + 1;
+  more[ext_len_at + 1] = static_cast<char>(more[ext_len_at + 1] + 1);
+  cases.push_back({Records(Handshake(more)), "extensions length"});
+  std::string less = body;
+  less[ext_len_at + 1] = static_cast<char>(less[ext_len_at + 1] - 1);
+  cases.push_back({Records(Handshake(less)), "extensions length"});
+  cases.push_back({Records(Handshake(body + "x")), "extensions length"});
+
+  for (const Case& c : cases) {
+    HelloParse r = ParseClientHello(c.bytes);
+    EXPECT_EQ(r.status, TlsStatus::kMalformed) << c.why;
+    EXPECT_NE(r.why.find(c.why), std::string::npos) << c.why << " vs " << r.why;
+    // Cut anywhere, it is never read past its end.
+    for (size_t n = 0; n < c.bytes.size(); ++n) {
+      EXPECT_NE(ParseClientHello(c.bytes.substr(0, n)).status, TlsStatus::kOk) << c.why << n;
+    }
+  }
+}
+
+TEST(EgressTls, AlertRecord) {
+  EXPECT_EQ(TlsAlert(kAlertAccessDenied), "\x15\x03\x03\x00\x02\x02\x31"s);
+  EXPECT_EQ(TlsAlert(kAlertUnrecognizedName), "\x15\x03\x03\x00\x02\x02\x70"s);
 }
 
 }  // namespace
