@@ -11,6 +11,7 @@
 
 #include "egress/allowlist.h"
 #include "egress/dns.h"
+#include "egress/http.h"
 #include "egress/tls.h"
 #include "testlib/testlib.h"
 
@@ -792,6 +793,122 @@ TEST(EgressTls, RefusesLyingLengths) {
 TEST(EgressTls, AlertRecord) {
   EXPECT_EQ(TlsAlert(kAlertAccessDenied), "\x15\x03\x03\x00\x02\x02\x31"s);
   EXPECT_EQ(TlsAlert(kAlertUnrecognizedName), "\x15\x03\x03\x00\x02\x02\x70"s);
+}
+
+// ---- HTTP ----
+
+using HttpStatus = HttpParse::Status;
+
+TEST(EgressHttp, RealClientsRequests) {
+  std::string curl = Corpus("http/curl-get");
+  HttpParse r = ParseHttpHost(curl);
+  ASSERT_EQ(r.status, HttpStatus::kOk) << r.why;
+  EXPECT_EQ(r.head.method, "GET");
+  EXPECT_EQ(r.head.minor_version, 1);
+  EXPECT_EQ(r.head.host, "example.com");
+  EXPECT_EQ(r.head.port, 0);
+  EXPECT_EQ(r.head.end, curl.size());
+  r = ParseHttpHost(Corpus("http/wget-get-port"));
+  ASSERT_EQ(r.status, HttpStatus::kOk) << r.why;
+  EXPECT_EQ(r.head.host, "pkg.example.com");
+  EXPECT_EQ(r.head.port, 8082);
+  for (size_t n = 0; n < curl.size(); ++n) {
+    ASSERT_EQ(ParseHttpHost(curl.substr(0, n)).status, HttpStatus::kNeedMore) << n;
+  }
+  r = ParseHttpHost(curl + "body bytes\0\r\n"s);
+  EXPECT_EQ(r.status, HttpStatus::kOk);
+  EXPECT_EQ(r.head.end, curl.size());
+}
+
+TEST(EgressHttp, HostForms) {
+  struct Case {
+    const char* req;
+    const char* host;
+    uint16_t port;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"GET / HTTP/1.1\r\nhOsT: Example.COM.\r\n\r\n", "example.com", 0},
+           {"GET / HTTP/1.1\r\nHost: \t example.com \t\r\n\r\n", "example.com", 0},
+           {"GET / HTTP/1.1\r\nHost:example.com:8080\r\nX: \x80\xff\r\n\r\n", "example.com", 8080},
+           {"GET http://Example.com/x?y HTTP/1.1\r\nHost: example.com:80\r\n\r\n", "example.com",
+            80},
+           {"GET HTTP://example.com:8080 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", "example.com",
+            8080},
+           {"OPTIONS * HTTP/1.1\r\nHost: xn--bcher-kva.example\r\n\r\n", "xn--bcher-kva.example",
+            0},
+           {"GET / HTTP/1.0\r\n\r\n", "", 0},
+           {"GET http://example.com:81/ HTTP/1.0\r\n\r\n", "example.com", 81},
+       }) {
+    HttpParse r = ParseHttpHost(c.req);
+    ASSERT_EQ(r.status, HttpStatus::kOk) << c.req << ": " << r.why;
+    EXPECT_EQ(r.head.host, c.host) << c.req;
+    EXPECT_EQ(r.head.port, c.port) << c.req;
+  }
+}
+
+TEST(EgressHttp, RefusesAmbiguousHeads) {
+  struct Case {
+    std::string req;
+    const char* why;
+  };
+  std::vector<Case> cases = {
+      {"GET / HTTP/1.1\r\n\r\n", "without Host"},
+      {"GET / HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\n\r\n", "two Host"},
+      {"GET / HTTP/1.1\r\nHost: a.example\r\nHost: a.example\r\n\r\n", "two Host"},
+      {"GET / HTTP/1.1\r\nHost: a.example\r\n b.example\r\n\r\n", "obs-fold"},
+      {"GET / HTTP/1.1\r\nX: 1\r\n\tHost: b.example\r\nHost: a.example\r\n\r\n", "obs-fold"},
+      {"GET / HTTP/1.1\nHost: a.example\n\n", "bare LF"},
+      {"GET / HTTP/1.1\r\nHost: a.example\n\r\n", "bare LF"},
+      {"GET / HTTP/1.1\r\nHost: a.example\rX: y\r\n\r\n", "bare CR"},
+      {"GET / HTTP/1.1\r\nHost: a.exa\0mple\r\n\r\n"s, "NUL"},
+      {"GET / HTTP/1.1\r\nX: \x01\r\nHost: a.example\r\n\r\n", "control"},
+      {"GET / HTTP/1.1\r\nHost : a.example\r\n\r\n", "not a token"},
+      {"GET / HTTP/1.1\r\nHost\r\n\r\n", "without a colon"},
+      {"GET / HTTP/1.1\r\n: a.example\r\n\r\n", "not a token"},
+      {"GET / HTTP/1.1\r\nHost: \r\n\r\n", "empty host"},
+      {"GET / HTTP/1.1\r\nHost: 10.0.0.1\r\n\r\n", "IP address"},
+      {"GET / HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n", "IP address"},
+      {"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", "IP literal"},
+      {"GET / HTTP/1.1\r\nHost: ::1\r\n\r\n", "port"},
+      {"GET / HTTP/1.1\r\nHost: a.example:0\r\n\r\n", "out of range"},
+      {"GET / HTTP/1.1\r\nHost: a.example:65536\r\n\r\n", "out of range"},
+      {"GET / HTTP/1.1\r\nHost: a.example:\r\n\r\n", "port"},
+      {"GET / HTTP/1.1\r\nHost: a.example:80:80\r\n\r\n", "port"},
+      {"GET / HTTP/1.1\r\nHost: user@a.example\r\n\r\n", "userinfo"},
+      {"GET / HTTP/1.1\r\nHost: a.example/x\r\n\r\n", "not allowed"},
+      {"GET / HTTP/1.1\r\nHost: b\u00fccher.example\r\n\r\n", "punycode"},
+      {"GET http://a.example/ HTTP/1.1\r\nHost: b.example\r\n\r\n", "different hosts"},
+      {"GET http://a.example:8080/ HTTP/1.1\r\nHost: a.example\r\n\r\n", "different hosts"},
+      {"GET http://a.example/ HTTP/1.1\r\n\r\n", "without Host"},
+      {"GET http://u@a.example/ HTTP/1.1\r\nHost: a.example\r\n\r\n", "userinfo"},
+      {"GET https://a.example/ HTTP/1.1\r\nHost: a.example\r\n\r\n", "origin-form"},
+      {"CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n", "CONNECT"},
+      {"GET * HTTP/1.1\r\nHost: a.example\r\n\r\n", "OPTIONS"},
+      {"GET a.example HTTP/1.1\r\nHost: a.example\r\n\r\n", "origin-form"},
+      {"GET / HTTP/2.0\r\nHost: a.example\r\n\r\n", "version"},
+      {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "version"},
+      {"GET / http/1.1\r\nHost: a.example\r\n\r\n", "version"},
+      {"GET  / HTTP/1.1\r\nHost: a.example\r\n\r\n", "METHOD SP TARGET"},
+      {"GET / HTTP/1.1 \r\nHost: a.example\r\n\r\n", "METHOD SP TARGET"},
+      {"GET /\xc3\xa9 HTTP/1.1\r\nHost: a.example\r\n\r\n", "visible ASCII"},
+      {"\r\nGET / HTTP/1.1\r\nHost: a.example\r\n\r\n", "METHOD SP TARGET"},
+      {"G(T / HTTP/1.1\r\nHost: a.example\r\n\r\n", "method"},
+      {"\x16\x03\x01\x02\x00\x01", "control byte"},
+      {" GET / HTTP/1.1\r\n", "method"},
+      {"GET / HTTP/1.1\r\nX: " + std::string(kMaxHttpHead, 'x'), "longer than 16384"},
+  };
+  for (const Case& c : cases) {
+    HttpParse r = ParseHttpHost(c.req);
+    EXPECT_EQ(r.status, HttpStatus::kMalformed) << Printable(c.req);
+    EXPECT_NE(r.why.find(c.why), std::string::npos) << c.why << " vs " << r.why;
+    for (size_t n = 0; n < c.req.size() && n < 200; ++n) {
+      EXPECT_NE(ParseHttpHost(c.req.substr(0, n)).status, HttpStatus::kOk) << c.why << n;
+    }
+  }
+  // A TLS hello on port 80 is refused from its first byte, a method's first byte is not.
+  EXPECT_EQ(ParseHttpHost("\x16").status, HttpStatus::kMalformed);
+  EXPECT_EQ(ParseHttpHost("G").status, HttpStatus::kNeedMore);
+  EXPECT_EQ(ParseHttpHost(std::string(kMaxHttpHead - 1, 'G')).status, HttpStatus::kNeedMore);
 }
 
 }  // namespace
