@@ -46,8 +46,9 @@ constexpr char kTlsRefusal[] = {0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x31};
 std::string_view HttpRefusal() { return {kHttpRefusal, sizeof kHttpRefusal - 1}; }
 std::string_view TlsRefusal() { return {kTlsRefusal, sizeof kTlsRefusal}; }
 
-Result<Listeners> Listeners::Open(Ipv4 gateway) {
+Result<Listeners> Listeners::Open(Ipv4 gateway, Ipv4 sandbox) {
   Listeners l;
+  l.sandbox_ = sandbox;
   l.epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
   if (!l.epoll_) return SysError("epoll_create1");
   l.http_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.http), "listener");
@@ -72,6 +73,7 @@ void Listeners::Handle() {
         socklen_t len = sizeof from;
         ssize_t got = recvfrom(fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
         if (got < 0) break;
+        if (ntohl(from.sin_addr.s_addr) != sandbox_.v) continue;
         std::string reply = RefuseDnsQuery(std::string_view(buf, static_cast<size_t>(got)));
         if (!reply.empty()) {
           (void)sendto(fd, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
@@ -87,8 +89,12 @@ void Listeners::Handle() {
 
 void Listeners::Accept(int listener) {
   for (;;) {
-    sys::UniqueFd conn(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    sockaddr_in peer = {};
+    socklen_t len = sizeof peer;
+    sys::UniqueFd conn(accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len,
+                               SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!conn) return;
+    if (ntohl(peer.sin_addr.s_addr) != sandbox_.v) continue;  // not this sandbox: closed
     std::string_view say = listener == http_.get()    ? HttpRefusal()
                            : listener == https_.get() ? TlsRefusal()
                                                       : std::string_view();

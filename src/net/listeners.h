@@ -20,7 +20,9 @@ namespace brig::net {
 
 class Listeners {
  public:
-  static Result<Listeners> Open(Ipv4 gateway);
+  // Listens on `gateway`; talks only to `sandbox`, the one address whose traffic brig's
+  // rules redirect here (a host process reaching these ports some other way is dropped).
+  static Result<Listeners> Open(Ipv4 gateway, Ipv4 sandbox);
   ListenerPorts ports() const { return ports_; }
   // Readable when a listener or a connection needs attention; then call Handle().
   int fd() const { return epoll_.get(); }
@@ -32,6 +34,7 @@ class Listeners {
   sys::UniqueFd epoll_, http_, https_, dns_tcp_, dns_udp_;
   std::deque<sys::UniqueFd> conns_;  // refused, waiting for the client to close
   ListenerPorts ports_;
+  Ipv4 sandbox_;
 };
 
 // A DNS reply that refuses `query` (same id and question, QR set, RCODE REFUSED); empty if

@@ -726,6 +726,25 @@ TEST_F(Network, ACrashedRunsAddressIsReclaimedAndGcLeavesItsNewHolderAlone) {
   EXPECT_EQ(Lines(world_.Leases()), "");
 }
 
+TEST_F(Network, TheListenersServeOnlyTheirOwnSandbox) {
+  // A host process that reaches a sandbox's listener ports without brig's redirect (here
+  // the world itself, connecting to them directly) gets nothing from them.
+  ScratchDir dir;
+  auto [brig, sb] = SpawnIdle(dir);
+  ASSERT_NE(sb, 0) << ReadFileOrEmpty(dir.path() + "/stderr");
+  auto records = WorldRecords();
+  ASSERT_EQ(records.size(), 1u);
+  const auto& f = records.begin()->second;  // ..., HTTP, HTTPS, DNSTCP, DNSUDP
+  std::string http = f[f.size() - 4], dns_udp = f[f.size() - 1];
+  auto direct = world_.InWorld({"curl", "-sS", "-m", "3", "http://10.213.0.1:" + http + "/"});
+  EXPECT_NE(direct.exit_code, 0);
+  EXPECT_EQ(direct.out, "") << "the listener answered a host process";
+  auto dns = world_.InWorld({"busybox", "nslookup", "example.com", "10.213.0.1:" + dns_udp});
+  EXPECT_FALSE(Contains(dns.out + dns.err, "REFUSED")) << "the listener answered a host process";
+  ws_.Write("stop", "");
+  EXPECT_EQ(world_.Wait(brig), 0);
+}
+
 TEST_F(Network, SubnetOverlappingARouteIsRefusedAndLeavesNothing) {
   // The world routes 198.51.100.0/24 (its link to the internet host).
   for (const std::string subnet : {"198.51.100.0/24", "198.51.100.128/25", "198.51.0.0/16"}) {
