@@ -47,6 +47,10 @@ struct Sandbox {
   Rlimits rlimits;
   cgroup::Limits limits;
   std::string cgroup_parent;  // empty: the group brig runs in, per hierarchy
+  // The host's cgroups and the path each controller takes, probed once, before the run
+  // (container::FitLimits).
+  cgroup::Layout cgroup_layout;
+  cgroup::Plan cgroup_plan;
   // Postures allowlist and open: an interface on brig's bridge, in this subnet. Unset:
   // loopback only (none, broker-only).
   std::optional<net::Subnet> network;

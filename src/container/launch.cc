@@ -101,9 +101,7 @@ Result<sys::UniqueFd> SupervisorSignals() {
 // The sandbox's groups, made before clone so the limits hold from its first instruction.
 Result<std::unique_ptr<cgroup::Group>> MakeGroup(const config::Sandbox& sb,
                                                  state::Record& record) {
-  cgroup::Layout layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
-  return cgroup::Group::Create(layout, cgroup::PlanFor(layout, sb.cgroup_parent), sb.id,
-                               sb.limits, record);
+  return cgroup::Group::Create(sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits, record);
 }
 
 void IntoGroup(sys::CloneArgs& ca, const cgroup::Group& group) {
@@ -226,8 +224,9 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
 }  // namespace
 
 Status FitLimits(config::Sandbox& sb) {
-  cgroup::Layout layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
-  return cgroup::FitLimits(cgroup::PlanFor(layout, sb.cgroup_parent), sb.limits);
+  sb.cgroup_layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
+  sb.cgroup_plan = cgroup::PlanFor(sb.cgroup_layout, sb.cgroup_parent);
+  return cgroup::FitLimits(sb.cgroup_plan, sb.limits);
 }
 
 Result<Outcome> Run(const config::Sandbox& sb) {

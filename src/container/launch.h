@@ -25,11 +25,12 @@ struct Outcome {
   std::chrono::milliseconds duration{0};
 };
 
-// Fits the sandbox's limits to this host's cgroups: drops the optional ones whose
-// controller is missing, refuses a required one (exit 125). Reads only.
+// Fits the sandbox's limits to this host's cgroups: probes them once (sb.cgroup_layout,
+// sb.cgroup_plan), drops the optional limits whose controller is missing, refuses a
+// required one (exit 125). Reads only.
 Status FitLimits(config::Sandbox& sb);
 
-// Runs one sandbox to completion. An Error return means nothing ran (exit 125); failures
+// Runs one sandbox, already fitted (FitLimits), to completion. An Error return means nothing ran (exit 125); failures
 // after the clone are reported inside the Outcome.
 Result<Outcome> Run(const config::Sandbox& sb);
 
