@@ -1,0 +1,100 @@
+// libFuzzer target: the proxy's ClientHello peek (egress/tls.h). Besides "no crash, no UB":
+// the answer only firms up as bytes arrive (a prefix that is kOk or kMalformed keeps that
+// answer, and its hello, however the stream goes on), a hello parses the same cut into
+// records of another size, and a server_name is a normalised host name.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "egress/allowlist.h"
+#include "egress/tls.h"
+#include "fuzz_common.h"
+
+namespace {
+
+using brig::egress::HelloParse;
+using Status = HelloParse::Status;
+
+bool Same(const HelloParse& a, const HelloParse& b) {
+  return a.status == b.status && a.why == b.why && a.hello.version == b.hello.version &&
+         a.hello.sni == b.hello.sni && a.hello.ech == b.hello.ech && a.hello.esni == b.hello.esni;
+}
+
+HelloParse Check(std::string_view s) {
+  HelloParse r = brig::egress::ParseClientHello(s);
+  if (r.status == Status::kMalformed) {
+    FUZZ_CHECK(!r.why.empty());
+    for (char c : r.why) FUZZ_CHECK(static_cast<unsigned char>(c) >= 0x20);  // an audit line
+  } else {
+    FUZZ_CHECK(r.why.empty());
+  }
+  if (r.status == Status::kOk) {
+    FUZZ_CHECK(r.hello.version >= 0x0301 && r.hello.version <= 0x0303);
+    FUZZ_CHECK(r.hello.sni.empty() || brig::egress::NormalizeName(r.hello.sni) == r.hello.sni);
+  } else {
+    FUZZ_CHECK(r.hello.sni.empty() && !r.hello.ech && !r.hello.esni);
+  }
+  return r;
+}
+
+// 0..size: every length up to 600, beyond that the first and last 64 and 200 in between.
+std::vector<size_t> PrefixLengths(size_t size) {
+  std::vector<size_t> out;
+  for (size_t n = 0; n <= size; ++n) {
+    if (size <= 600 || n < 64 || size - n < 64 || n % (size / 200) == 0) out.push_back(n);
+  }
+  return out;
+}
+
+// The payload of the records `s` starts with, the last one as far as it has arrived.
+std::string Handshake(std::string_view s) {
+  std::string hs;
+  while (s.size() > 5) {
+    size_t len = static_cast<uint8_t>(s[3]) << 8 | static_cast<uint8_t>(s[4]);
+    hs.append(s.substr(5, len));
+    s.remove_prefix(std::min(s.size(), 5 + len));
+  }
+  return hs;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Past two full records nothing new is read.
+  if (size > 2 * (5 + 16384) + 64) return -1;
+  std::string_view s(reinterpret_cast<const char*>(data), size);
+  HelloParse full = Check(s);
+  FUZZ_CHECK(Same(full, brig::egress::ParseClientHello(s)));
+
+  // Prefixes, every length while short and a sample beyond: once final, an answer stays.
+  bool final = false;
+  HelloParse first_final;
+  for (size_t n : PrefixLengths(size)) {
+    HelloParse p = Check(s.substr(0, n));
+    if (final) FUZZ_CHECK(Same(p, first_final));
+    if (!final && p.status != Status::kNeedMore) {
+      final = true;
+      first_final = p;
+    }
+  }
+  if (final) FUZZ_CHECK(Same(full, first_final));
+  if (full.status == Status::kNeedMore) return 0;
+  FUZZ_CHECK(Same(full, brig::egress::ParseClientHello(std::string(s) + "\x16\x03\x01junk")));
+
+  // A hello read whole, cut into records of another size, reads the same. The record
+  // version byte of the input is kept (it was checked).
+  if (full.status != Status::kOk) return 0;
+  std::string hs = Handshake(s);
+  size_t frag = 1 + size % 301;
+  std::string again;
+  for (size_t i = 0; i < hs.size(); i += frag) {
+    std::string part = hs.substr(i, frag);
+    again += std::string("\x16\x03", 2) + s[2] + static_cast<char>(part.size() >> 8) +
+             static_cast<char>(part.size() & 0xff) + part;
+  }
+  FUZZ_CHECK(Same(full, brig::egress::ParseClientHello(again)));
+  return 0;
+}
