@@ -24,15 +24,6 @@ bool Same(const HttpParse& a, const HttpParse& b) {
          a.head.port == b.head.port && a.head.end == b.head.end;
 }
 
-// 0..size: every length up to 600, beyond that the first and last 64 and 200 in between.
-std::vector<size_t> PrefixLengths(size_t size) {
-  std::vector<size_t> out;
-  for (size_t n = 0; n <= size; ++n) {
-    if (size <= 600 || n < 64 || size - n < 64 || n % (size / 200) == 0) out.push_back(n);
-  }
-  return out;
-}
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) {
@@ -98,17 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   HttpParse full = Check(s);
   FUZZ_CHECK(Same(full, brig::egress::ParseHttpHost(s)));
 
-  bool final = false;
-  HttpParse first_final;
-  for (size_t n : PrefixLengths(size)) {
-    HttpParse p = Check(s.substr(0, n));
-    if (final) FUZZ_CHECK(Same(p, first_final));
-    if (!final && p.status != Status::kNeedMore) {
-      final = true;
-      first_final = p;
-    }
-  }
-  if (final) FUZZ_CHECK(Same(full, first_final));
+  brig::fuzz::CheckPrefixesAgree(s, full, Check, Same);
   if (full.status == Status::kNeedMore) return 0;
   FUZZ_CHECK(Same(full, brig::egress::ParseHttpHost(std::string(s) + "\n\rx")));
   if (full.status == Status::kOk) {

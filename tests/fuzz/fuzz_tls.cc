@@ -40,15 +40,6 @@ HelloParse Check(std::string_view s) {
   return r;
 }
 
-// 0..size: every length up to 600, beyond that the first and last 64 and 200 in between.
-std::vector<size_t> PrefixLengths(size_t size) {
-  std::vector<size_t> out;
-  for (size_t n = 0; n <= size; ++n) {
-    if (size <= 600 || n < 64 || size - n < 64 || n % (size / 200) == 0) out.push_back(n);
-  }
-  return out;
-}
-
 // The payload of the records `s` starts with, the last one as far as it has arrived.
 std::string Handshake(std::string_view s) {
   std::string hs;
@@ -70,17 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(Same(full, brig::egress::ParseClientHello(s)));
 
   // Prefixes, every length while short and a sample beyond: once final, an answer stays.
-  bool final = false;
-  HelloParse first_final;
-  for (size_t n : PrefixLengths(size)) {
-    HelloParse p = Check(s.substr(0, n));
-    if (final) FUZZ_CHECK(Same(p, first_final));
-    if (!final && p.status != Status::kNeedMore) {
-      final = true;
-      first_final = p;
-    }
-  }
-  if (final) FUZZ_CHECK(Same(full, first_final));
+  brig::fuzz::CheckPrefixesAgree(s, full, Check, Same);
   if (full.status == Status::kNeedMore) return 0;
   FUZZ_CHECK(Same(full, brig::egress::ParseClientHello(std::string(s) + "\x16\x03\x01junk")));
 
