@@ -16,20 +16,12 @@
 #include <thread>
 
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::cgroup {
 namespace {
 
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
+using util::Split;
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string Unescape(std::string_view s) {

@@ -1,13 +1,12 @@
 #include "egress/upstream.h"
 
+#include "util/parse.h"
+
 namespace brig::egress {
 
 std::vector<Address> ParseResolvConf(std::string_view text) {
   std::vector<Address> out;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+  for (std::string_view line : util::Split(text, '\n')) {
     if (size_t c = line.find_first_of("#;"); c != std::string_view::npos) line = line.substr(0, c);
     auto blank = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r'; };
     size_t i = 0;

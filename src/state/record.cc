@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::state {
 namespace {
@@ -51,10 +52,7 @@ void Record::Remove() {
 
 std::vector<Entry> ParseRecord(std::string_view text) {
   std::vector<Entry> out;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+  for (std::string_view line : util::Split(text, '\n')) {
     size_t sp = line.find(' ');
     if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size()) continue;
     out.push_back({std::string(line.substr(0, sp)), std::string(line.substr(sp + 1))});

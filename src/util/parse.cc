@@ -128,6 +128,17 @@ Result<uint64_t> ParseLimit(std::string_view s) {
   return v;
 }
 
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
 bool IsEnvName(std::string_view s) {
   if (s.empty() || isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s) {

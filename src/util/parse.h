@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "brig/result.h"
 
@@ -24,6 +25,8 @@ Result<uint64_t> ParseSizeLimit(std::string_view s);
 Result<uint64_t> ParseCpus(std::string_view s);
 // "123" or "unlimited".
 Result<uint64_t> ParseLimit(std::string_view s);
+// The pieces of `s` between separators (an empty piece where two meet, or at an end).
+std::vector<std::string_view> Split(std::string_view s, char sep);
 // A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.
 bool IsEnvName(std::string_view s);
 
