@@ -76,6 +76,38 @@ TEST(CgroupLayout, GarbageIsIgnored) {
   EXPECT_FALSE(l.v2 || l.v1_memory || l.v1_pids || l.v1_cpu || l.v1_freezer);
 }
 
+TEST(CgroupLimits, OptionalLimitsAreDroppedWhereTheirControllerIsMissing) {
+  cgroup::Plan plan;
+  plan.memory = cgroup::Path::kV1;
+  plan.pids = cgroup::Path::kMissing;
+  plan.cpu = cgroup::Path::kMissing;
+  cgroup::Limits l;
+  l.memory = 64 << 20;
+  l.pids = 10;
+  l.pids_optional = true;
+  ASSERT_TRUE(cgroup::FitLimits(plan, l));
+  EXPECT_EQ(l.memory, 64u << 20) << "its controller is there";
+  EXPECT_FALSE(l.pids) << "optional, and its controller is missing";
+  EXPECT_FALSE(l.cpu_milli);
+}
+
+TEST(CgroupLimits, ARequiredLimitWithoutItsControllerNamesIt) {
+  cgroup::Plan plan;
+  plan.memory = cgroup::Path::kV2;
+  plan.pids = cgroup::Path::kV2;
+  plan.cpu = cgroup::Path::kMissing;
+  plan.parent = "/ci";
+  cgroup::Limits l;
+  l.cpu_milli = 500;
+  auto s = cgroup::FitLimits(plan, l);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().Render().rfind("cgroup 'cpu': cpu controller", 0), 0u) << s.error().Render();
+  EXPECT_NE(s.error().Render().find("'/ci'"), std::string::npos) << s.error().Render();
+  // No limit, no need for the controller.
+  cgroup::Limits none;
+  EXPECT_TRUE(cgroup::FitLimits(plan, none));
+}
+
 TEST(CgroupParent, OnlyPlainAbsolutePaths) {
   EXPECT_TRUE(cgroup::CheckParent("/brig"));
   EXPECT_TRUE(cgroup::CheckParent("/ci/jobs.slice/"));
