@@ -168,9 +168,6 @@ Status Setup(const InitArgs& a) {
   BRIG_TRY(SendMessage(a.sync_fd, Msg::kNeedIdMap));
   Message m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for id map");
   if (m.type != Msg::kIdMapDone) return Fail("sync", std::string(MsgName(m.type)), "unexpected");
-  // By now brig has also put init into its v1 groups, after the clone made the cgroup
-  // namespace; a second one roots those too, so the sandbox sees "/" in every hierarchy.
-  if (unshare(CLONE_NEWCGROUP) < 0) return SysError("unshare", "cgroup namespace");
   BRIG_TRY_CTX(BecomeSandboxUser(), "user");
   // Changing credentials clears the parent-death signal; arm it again. A supervisor that
   // died in between is caught by the next sync read (EOF).
@@ -185,6 +182,13 @@ Status Setup(const InitArgs& a) {
   }
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
+  // Meanwhile brig has put init into its v1 groups, after the clone made the cgroup
+  // namespace; a second one roots those too, so the sandbox sees "/" in every hierarchy.
+  m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for cgroups");
+  if (m.type != Msg::kGroupsJoined) {
+    return Fail("sync", std::string(MsgName(m.type)), "unexpected");
+  }
+  if (unshare(CLONE_NEWCGROUP) < 0) return SysError("unshare", "cgroup namespace");
   BRIG_TRY_CTX(security::DropPrivileges(), "privileges");
   return {};
 }

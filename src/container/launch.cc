@@ -66,7 +66,8 @@ void Abort(int pidfd) {
 
 // The handshake up to Ready (sync.h). Returns an Error reported by init, if any.
 Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::Sandbox& sb,
-                                       net::SandboxNet* net, SyncSequence& seq) {
+                                       cgroup::Group& group, net::SandboxNet* net,
+                                       SyncSequence& seq) {
   for (;;) {
     Message m = BRIG_TRY_CTX(RecvMessage(sync_fd, kSetupStepTimeoutMs), "brig init");
     BRIG_TRY(seq.Accept(m.type));
@@ -75,6 +76,15 @@ Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::San
         BRIG_TRY(WriteIdMaps(pid, sb));
         if (net) BRIG_TRY(net->Attach(pid));
         BRIG_TRY(SendMessage(sync_fd, Msg::kIdMapDone));
+        // While init sets itself up. It waits for kGroupsJoined before it drops its
+        // privileges, so it is in every group before the workload exists.
+        if (auto s = group.AttachV1(pid); !s) {
+          // Init may have failed first (a dead process cannot be moved): its word wins.
+          auto said = RecvMessage(sync_fd, 100);
+          if (said && said->type == Msg::kError) return std::optional<Error>(DecodeError(*said));
+          return std::move(s).error();
+        }
+        BRIG_TRY(SendMessage(sync_fd, Msg::kGroupsJoined));
         break;
       case Msg::kReady:
         return std::optional<Error>();
@@ -266,15 +276,9 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   child_end.Reset();
   plan.steps.clear();  // the detached trees now live on only in the child
 
-  // Init waits for its id maps before it does anything, so it is in every group before
-  // the workload exists.
-  if (auto s = group->AttachV1(pid); !s) {
-    Abort(pidfd.get());
-    return std::move(s).error();
-  }
   SyncSequence seq;
   Outcome out;
-  auto hs = Handshake(parent_end.get(), pid, sb, net.get(), seq);
+  auto hs = Handshake(parent_end.get(), pid, sb, *group, net.get(), seq);
   if (!hs || hs->has_value()) {
     // Init failed (and said why) or went silent; either way it ends here.
     Abort(pidfd.get());

@@ -26,6 +26,7 @@ std::string_view MsgName(Msg m) {
     case Msg::kStart: return "Start";
     case Msg::kWorkloadExit: return "WorkloadExit";
     case Msg::kError: return "Error";
+    case Msg::kGroupsJoined: return "GroupsJoined";
   }
   return "unknown";
 }
@@ -67,7 +68,7 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   Header h;
   memcpy(&h, buf, sizeof h);
   if (h.len != static_cast<size_t>(n) - sizeof h || h.type < 1 ||
-      h.type > static_cast<uint32_t>(Msg::kError)) {
+      h.type > static_cast<uint32_t>(Msg::kGroupsJoined)) {
     return Fail("sync", "", "malformed packet");
   }
   Message m;

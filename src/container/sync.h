@@ -6,9 +6,12 @@
 //   clone3(CLONE_NEW*|CLONE_PIDFD) ───────────────▶ PDEATHSIG; close the parent end
 //                          ◀── kNeedIdMap
 //   write uid_map, gid_map ─── kIdMapDone ──▶
-//                                                   setgroups/setresgid/setresuid, lo up,
-//                                                   mounts, pivot_root, hostname, caps
-//                                                   dropped, no_new_privs, resolve CMD
+//   (and eth0)                                      setgroups/setresgid/setresuid, lo up,
+//                                                   eth0, mounts, pivot_root, hostname
+//   init into the v1 cgroups ─ kGroupsJoined ──▶
+//   (overlaps init's setup: a                       a second cgroup namespace, caps
+//    migration waits out an                         dropped, no_new_privs, resolve CMD
+//    RCU grace period)
 //                          ◀── kReady
 //   (run: at once)         ─── kStart ──▶
 //                                                   fork the workload: setsid, rlimits,
@@ -35,6 +38,7 @@ enum class Msg : uint32_t {
   kStart = 4,
   kWorkloadExit = 5,
   kError = 6,
+  kGroupsJoined = 7,  // parent to init only
 };
 
 std::string_view MsgName(Msg m);

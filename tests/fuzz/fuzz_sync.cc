@@ -149,7 +149,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint32_t type;
     std::memcpy(&type, data, sizeof type);
     FUZZ_CHECK(static_cast<uint32_t>(m->type) == type);
-    FUZZ_CHECK(type >= 1 && type <= static_cast<uint32_t>(Msg::kError));
+    FUZZ_CHECK(type >= 1 && type <= static_cast<uint32_t>(Msg::kGroupsJoined));
     if (m->type == Msg::kError) {
       brig::Error e = brig::container::DecodeError(*m);
       CheckDecoded(e, *m);
