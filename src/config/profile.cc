@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "config/textproto.h"
+#include "egress/allowlist.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -97,6 +98,13 @@ Status Validate(const v1::Profile& p, const std::string& file) {
   }
   if (p.network().allow_hosts_size() > 0 && p.network().posture() != v1::POSTURE_ALLOWLIST) {
     return Field(file, "network.allow_hosts", "only an allowlist posture has an allowlist");
+  }
+  // Checked now, though this version does not use the list yet: a profile that names a
+  // host the allowlist syntax cannot mean is refused at once, by brig policy check too.
+  for (const auto& host : p.network().allow_hosts()) {
+    if (auto pattern = egress::ParseHostPattern(host); !pattern) {
+      return Field(file, "network.allow_hosts", "'" + host + "': " + pattern.error().detail);
+    }
   }
   if (p.security().seccomp_policy().empty()) {
     return Field(file, "security.seccomp_policy", "must name a policy");

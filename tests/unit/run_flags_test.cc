@@ -133,6 +133,10 @@ TEST(Profiles, MalformedProfilesNameFileLineColumn) {
        "p 'limits.optional_limits'"},
       {"isolation: ISOLATION_NONE\nlimits { optional_limits: LIMIT_NOPE }\n", "p:2:"},
       {"isolation: ISOLATION_NONE\nnetwork { posture: POSTURE_OPEN }\n", "p 'isolation'"},
+      {"isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_RO }\n"
+       "network { posture: POSTURE_ALLOWLIST allow_hosts: \"example.com\" "
+       "allow_hosts: \"foo..example.net\" }\nsecurity { seccomp_policy: \"default\" }\n",
+       "p 'network.allow_hosts': 'foo..example.net': "},
       {"", "p 'isolation'"},
   };
   for (const auto& c : cases) {
