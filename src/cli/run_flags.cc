@@ -450,7 +450,8 @@ std::string RunUsage() {
              f.help);
   }
   out << "\nExit status: the command's own; 128+N if it died of signal N; 124 on timeout;\n"
-         "125 if brig failed or refused; 126 not executable; 127 not found.\n";
+         "137 out of memory (the memory limit); 125 if brig failed or refused; 126 not\n"
+         "executable; 127 not found.\n";
   return out.str();
 }
 
