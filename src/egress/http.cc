@@ -168,7 +168,7 @@ HttpParse ParseHttpHost(std::string_view b) {
   }
 
   HttpParse r;
-  HttpRequestHead& h = r.head;
+  HttpRequestHead& h = r.value;
   h.method = std::move(rl.method);
   h.minor_version = rl.minor_version;
   h.end = pos;

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "egress/peek.h"
+
 namespace brig::egress {
 
 // The longest request head brig reads, its final empty line included.
@@ -24,12 +26,7 @@ struct HttpRequestHead {
   size_t end = 0;     // the head's size, its final CRLF included
 };
 
-struct HttpParse {
-  enum class Status { kNeedMore, kMalformed, kOk };
-  Status status = Status::kNeedMore;
-  HttpRequestHead head;  // with kOk
-  std::string why;       // with kMalformed: what is wrong
-};
+using HttpParse = Peek<HttpRequestHead>;
 
 // `bytes` is everything the client has sent so far. Every line ends in CRLF (a bare CR or
 // LF is malformed, not tolerated, so no two readers split lines differently). The request

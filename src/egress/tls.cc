@@ -85,7 +85,7 @@ HelloParse ReadServerName(std::string_view data, ClientHello& hello) {
 // The handshake message's body, whole.
 HelloParse ReadHello(std::string_view body) {
   HelloParse r;
-  ClientHello& h = r.hello;
+  ClientHello& h = r.value;
   Reader in(body);
   std::string_view random, session, suites, compression;
   if (!in.U16(h.version)) return Malformed("ClientHello too short");

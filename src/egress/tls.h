@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "egress/peek.h"
+
 namespace brig::egress {
 
 // The longest ClientHello body brig reads. Real ones take 200 to 2000 bytes, post-quantum
@@ -35,12 +37,7 @@ struct ClientHello {
   bool esni = false;  // an ESNI extension is present
 };
 
-struct HelloParse {
-  enum class Status { kNeedMore, kMalformed, kOk };
-  Status status = Status::kNeedMore;
-  ClientHello hello;  // with kOk
-  std::string why;    // with kMalformed: what is wrong
-};
+using HelloParse = Peek<ClientHello>;
 
 // `bytes` is everything the client has sent so far. Records (type 22, version 3.1-3.4,
 // 1-16384 bytes) are reassembled until the handshake message is whole; then it must be a

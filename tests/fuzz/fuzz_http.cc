@@ -19,9 +19,9 @@ using brig::egress::HttpParse;
 using Status = HttpParse::Status;
 
 bool Same(const HttpParse& a, const HttpParse& b) {
-  return a.status == b.status && a.why == b.why && a.head.method == b.head.method &&
-         a.head.minor_version == b.head.minor_version && a.head.host == b.head.host &&
-         a.head.port == b.head.port && a.head.end == b.head.end;
+  return a.status == b.status && a.why == b.why && a.value.method == b.value.method &&
+         a.value.minor_version == b.value.minor_version && a.value.host == b.value.host &&
+         a.value.port == b.value.port && a.value.end == b.value.end;
 }
 
 std::string Lower(std::string_view s) {
@@ -63,7 +63,7 @@ HttpParse Check(std::string_view s) {
     FUZZ_CHECK(s.size() < brig::egress::kMaxHttpHead);
     return r;
   }
-  const auto& h = r.head;
+  const auto& h = r.value;
   FUZZ_CHECK(h.end >= 4 && h.end <= s.size() && h.end <= brig::egress::kMaxHttpHead);
   FUZZ_CHECK(s.substr(h.end - 4, 4) == "\r\n\r\n");
   FUZZ_CHECK(s.substr(0, h.end - 2).find("\r\n\r\n") == std::string_view::npos);
@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (full.status == Status::kNeedMore) return 0;
   FUZZ_CHECK(Same(full, brig::egress::ParseHttpHost(std::string(s) + "\n\rx")));
   if (full.status == Status::kOk) {
-    FUZZ_CHECK(Same(full, brig::egress::ParseHttpHost(s.substr(0, full.head.end))));
+    FUZZ_CHECK(Same(full, brig::egress::ParseHttpHost(s.substr(0, full.value.end))));
   }
   return 0;
 }

@@ -19,8 +19,8 @@ using brig::egress::HelloParse;
 using Status = HelloParse::Status;
 
 bool Same(const HelloParse& a, const HelloParse& b) {
-  return a.status == b.status && a.why == b.why && a.hello.version == b.hello.version &&
-         a.hello.sni == b.hello.sni && a.hello.ech == b.hello.ech && a.hello.esni == b.hello.esni;
+  return a.status == b.status && a.why == b.why && a.value.version == b.value.version &&
+         a.value.sni == b.value.sni && a.value.ech == b.value.ech && a.value.esni == b.value.esni;
 }
 
 HelloParse Check(std::string_view s) {
@@ -32,10 +32,10 @@ HelloParse Check(std::string_view s) {
     FUZZ_CHECK(r.why.empty());
   }
   if (r.status == Status::kOk) {
-    FUZZ_CHECK(r.hello.version >= 0x0301 && r.hello.version <= 0x0303);
-    FUZZ_CHECK(r.hello.sni.empty() || brig::egress::NormalizeName(r.hello.sni) == r.hello.sni);
+    FUZZ_CHECK(r.value.version >= 0x0301 && r.value.version <= 0x0303);
+    FUZZ_CHECK(r.value.sni.empty() || brig::egress::NormalizeName(r.value.sni) == r.value.sni);
   } else {
-    FUZZ_CHECK(r.hello.sni.empty() && !r.hello.ech && !r.hello.esni);
+    FUZZ_CHECK(r.value.sni.empty() && !r.value.ech && !r.value.esni);
   }
   return r;
 }

@@ -638,12 +638,12 @@ TEST(EgressTls, RealClientsFirstFlights) {
     std::string b = Corpus(s.file);
     HelloParse r = ParseClientHello(b);
     ASSERT_EQ(r.status, TlsStatus::kOk) << s.file << ": " << r.why;
-    EXPECT_EQ(r.hello.sni, s.sni) << s.file;
-    EXPECT_EQ(r.hello.version, 0x0303);
-    EXPECT_FALSE(r.hello.ech);
-    EXPECT_FALSE(r.hello.esni);
+    EXPECT_EQ(r.value.sni, s.sni) << s.file;
+    EXPECT_EQ(r.value.version, 0x0303);
+    EXPECT_FALSE(r.value.ech);
+    EXPECT_FALSE(r.value.esni);
     // Whatever follows (a second flight, early data) is not read.
-    EXPECT_EQ(ParseClientHello(b + "\x17\x03\x03garbage").hello.sni, s.sni);
+    EXPECT_EQ(ParseClientHello(b + "\x17\x03\x03garbage").value.sni, s.sni);
     // Every proper prefix asks for more, never reads past its end.
     for (size_t n = 0; n < b.size(); ++n) {
       ASSERT_EQ(ParseClientHello(b.substr(0, n)).status, TlsStatus::kNeedMore) << s.file << n;
@@ -657,7 +657,7 @@ TEST(EgressTls, ReassemblesAHelloAcrossRecords) {
     std::string b = Records(hs, frag, 3);
     HelloParse r = ParseClientHello(b);
     ASSERT_EQ(r.status, TlsStatus::kOk) << frag << ": " << r.why;
-    EXPECT_EQ(r.hello.sni, "example.com");
+    EXPECT_EQ(r.value.sni, "example.com");
     for (size_t n = 0; n < b.size(); ++n) {
       ASSERT_EQ(ParseClientHello(b.substr(0, n)).status, TlsStatus::kNeedMore) << frag << " " << n;
     }
@@ -681,18 +681,18 @@ TEST(EgressTls, ReadsNameCaseEchAndEsni) {
   s.exts = {SniExt("WWW.Example.COM."), Ext(kExtEncryptedClientHello, "\x00\x00\x01\x00\x01"s)};
   HelloParse r = ParseClientHello(Hello(s));
   ASSERT_EQ(r.status, TlsStatus::kOk) << r.why;
-  EXPECT_EQ(r.hello.sni, "www.example.com");
-  EXPECT_TRUE(r.hello.ech);
-  EXPECT_FALSE(r.hello.esni);
+  EXPECT_EQ(r.value.sni, "www.example.com");
+  EXPECT_TRUE(r.value.ech);
+  EXPECT_FALSE(r.value.esni);
   s.exts = {Ext(kExtEsni, "x")};
   r = ParseClientHello(Hello(s));
   ASSERT_EQ(r.status, TlsStatus::kOk) << r.why;
-  EXPECT_EQ(r.hello.sni, "");
-  EXPECT_TRUE(r.hello.esni);
+  EXPECT_EQ(r.value.sni, "");
+  EXPECT_TRUE(r.value.esni);
   s.no_extensions = true;
   r = ParseClientHello(Hello(s));
   ASSERT_EQ(r.status, TlsStatus::kOk) << r.why;
-  EXPECT_EQ(r.hello.sni, "");
+  EXPECT_EQ(r.value.sni, "");
 }
 
 TEST(EgressTls, NonTlsBytesAreRefusedAtOnce) {
@@ -803,21 +803,21 @@ TEST(EgressHttp, RealClientsRequests) {
   std::string curl = Corpus("http/curl-get");
   HttpParse r = ParseHttpHost(curl);
   ASSERT_EQ(r.status, HttpStatus::kOk) << r.why;
-  EXPECT_EQ(r.head.method, "GET");
-  EXPECT_EQ(r.head.minor_version, 1);
-  EXPECT_EQ(r.head.host, "example.com");
-  EXPECT_EQ(r.head.port, 0);
-  EXPECT_EQ(r.head.end, curl.size());
+  EXPECT_EQ(r.value.method, "GET");
+  EXPECT_EQ(r.value.minor_version, 1);
+  EXPECT_EQ(r.value.host, "example.com");
+  EXPECT_EQ(r.value.port, 0);
+  EXPECT_EQ(r.value.end, curl.size());
   r = ParseHttpHost(Corpus("http/wget-get-port"));
   ASSERT_EQ(r.status, HttpStatus::kOk) << r.why;
-  EXPECT_EQ(r.head.host, "pkg.example.com");
-  EXPECT_EQ(r.head.port, 8082);
+  EXPECT_EQ(r.value.host, "pkg.example.com");
+  EXPECT_EQ(r.value.port, 8082);
   for (size_t n = 0; n < curl.size(); ++n) {
     ASSERT_EQ(ParseHttpHost(curl.substr(0, n)).status, HttpStatus::kNeedMore) << n;
   }
   r = ParseHttpHost(curl + "body bytes\0\r\n"s);
   EXPECT_EQ(r.status, HttpStatus::kOk);
-  EXPECT_EQ(r.head.end, curl.size());
+  EXPECT_EQ(r.value.end, curl.size());
 }
 
 TEST(EgressHttp, HostForms) {
@@ -841,8 +841,8 @@ TEST(EgressHttp, HostForms) {
        }) {
     HttpParse r = ParseHttpHost(c.req);
     ASSERT_EQ(r.status, HttpStatus::kOk) << c.req << ": " << r.why;
-    EXPECT_EQ(r.head.host, c.host) << c.req;
-    EXPECT_EQ(r.head.port, c.port) << c.req;
+    EXPECT_EQ(r.value.host, c.host) << c.req;
+    EXPECT_EQ(r.value.port, c.port) << c.req;
   }
 }
 

@@ -1,0 +1,20 @@
+// What an incremental reader of a client's first bytes says: not enough yet, malformed
+// (and why), or the value it read. The proxy reads a ClientHello (tls.h) or a request
+// head (http.h) as bytes arrive and acts on the first answer that is not kNeedMore.
+#pragma once
+
+#include <string>
+
+namespace brig::egress {
+
+enum class PeekStatus { kNeedMore, kMalformed, kOk };
+
+template <typename T>
+struct Peek {
+  using Status = PeekStatus;
+  Status status = Status::kNeedMore;
+  T value;          // with kOk
+  std::string why;  // with kMalformed: what is wrong
+};
+
+}  // namespace brig::egress
