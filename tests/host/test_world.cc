@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -42,6 +43,28 @@ int NewNetns() {
     if (unshare(CLONE_NEWNET) == 0) fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   });
   t.join();
+  return fd;
+}
+
+// A socket of namespace `nsfd` bound to addr:port (listening, for TCP), or -1. Every
+// listener of the world may share its port with listeners on more specific addresses
+// (SO_REUSEADDR, and SO_REUSEPORT for TCP): the kernel hands each connection or datagram
+// to the most specific one.
+int Listen(int nsfd, bool tcp, const char* addr, uint16_t port) {
+  int fd = -1;
+  InNetns(nsfd, [&] { fd = socket(AF_INET, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0); });
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (tcp) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, addr, &sa.sin_addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 || (tcp && listen(fd, 64) < 0)) {
+    close(fd);
+    return -1;
+  }
   return fd;
 }
 
@@ -86,6 +109,110 @@ std::vector<pid_t> ProcessesInNetns(uint64_t ino) {
   return found;
 }
 
+
+// The fake internet's web servers (TestWorld::BuildServices): python3's http.server, each
+// spec "KIND,ADDR,PORT" (KIND https or http) on a thread, serving ROOT. Every connection,
+// SNI, failed handshake and request is one line of LOG; "ready" once all listen. It makes
+// no lookups of its own (http.server's bind would ask for the address's name).
+constexpr char kWebServer[] = R"(import http.server, socket, socketserver, ssl, sys, threading
+log_path, root, cert, key = sys.argv[1:5]
+lock = threading.Lock()
+log = open(log_path, "a", buffering=1)
+
+def note(*words):
+    with lock:
+        log.write(" ".join(words) + "\n")
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, directory=root, **kwargs)
+
+    def send_head(self):
+        host = self.headers.get("Host") or "-"
+        note("request", self.server.kind, self.server.where, "host=" + host, "path=" + self.path)
+        return super().send_head()
+
+    def log_message(self, *args):
+        pass
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def server_bind(self):
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def finish_request(self, request, client_address):
+        note("accept", self.kind, self.where, "from=" + client_address[0])
+        if self.kind == "https":
+            try:
+                request = self.tls.wrap_socket(request, server_side=True)
+            except (OSError, ssl.SSLError) as e:
+                note("tls_failed", self.kind, self.where, type(e).__name__)
+                return
+        try:
+            super().finish_request(request, client_address)
+        finally:
+            request.close()
+
+def serve(kind, addr, port):
+    server = Server((addr, int(port)), Handler)
+    server.kind, server.where = kind, addr + ":" + port
+    if kind == "https":
+        server.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server.tls.load_cert_chain(cert, key)
+        server.tls.sni_callback = lambda sock, name, ctx: note("sni", kind, server.where, name or "-")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+for spec in sys.argv[5:]:
+    serve(*spec.split(","))
+note("ready")
+threading.Event().wait()
+)";
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// A zone's key for a name: lower case, no trailing dot.
+std::string ZoneKey(std::string name) {
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  return Lower(name);
+}
+
+void Put16(std::string& out, unsigned v) {
+  out.push_back(static_cast<char>((v >> 8) & 0xff));
+  out.push_back(static_cast<char>(v & 0xff));
+}
+
+// A name in DNS wire form (labels, no compression).
+std::string WireName(const std::string& name) {
+  std::string out;
+  std::istringstream in(name);
+  for (std::string label; std::getline(in, label, '.');) {
+    if (label.empty()) continue;
+    out.push_back(static_cast<char>(label.size()));
+    out += label;
+  }
+  out.push_back('\0');
+  return out;
+}
+
+// Reads exactly n bytes within a few seconds; false on EOF, error or silence.
+bool ReadFull(int fd, char* buf, size_t n) {
+  while (n > 0) {
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 3000) <= 0) return false;
+    ssize_t got = read(fd, buf, n);
+    if (got <= 0) return false;
+    buf += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
 }  // namespace
 
 std::string Lines(const std::vector<std::string>& lines) {
@@ -167,6 +294,152 @@ void CountingServer::Loop() {
   }
 }
 
+// ---- ZoneServer ------------------------------------------------------------------------
+
+ZoneServer::ZoneServer(int udp_fd, int tcp_fd) : udp_(udp_fd), tcp_(tcp_fd) {
+  if (pipe2(stop_, O_CLOEXEC) < 0) abort();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ZoneServer::~ZoneServer() {
+  (void)!write(stop_[1], "x", 1);
+  thread_.join();
+  for (int fd : {stop_[0], stop_[1], udp_, tcp_}) close(fd);
+}
+
+void ZoneServer::SetA(const std::string& name, const std::vector<std::string>& addresses) {
+  std::vector<uint32_t> v;
+  for (const auto& a : addresses) {
+    in_addr ia = {};
+    if (inet_pton(AF_INET, a.c_str(), &ia) == 1) v.push_back(ia.s_addr);
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  a_[ZoneKey(name)] = v;
+}
+
+void ZoneServer::SetCname(const std::string& name, const std::string& target) {
+  std::lock_guard<std::mutex> l(mu_);
+  cname_[ZoneKey(name)] = ZoneKey(target);
+}
+
+std::vector<std::string> ZoneServer::Queries() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return queries_;
+}
+
+void ZoneServer::Clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  queries_.clear();
+}
+
+std::string ZoneServer::Answer(const std::string& q, const char* transport) {
+  if (q.size() < 12 || (q[2] & 0x80) != 0) return "";  // too short, or a response
+  if (q[4] != 0 || q[5] != 1) return "";                // one question, as every client asks
+  std::string name;
+  size_t at = 12;
+  while (at < q.size() && q[at] != 0) {
+    auto len = static_cast<unsigned char>(q[at]);
+    if (len > 63 || at + 1 + len >= q.size()) return "";
+    if (!name.empty()) name += '.';
+    name += q.substr(at + 1, len);
+    at += 1 + len;
+  }
+  if (at + 5 > q.size()) return "";
+  size_t question_end = at + 5;
+  unsigned qtype = (static_cast<unsigned char>(q[at + 1]) << 8) | static_cast<unsigned char>(q[at + 2]);
+  std::string type = qtype == 1 ? "A" : qtype == 28 ? "AAAA" : qtype == 5 ? "CNAME"
+                                                                          : std::to_string(qtype);
+  std::lock_guard<std::mutex> l(mu_);
+  queries_.push_back(std::string(transport) + " " + type + " " + name);
+
+  // The chain of CNAMEs from the name, then its A records.
+  std::string records;
+  unsigned count = 0;
+  std::string owner = "\xc0\x0c", key = ZoneKey(name);
+  bool known = a_.count(key) || cname_.count(key);
+  for (int hops = 0; known && cname_.count(key) && hops < 8; ++hops) {
+    const std::string& target = cname_[key];
+    std::string rdata = WireName(target);
+    records += owner;
+    Put16(records, 5);
+    Put16(records, 1);
+    records += std::string("\0\0\0\x1e", 4);  // TTL 30 s
+    Put16(records, static_cast<unsigned>(rdata.size()));
+    records += rdata;
+    ++count;
+    owner = rdata;
+    key = target;
+    known = a_.count(key) || cname_.count(key);
+  }
+  if (known && qtype == 1 && a_.count(key)) {
+    for (uint32_t addr : a_[key]) {
+      records += owner;
+      Put16(records, 1);
+      Put16(records, 1);
+      records += std::string("\0\0\0\x1e", 4);
+      Put16(records, 4);
+      records.append(reinterpret_cast<const char*>(&addr), 4);
+      ++count;
+    }
+  }
+  std::string reply = q.substr(0, 2);
+  // QR and AA, the client's RD, RCODE NOERROR or NXDOMAIN.
+  reply.push_back(static_cast<char>(0x84 | (q[2] & 0x01)));
+  reply.push_back(static_cast<char>(known ? 0 : 3));
+  Put16(reply, 1);
+  Put16(reply, count);
+  Put16(reply, 0);
+  Put16(reply, 0);
+  reply += q.substr(12, question_end - 12);
+  return reply + records;
+}
+
+void ZoneServer::ServeTcp(int conn) {
+  for (;;) {
+    char len[2];
+    if (!ReadFull(conn, len, 2)) return;
+    std::string q((static_cast<unsigned char>(len[0]) << 8) | static_cast<unsigned char>(len[1]),
+                  '\0');
+    if (!ReadFull(conn, q.data(), q.size())) return;
+    std::string reply = Answer(q, "tcp");
+    if (reply.empty()) return;
+    std::string framed;
+    Put16(framed, static_cast<unsigned>(reply.size()));
+    framed += reply;
+    if (write(conn, framed.data(), framed.size()) != static_cast<ssize_t>(framed.size())) return;
+  }
+}
+
+void ZoneServer::Loop() {
+  for (;;) {
+    pollfd p[3] = {{udp_, POLLIN, 0}, {tcp_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+    if (poll(p, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (p[2].revents) return;
+    if (p[0].revents) {
+      char buf[4096];
+      sockaddr_in peer = {};
+      socklen_t pl = sizeof peer;
+      ssize_t n = recvfrom(udp_, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&peer), &pl);
+      if (n > 0) {
+        std::string reply = Answer(std::string(buf, static_cast<size_t>(n)), "udp");
+        if (!reply.empty()) {
+          sendto(udp_, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&peer), pl);
+        }
+      }
+    }
+    if (p[1].revents) {
+      int conn = accept4(tcp_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn >= 0) {
+        ServeTcp(conn);
+        close(conn);
+      }
+    }
+  }
+}
+
 // ---- TestWorld -------------------------------------------------------------------------
 
 std::string TestWorld::Unavailable() {
@@ -237,19 +510,10 @@ int TestWorld::Wait(pid_t pid) {
 }
 
 CountingServer* TestWorld::Serve(Where w, bool tcp, uint16_t port) {
-  int fd = -1;
-  InNetns(Fd(w), [&] { fd = socket(AF_INET, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0); });
+  int fd = Listen(Fd(w), tcp, "0.0.0.0", port);
   if (fd < 0) return nullptr;
   int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (!tcp) setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
-  sockaddr_in sa = {};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 || (tcp && listen(fd, 64) < 0)) {
-    close(fd);
-    return nullptr;
-  }
   std::string label = std::string(w == kWorld ? "world" : "internet") + (tcp ? " tcp/" : " udp/") +
                       std::to_string(port);
   servers_.push_back(std::make_unique<CountingServer>(fd, tcp, label));
@@ -348,6 +612,135 @@ std::string TestWorld::Build() {
   return {};
 }
 
+std::string TestWorld::BuildServices(const std::vector<std::string>& cert_names) {
+  for (const char* prog : {"openssl", "git"}) {
+    if (!InPath(prog)) return std::string("no ") + prog + " on this host";
+  }
+  if (access("/usr/bin/python3", X_OK) != 0) return "no /usr/bin/python3 for the web servers";
+  for (const char* addr : {kDnsHost, kWebHost, kWrongHost}) {
+    auto r = Run(kInternet, {"ip", "addr", "add", std::string(addr) + "/24", "dev", "eth0"});
+    if (r.exit_code != 0) return std::string("adding ") + addr + ": " + r.err;
+  }
+  int udp = Listen(internet_fd_, false, kDnsHost, 53), tcp = Listen(internet_fd_, true, kDnsHost, 53);
+  if (udp < 0 || tcp < 0) {
+    if (udp >= 0) close(udp);
+    if (tcp >= 0) close(tcp);
+    return std::string("cannot listen on ") + kDnsHost + ":53";
+  }
+  dns_ = std::make_unique<ZoneServer>(udp, tcp);
+
+  // The test CA, and one certificate it signs for every name.
+  services_dir_ = std::make_unique<ScratchDir>();
+  const std::string d = services_dir_->path();
+  std::string sans = "subjectAltName=";
+  for (size_t i = 0; i < cert_names.size(); ++i) sans += (i ? ",DNS:" : "DNS:") + cert_names[i];
+  services_dir_->Write("server.ext", sans +
+                                         "\nbasicConstraints=critical,CA:FALSE\n"
+                                         "keyUsage=critical,digitalSignature\n"
+                                         "extendedKeyUsage=serverAuth\n");
+  const std::vector<std::vector<std::string>> steps = {
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+       "-keyout", d + "/ca.key", "-out", d + "/ca.crt", "-days", "2", "-subj",
+       "/CN=brig test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+       "keyUsage=critical,keyCertSign,cRLSign"},
+      {"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+       "-keyout", d + "/server.key", "-out", d + "/server.csr", "-subj",
+       "/CN=" + (cert_names.empty() ? std::string("server.test") : cert_names[0])},
+      {"openssl", "x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.crt", "-CAkey",
+       d + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", d + "/server.ext", "-out",
+       d + "/server.crt"},
+      {"git", "-C", d + "/work", "init", "-q", "-b", "main"},
+      {"git", "-C", d + "/work", "add", "README"},
+      {"git", "-C", d + "/work", "-c", "user.name=brig test", "-c", "user.email=test@allowed.test",
+       "commit", "-q", "-m", "the fake internet's repository"},
+      {"git", "clone", "-q", "--bare", d + "/work", d + "/www/repo.git"},
+      {"git", "-C", d + "/www/repo.git", "update-server-info"},
+  };
+  // The web root: a file, and a repository for git's dumb HTTP.
+  mkdir((d + "/www").c_str(), 0755);
+  mkdir((d + "/work").c_str(), 0755);
+  services_dir_->Write("www/hello.txt", "hello from the fake internet\n");
+  services_dir_->Write("work/README", "a repository of the fake internet\n");
+  for (const auto& cmd : steps) {
+    auto r = RunCommand(cmd);
+    if (r.exit_code != 0) return cmd[0] + " " + cmd[1] + " failed: " + r.err;
+  }
+
+  // The web servers, a python3 of their own in the internet's namespace.
+  std::string script = services_dir_->Write("web.py", kWebServer);
+  std::string log = services_dir_->Write("web.log", "");
+  std::vector<std::string> argv = {"nsenter",
+                                   "--net=" + NsPath(kInternet),
+                                   "/usr/bin/python3",
+                                   script,
+                                   log,
+                                   d + "/www",
+                                   d + "/server.crt",
+                                   d + "/server.key",
+                                   std::string("https,") + kWebHost + ",443",
+                                   std::string("http,") + kWebHost + ",80",
+                                   std::string("https,") + kWrongHost + ",443"};
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::string err = d + "/web.err";
+  web_pid_ = fork();
+  if (web_pid_ == 0) {
+    int devnull = open("/dev/null", O_RDWR);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    dup2(e, 2);
+    execvp(cargv[0], cargv.data());
+    _exit(99);
+  }
+  if (web_pid_ < 0) return "cannot fork the web servers";
+  for (int i = 0; i < 500 && ReadFileOrEmpty(log).find("ready\n") == std::string::npos; ++i) {
+    if (waitpid(web_pid_, nullptr, WNOHANG) == web_pid_) {
+      web_pid_ = -1;
+      return "the web servers died: " + ReadFileOrEmpty(err);
+    }
+    usleep(20000);
+  }
+  if (ReadFileOrEmpty(log).find("ready\n") == std::string::npos) {
+    return "the web servers did not start: " + ReadFileOrEmpty(err);
+  }
+  ClearWebLog();
+  return {};
+}
+
+std::string TestWorld::StopWebServers() {
+  if (web_pid_ <= 0) return {};
+  std::string problems;
+  kill(web_pid_, SIGTERM);
+  int status = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 250 && (got = waitpid(web_pid_, &status, WNOHANG)) == 0; ++i) usleep(20000);
+  if (got == 0) {
+    problems = "the web servers did not end on SIGTERM; killed them\n";
+    kill(web_pid_, SIGKILL);
+    waitpid(web_pid_, &status, 0);
+  }
+  web_pid_ = -1;
+  return problems;
+}
+
+std::string TestWorld::CaPem() const {
+  return services_dir_ ? services_dir_->path() + "/ca.crt" : "";
+}
+
+std::vector<std::string> TestWorld::WebLog() const {
+  std::vector<std::string> out;
+  if (!services_dir_) return out;
+  std::istringstream in(ReadFileOrEmpty(services_dir_->path() + "/web.log"));
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+void TestWorld::ClearWebLog() {
+  if (services_dir_) truncate((services_dir_->path() + "/web.log").c_str(), 0);
+}
+
 std::string TestWorld::TearDown() {
   std::string problems;
   bool killed_brig = false;
@@ -364,6 +757,9 @@ std::string TestWorld::TearDown() {
     for (int i = 0; i < 100 && !FindProcesses("brig-init").empty(); ++i) usleep(20000);
     Brig({"gc"});
   }
+  problems += StopWebServers();
+  dns_.reset();
+  services_dir_.reset();
   for (uint64_t ino : {world_ino_, internet_ino_}) {
     if (ino == 0) continue;
     for (pid_t pid : ProcessesInNetns(ino)) {

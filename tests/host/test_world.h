@@ -12,6 +12,12 @@
 // The world forwards (ip_forward=1), as a real host with a bridge does, so brig's rules
 // are the only thing between a sandbox and the fake internet.
 //
+// BuildServices (issue 6, "Tests") makes the internet host a small internet of its own, on
+// further addresses of its eth0: an authoritative DNS server at 198.51.100.53 (UDP and TCP)
+// answering from a zone the test sets, HTTPS servers at 198.51.100.20 and 198.51.100.21
+// with certificates of a test CA made at run time, and plain HTTP at 198.51.100.20. Each
+// writes down every query, connection, SNI and request that reaches it.
+//
 // The namespaces are held by file descriptors of the test process (made by unshare in a
 // thread), not named with `ip netns add`: that would bind-mount them under /run/netns
 // and change the mount table the host fixture compares. Commands enter them with
@@ -38,6 +44,9 @@ namespace brig::testing {
 inline constexpr char kWorldAddr[] = "198.51.100.1";      // the world's end of the link
 inline constexpr char kInternetHost[] = "198.51.100.10";  // the fake internet host
 inline constexpr char kGateway[] = "10.213.0.1";          // brig's default bridge address
+inline constexpr char kDnsHost[] = "198.51.100.53";       // the authoritative DNS server
+inline constexpr char kWebHost[] = "198.51.100.20";       // HTTPS (443) and HTTP (80)
+inline constexpr char kWrongHost[] = "198.51.100.21";     // HTTPS that should get nothing
 
 // A TCP or UDP server bound to 0.0.0.0:port in one of the world's namespaces. It accepts
 // (and closes) every connection and reads every datagram, and notes each as
@@ -64,6 +73,37 @@ class CountingServer {
   std::thread thread_;
 };
 
+// An authoritative DNS server on UDP and TCP port 53 of one address, answering from a zone
+// the test sets: A records and CNAMEs, names matched without regard to case or a trailing
+// dot. A known name gets its records (CNAMEs followed inside the zone, A records for type
+// A), NOERROR with no answer for other types; an unknown name NXDOMAIN. It notes every
+// question as "udp A allowed.test" (transport, type, the name as it was asked).
+class ZoneServer {
+ public:
+  ZoneServer(int udp_fd, int tcp_fd);
+  ~ZoneServer();
+  ZoneServer(const ZoneServer&) = delete;
+  ZoneServer& operator=(const ZoneServer&) = delete;
+
+  void SetA(const std::string& name, const std::vector<std::string>& addresses);
+  void SetCname(const std::string& name, const std::string& target);
+  std::vector<std::string> Queries() const;
+  void Clear();
+
+ private:
+  void Loop();
+  // The reply to one query ("" to send none), noting the question.
+  std::string Answer(const std::string& query, const char* transport);
+  void ServeTcp(int conn);
+  int udp_, tcp_;
+  int stop_[2] = {-1, -1};
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<uint32_t>> a_;  // network byte order
+  std::map<std::string, std::string> cname_;
+  std::vector<std::string> queries_;
+  std::thread thread_;
+};
+
 class TestWorld {
  public:
   enum Where { kWorld, kInternet };
@@ -84,6 +124,19 @@ class TestWorld {
   // drops the namespaces. Returns what it had to clean up that the test should have ("" if
   // nothing). Idempotent.
   std::string TearDown();
+
+  // The fake internet's services (after Build), the certificate of one name for every name
+  // in `cert_names` (a SAN each). Empty on success, otherwise what failed.
+  std::string BuildServices(const std::vector<std::string>& cert_names);
+  // The DNS server (after BuildServices).
+  ZoneServer& Dns() { return *dns_; }
+  // The test CA's certificate (PEM), which a client needs to trust the web servers.
+  std::string CaPem() const;
+  // The web servers' notes, one line each: "accept https 198.51.100.20:443 from=ADDR",
+  // "sni https 198.51.100.20:443 NAME", "request http 198.51.100.20:80 host=H path=P",
+  // "tls_failed https 198.51.100.21:443 WHY".
+  std::vector<std::string> WebLog() const;
+  void ClearWebLog();
 
   // For nsenter --net=.
   std::string NsPath(Where w) const;
@@ -119,8 +172,12 @@ class TestWorld {
   int Fd(Where w) const { return w == kWorld ? world_fd_ : internet_fd_; }
   int world_fd_ = -1, internet_fd_ = -1;
   uint64_t world_ino_ = 0, internet_ino_ = 0;
+  std::string StopWebServers();
   std::vector<std::unique_ptr<CountingServer>> servers_;
   std::set<pid_t> spawned_;
+  std::unique_ptr<ZoneServer> dns_;
+  std::unique_ptr<ScratchDir> services_dir_;
+  pid_t web_pid_ = -1;
 };
 
 // Prefixes each of `lines` with "  " and joins them, for failure messages.

@@ -1,0 +1,779 @@
+// brig's egress resolver and proxy (issue 6, "Tests"; design.md, Network and Invariant 4)
+// against a fake internet that the test builds in its own test world (test_world.h): an
+// authoritative DNS server at 198.51.100.53, HTTPS servers at 198.51.100.20 and .21 with
+// certificates of a test CA made at run time, and plain HTTP at .20. Each server writes down
+// whatever reaches it, so "denied" is asserted at the server (no query for the name reached
+// the upstream, no connection reached the wrong address) and not only by a client's error.
+//
+// The clients are real programs inside the sandbox: curl, openssl s_client, git over https,
+// getent and busybox nslookup. Each runs as a timed step of one script (RunSteps), so that
+// a refusal is seen to come at once, not after a timeout. The sandbox reaches the CA through
+// its workspace (ca.crt: a *.pem would be one of the secret files a workspace hides).
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "config/brig.pb.h"
+#include "host/host_fixture.h"
+#include "host/test_world.h"
+
+namespace brig::testing {
+namespace {
+
+constexpr char kPrivate[] = "10.1.2.3";
+constexpr char kMetadata[] = "169.254.169.254";
+constexpr char kHello[] = "hello from the fake internet\n";
+// A refusal comes at once: well under every client's own timeout (10 s here).
+constexpr long kPromptMs = 3000;
+
+std::string Profile(const char* name) {
+  return SourceRoot() + "/tests/host/profiles/" + name + ".textproto";
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// 198.18.0.0/15, brig's pool of the addresses its resolver hands out.
+bool InPool(const std::string& addr) {
+  return addr.rfind("198.18.", 0) == 0 || addr.rfind("198.19.", 0) == 0;
+}
+
+// `s` in single quotes for sh.
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// One client command of a sandbox's script: its exit status, how long it took, its output
+// (stdout and stderr together).
+struct Step {
+  int rc = -1;
+  long ms = -1;
+  std::string out;
+};
+
+// The sandbox side of RunSteps: `step NAME CMD` evaluates CMD (in a subshell: the helpers
+// below are in reach) and prints "@@step NAME RC MS" and then its output. `addr NAME` prints
+// the IPv4 address the sandbox's resolver gives NAME.
+constexpr char kStepScript[] = R"sh(step() {
+  s=$(date +%s%N)
+  ( eval "$2" ) >/tmp/step.out 2>&1 </dev/null
+  rc=$?
+  e=$(date +%s%N)
+  echo "@@step $1 $rc $(( (e - s) / 1000000 ))"
+  cat /tmp/step.out
+  echo
+}
+addr() { getent ahostsv4 "$1" | head -n 1 | cut -d " " -f 1; }
+)sh";
+
+std::map<std::string, Step> ParseSteps(const std::string& out) {
+  std::map<std::string, Step> steps;
+  std::istringstream in(out);
+  Step* current = nullptr;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("@@step ", 0) == 0) {
+      std::istringstream f(line.substr(7));
+      std::string name;
+      Step s;
+      f >> name >> s.rc >> s.ms;
+      current = &(steps[name] = s);
+    } else if (current) {
+      current->out += line + "\n";
+    }
+  }
+  return steps;
+}
+
+// What one sandbox did: its steps, and what brig wrote down about it.
+struct Sandbox {
+  RunOutput run;
+  std::map<std::string, Step> steps;
+  std::string audit_text;
+  std::vector<v1::AuditEvent> audit;
+  v1::RunResult result;
+
+  std::vector<v1::DnsQuery> Queries(const std::string& name) const {
+    std::vector<v1::DnsQuery> out;
+    for (const auto& e : audit) {
+      if (e.has_dns_query() && e.dns_query().name() == name) out.push_back(e.dns_query());
+    }
+    return out;
+  }
+  std::vector<v1::Connection> Connections() const {
+    std::vector<v1::Connection> out;
+    for (const auto& e : audit) {
+      if (e.has_connection()) out.push_back(e.connection());
+    }
+    return out;
+  }
+  // The pool address brig's resolver answered NAME's A query with ("" if none).
+  std::string AnswerFor(const std::string& name) const {
+    for (const auto& q : Queries(name)) {
+      if (q.qtype() == "A" && !q.answer().empty()) return q.answer();
+    }
+    return "";
+  }
+  // Every connection event, one a line, for failure messages.
+  std::string ConnectionText() const {
+    std::string s;
+    for (const auto& c : Connections()) s += "  " + c.ShortDebugString() + "\n";
+    return s;
+  }
+};
+
+// Matchers over the servers' notes.
+bool AnyContains(const std::vector<std::string>& lines, const std::string& needle) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return Contains(Lower(l), Lower(needle)); });
+}
+
+class Egress : public HostTest {
+ protected:
+  void SetUp() override {
+    HostTest::SetUp();
+    if (IsSkipped()) return;
+    if (auto why = TestWorld::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    for (const char* tool : {"/usr/bin/curl", "/usr/bin/openssl", "/usr/bin/git",
+                             "/usr/bin/busybox", "/usr/bin/getent", "/usr/bin/python3"}) {
+      if (access(tool, X_OK) != 0) GTEST_SKIP() << "no " << tool;
+    }
+    ASSERT_EQ(world_.Build(), "");
+    ASSERT_EQ(world_.BuildServices({"allowed.test", "*.allowed.test", "other.test", "other2.test",
+                                    "denied.test", "evil-allowed.test", "xn--bcher-kva.test",
+                                    "xn--caf-dma.test", "metadata.test"}),
+              "");
+    auto& dns = world_.Dns();
+    for (const char* name : {"allowed.test", "other.test", "other2.test", "denied.test",
+                             "evil-allowed.test", "allowed.test.evil.test", "xn--bcher-kva.test",
+                             "xn--caf-dma.test"}) {
+      dns.SetA(name, {kWebHost});
+    }
+    dns.SetCname("www.allowed.test", "allowed.test");
+    dns.SetA("private.allowed.test", {kPrivate});
+    dns.SetA("metadata.test", {kMetadata});
+    ws_.Write("ca.crt", ReadFileOrEmpty(world_.CaPem()));
+  }
+  void TearDown() override {
+    if (!IsSkipped()) {
+      EXPECT_EQ(world_.TearDown(), "") << "the test left these in its world";
+    }
+    HostTest::TearDown();
+  }
+
+  // Runs `steps` (name, shell command) in one sandbox of `profile` in the world, with the
+  // fake internet's DNS server as the resolver's upstream.
+  Sandbox RunSteps(const std::vector<std::pair<std::string, std::string>>& steps,
+                   const std::vector<std::string>& extra = {},
+                   const std::string& profile = Profile("egress")) {
+    std::string script = kStepScript;
+    for (const auto& [name, cmd] : steps) script += "step " + name + " " + Quote(cmd) + "\n";
+    ScratchDir out;
+    std::string audit = out.path() + "/audit.jsonl", result = out.path() + "/result.json";
+    std::vector<std::string> args = {"run",          "--profile",     profile,
+                                     "--workspace",  ws_.path(),      "--dns-upstream",
+                                     kDnsHost,       "--audit-log",   audit,
+                                     "--result",     result,          "--env",
+                                     "HOME=/tmp",    "--env",         "GIT_SSL_CAINFO=/workspace/ca.crt"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    Sandbox sb;
+    sb.run = world_.Brig(args);
+    EXPECT_EQ(sb.run.exit_code, 0) << sb.run.err << sb.run.out;
+    sb.steps = ParseSteps(sb.run.out);
+    for (const auto& [name, cmd] : steps) {
+      EXPECT_EQ(sb.steps.count(name), 1u) << "step " << name << " did not run:\n" << sb.run.out;
+    }
+    sb.audit_text = ReadFileOrEmpty(audit);
+    std::istringstream in(sb.audit_text);
+    for (std::string line; std::getline(in, line);) {
+      v1::AuditEvent e;
+      EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &e).ok()) << line;
+      sb.audit.push_back(e);
+    }
+    std::string json = ReadFileOrEmpty(result);
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &sb.result).ok()) << json;
+    return sb;
+  }
+
+  // The upstream's log of questions.
+  std::vector<std::string> Upstream() { return world_.Dns().Queries(); }
+  // Whether the upstream was asked anything about `name` (or a name containing it).
+  bool UpstreamAsked(const std::string& name) { return AnyContains(Upstream(), name); }
+
+  TestWorld world_;
+  ScratchDir ws_;
+};
+
+// A step that a refusal must end: it failed, and at once.
+#define EXPECT_REFUSED_AT_ONCE(sb, name)                                                       \
+  do {                                                                                         \
+    const Step& s_ = (sb).steps[name];                                                         \
+    EXPECT_NE(s_.rc, 0) << (name) << " was not refused:\n" << s_.out;                          \
+    EXPECT_GE(s_.ms, 0) << (name);                                                             \
+    EXPECT_LT(s_.ms, kPromptMs) << (name) << " took " << s_.ms << " ms to be refused:\n" << s_.out; \
+  } while (0)
+
+#define EXPECT_STEP_OK(sb, name)                                                  \
+  do {                                                                            \
+    const Step& s_ = (sb).steps[name];                                            \
+    EXPECT_EQ(s_.rc, 0) << (name) << " failed:\n" << s_.out << "audit:\n" << (sb).audit_text; \
+  } while (0)
+
+// The fixture's own fake internet, asked from the world directly (no brig): the DNS server
+// answers and writes down what it is asked, the web servers serve the test CA's
+// certificates and the git repository, and none of it reaches the world's catch-all
+// servers on the same ports. The tests below stand on this.
+TEST_F(Egress, TheFakeInternetAnswersTheWorld) {
+  auto ns = [&](const std::string& name) {
+    return world_.InWorld({"busybox", "nslookup", "-type=a", name, kDnsHost});
+  };
+  auto a = ns("allowed.test");
+  EXPECT_TRUE(Contains(a.out, std::string("Address: ") + kWebHost)) << a.out << a.err;
+  auto cname = ns("WWW.Allowed.Test");
+  EXPECT_TRUE(Contains(cname.out, "canonical name = allowed.test")) << cname.out << cname.err;
+  EXPECT_TRUE(Contains(cname.out, std::string("Address: ") + kWebHost)) << cname.out;
+  auto nx = ns("nosuch.test");
+  EXPECT_TRUE(Contains(nx.out + nx.err, "NXDOMAIN")) << nx.out << nx.err;
+  // Over TCP too (busybox cannot: a few lines of python).
+  auto tcp = world_.InWorld(
+      {"/usr/bin/python3", "-c",
+       "import socket, struct\n"
+       "q = bytes.fromhex('abcd01000001000000000000') + b'\\x07allowed\\x04test\\x00' + "
+       "struct.pack('>HH', 1, 1)\n"
+       "s = socket.create_connection(('198.51.100.53', 53), timeout=5)\n"
+       "s.sendall(struct.pack('>H', len(q)) + q)\n"
+       "r = s.recv(4096)[2:]\n"
+       "print(r[3] & 15, r[7], '.'.join(str(b) for b in r[-4:]))\n"});
+  EXPECT_EQ(tcp.out, std::string("0 1 ") + kWebHost + "\n") << tcp.err;
+  std::vector<std::string> want = {"udp A allowed.test", "udp A WWW.Allowed.Test",
+                                   "udp A nosuch.test", "tcp A allowed.test"};
+  EXPECT_EQ(Upstream(), want);
+
+  std::string ca = world_.CaPem();
+  auto https = world_.InWorld({"curl", "-sS", "-m", "5", "--cacert", ca, "--resolve",
+                               std::string("allowed.test:443:") + kWebHost,
+                               "https://allowed.test/hello.txt"});
+  EXPECT_EQ(https.exit_code, 0) << https.err;
+  EXPECT_EQ(https.out, kHello);
+  auto http = world_.InWorld({"curl", "-sS", "-m", "5", "-H", "Host: other.test",
+                              std::string("http://") + kWebHost + "/hello.txt"});
+  EXPECT_EQ(http.out, kHello) << http.err;
+  auto wrong = world_.InWorld({"curl", "-sS", "-m", "5", "--cacert", ca, "--resolve",
+                               std::string("other.test:443:") + kWrongHost,
+                               "https://other.test/hello.txt"});
+  EXPECT_EQ(wrong.out, kHello) << wrong.err;
+  ScratchDir clone;
+  auto git = world_.InWorld({"env", "GIT_SSL_CAINFO=" + ca, "git", "-c",
+                             std::string("http.curloptResolve=allowed.test:443:") + kWebHost,
+                             "clone", "-q", "https://allowed.test/repo.git", clone.path() + "/r"});
+  EXPECT_EQ(git.exit_code, 0) << git.err;
+  EXPECT_EQ(ReadFileOrEmpty(clone.path() + "/r/README"), "a repository of the fake internet\n");
+
+  auto log = world_.WebLog();
+  for (const std::string& line :
+       {std::string("sni https ") + kWebHost + ":443 allowed.test",
+        std::string("request https ") + kWebHost + ":443 host=allowed.test path=/hello.txt",
+        std::string("request http ") + kWebHost + ":80 host=other.test path=/hello.txt",
+        std::string("sni https ") + kWrongHost + ":443 other.test",
+        std::string("request https ") + kWebHost +
+            ":443 host=allowed.test path=/repo.git/info/refs?service=git-upload-pack"}) {
+    EXPECT_NE(std::find(log.begin(), log.end(), line), log.end()) << line << "\n" << Lines(log);
+  }
+  EXPECT_EQ(Lines(world_.AllHits()), "") << "the catch-all servers took the fake internet's traffic";
+}
+
+TEST_F(Egress, AnAllowedHostWorksEndToEndWithItsOwnCertificate) {
+  auto sb = RunSteps({
+      {"resolve", "getent hosts allowed.test"},
+      {"curl", "curl -sS -m 10 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
+      {"cname", "curl -sS -m 10 --cacert /workspace/ca.crt https://www.allowed.test/hello.txt"},
+      {"s_client",
+       "timeout 10 openssl s_client -connect allowed.test:443 -servername allowed.test "
+       "-verify_return_error -verify_hostname allowed.test -CAfile /workspace/ca.crt"},
+      // Without the test CA the chain is untrusted: what the client sees is the server's own
+      // certificate, not one brig made.
+      {"untrusted", "curl -sS -m 10 https://allowed.test/hello.txt"},
+      {"git", "timeout 30 git clone -q https://allowed.test/repo.git /tmp/repo && cat /tmp/repo/README"},
+  });
+  EXPECT_STEP_OK(sb, "resolve");
+  std::string answer = sb.steps["resolve"].out.substr(0, sb.steps["resolve"].out.find(' '));
+  EXPECT_TRUE(InPool(answer)) << sb.steps["resolve"].out;
+  EXPECT_STEP_OK(sb, "curl");
+  EXPECT_EQ(sb.steps["curl"].out, std::string(kHello) + "\n");
+  EXPECT_STEP_OK(sb, "cname");
+  EXPECT_EQ(sb.steps["cname"].out, std::string(kHello) + "\n");
+  EXPECT_STEP_OK(sb, "s_client");
+  EXPECT_TRUE(Contains(sb.steps["s_client"].out, "issuer=CN = brig test CA"))
+      << sb.steps["s_client"].out;
+  EXPECT_TRUE(Contains(sb.steps["s_client"].out, "Verify return code: 0 (ok)"))
+      << sb.steps["s_client"].out;
+  EXPECT_EQ(sb.steps["untrusted"].rc, 60) << sb.steps["untrusted"].out;
+  EXPECT_STEP_OK(sb, "git");
+  EXPECT_EQ(sb.steps["git"].out, "a repository of the fake internet\n\n");
+
+  // At the servers: the upstream was asked, and every request reached .20 with its SNI.
+  EXPECT_TRUE(UpstreamAsked("allowed.test")) << Lines(Upstream());
+  auto log = world_.WebLog();
+  const std::string at = std::string(kWebHost) + ":443";
+  for (const std::string& line :
+       {"sni https " + at + " allowed.test", "sni https " + at + " www.allowed.test",
+        "request https " + at + " host=allowed.test path=/hello.txt",
+        "request https " + at + " host=www.allowed.test path=/hello.txt",
+        "request https " + at + " host=allowed.test path=/repo.git/HEAD"}) {
+    EXPECT_NE(std::find(log.begin(), log.end(), line), log.end()) << line << "\n" << Lines(log);
+  }
+  EXPECT_FALSE(AnyContains(log, kWrongHost)) << Lines(log);
+  EXPECT_EQ(Lines(world_.AllHits()), "");
+
+  // In the audit: each connection went to the dialed name's real, checked address.
+  auto conns = sb.Connections();
+  EXPECT_GE(conns.size(), 5u) << sb.ConnectionText();
+  for (const auto& c : conns) {
+    EXPECT_TRUE(c.allowed()) << c.ShortDebugString();
+    EXPECT_EQ(c.reason(), "allowlisted") << c.ShortDebugString();
+    EXPECT_EQ(c.address(), kWebHost) << c.ShortDebugString();
+    EXPECT_EQ(c.port(), 443u) << c.ShortDebugString();
+    EXPECT_EQ(c.protocol(), "tls") << c.ShortDebugString();
+    EXPECT_TRUE(InPool(c.dialed())) << c.ShortDebugString();
+    EXPECT_GT(c.bytes_down(), 0u) << c.ShortDebugString();
+  }
+}
+
+TEST_F(Egress, ADeniedNameGetsNxdomainAndNeverReachesTheUpstream) {
+  auto sb = RunSteps({
+      {"allowed", "getent hosts allowed.test"},
+      {"getent", "getent hosts denied.test"},
+      {"nslookup", "timeout 10 busybox nslookup denied.test"},
+      {"curl", "curl -sS -m 10 https://denied.test/"},
+  });
+  EXPECT_STEP_OK(sb, "allowed");
+  for (const char* step : {"getent", "nslookup", "curl"}) EXPECT_REFUSED_AT_ONCE(sb, step);
+  EXPECT_TRUE(Contains(sb.steps["nslookup"].out, "NXDOMAIN")) << sb.steps["nslookup"].out;
+  EXPECT_EQ(sb.steps["curl"].rc, 6) << sb.steps["curl"].out;  // could not resolve
+
+  // The upstream heard of the allowed name, and never of the denied one.
+  EXPECT_TRUE(UpstreamAsked("allowed.test")) << Lines(Upstream());
+  EXPECT_FALSE(UpstreamAsked("denied.test")) << Lines(Upstream());
+  EXPECT_FALSE(AnyContains(world_.WebLog(), "denied.test")) << Lines(world_.WebLog());
+  auto qs = sb.Queries("denied.test");
+  EXPECT_FALSE(qs.empty()) << sb.audit_text;
+  for (const auto& q : qs) {
+    EXPECT_FALSE(q.allowed()) << q.ShortDebugString();
+    EXPECT_EQ(q.reason(), "not_allowlisted") << q.ShortDebugString();
+    EXPECT_EQ(q.rcode(), "NXDOMAIN") << q.ShortDebugString();
+    EXPECT_EQ(q.answer(), "") << q.ShortDebugString();
+    EXPECT_EQ(q.addresses_size(), 0) << q.ShortDebugString();
+  }
+  EXPECT_TRUE(sb.Connections().empty()) << sb.ConnectionText();
+}
+
+TEST_F(Egress, AnAllowedNameWithAPrivateAddressIsRefused) {
+  auto sb = RunSteps({
+      {"getent", "getent hosts private.allowed.test"},
+      {"curl", "curl -sS -m 10 --cacert /workspace/ca.crt https://private.allowed.test/"},
+      {"http", "curl -sS -m 10 http://private.allowed.test/"},
+  });
+  for (const char* step : {"getent", "curl", "http"}) EXPECT_REFUSED_AT_ONCE(sb, step);
+  // brig asked (that is how it learnt the address), then refused what it learnt.
+  EXPECT_TRUE(UpstreamAsked("private.allowed.test")) << Lines(Upstream());
+  auto qs = sb.Queries("private.allowed.test");
+  bool floor = false;
+  for (const auto& q : qs) {
+    EXPECT_EQ(q.answer(), "") << q.ShortDebugString();
+    if (q.qtype() != "A") continue;
+    floor = true;
+    EXPECT_FALSE(q.allowed()) << q.ShortDebugString();
+    EXPECT_EQ(q.reason(), "floor") << q.ShortDebugString();
+    EXPECT_EQ(q.rcode(), "REFUSED") << q.ShortDebugString();
+  }
+  EXPECT_TRUE(floor) << "no A query for private.allowed.test in the audit:\n" << sb.audit_text;
+  for (const auto& c : sb.Connections()) {
+    EXPECT_FALSE(c.allowed()) << c.ShortDebugString();
+    EXPECT_NE(c.address(), kPrivate) << c.ShortDebugString();
+  }
+  EXPECT_EQ(Lines(world_.WebLog()), "");
+  EXPECT_EQ(Lines(world_.AllHits()), "");
+}
+
+TEST_F(Egress, AnAllowedSniSentToAnotherAddressIsRefused) {
+  const std::string s_client =
+      "timeout 10 openssl s_client -CAfile /workspace/ca.crt -verify_return_error ";
+  auto sb = RunSteps({
+      {"resolve", "addr allowed.test && addr other.test"},
+      // Straight to the wrong server's address, with an allowed SNI.
+      {"wrong", s_client + "-connect 198.51.100.21:443 -servername allowed.test"},
+      {"wrong_curl", "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+                     "allowed.test:443:198.51.100.21 https://allowed.test/hello.txt"},
+      // Domain fronting: the address the sandbox got for other.test, the SNI of allowed.test.
+      {"fronting", s_client + "-connect $(addr other.test):443 -servername allowed.test"},
+      {"fronting_curl", "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+                        "allowed.test:443:$(addr other.test) https://allowed.test/hello.txt"},
+      // The same address with its own name works: the refusals above are about the names.
+      {"own", s_client + "-connect $(addr other.test):443 -servername other.test"},
+  });
+  EXPECT_STEP_OK(sb, "resolve");
+  for (const char* step : {"wrong", "wrong_curl", "fronting", "fronting_curl"}) {
+    EXPECT_REFUSED_AT_ONCE(sb, step);
+  }
+  EXPECT_STEP_OK(sb, "own");
+
+  auto log = world_.WebLog();
+  EXPECT_FALSE(AnyContains(log, kWrongHost)) << "the wrong server got traffic:\n" << Lines(log);
+  EXPECT_FALSE(AnyContains(log, " allowed.test")) << "allowed.test's SNI reached a server:\n"
+                                                  << Lines(log);
+  EXPECT_TRUE(AnyContains(log, "sni https 198.51.100.20:443 other.test")) << Lines(log);
+
+  std::string other = sb.AnswerFor("other.test");
+  ASSERT_TRUE(InPool(other)) << sb.audit_text;
+  int wrong = 0, fronting = 0;
+  for (const auto& c : sb.Connections()) {
+    if (c.dialed() == kWrongHost) {
+      ++wrong;
+      EXPECT_FALSE(c.allowed()) << c.ShortDebugString();
+      EXPECT_EQ(c.reason(), "not_from_resolver") << c.ShortDebugString();
+      EXPECT_EQ(c.address(), "") << c.ShortDebugString();
+    } else if (c.dialed() == other && c.name() == "allowed.test") {
+      ++fronting;
+      EXPECT_FALSE(c.allowed()) << c.ShortDebugString();
+      EXPECT_EQ(c.reason(), "name_mismatch") << c.ShortDebugString();
+      EXPECT_EQ(c.address(), "") << c.ShortDebugString();
+    }
+  }
+  EXPECT_EQ(wrong, 2) << sb.ConnectionText();
+  EXPECT_EQ(fronting, 2) << sb.ConnectionText();
+}
+
+TEST_F(Egress, MissingSniIsRefused) {
+  auto sb = RunSteps({
+      {"s_client", "timeout 10 openssl s_client -connect $(addr allowed.test):443 -noservername"},
+      // curl sends no SNI for an address.
+      {"curl", "curl -sS -m 10 -k https://$(addr allowed.test)/hello.txt"},
+  });
+  for (const char* step : {"s_client", "curl"}) EXPECT_REFUSED_AT_ONCE(sb, step);
+  auto conns = sb.Connections();
+  EXPECT_EQ(conns.size(), 2u) << sb.ConnectionText();
+  for (const auto& c : conns) {
+    EXPECT_FALSE(c.allowed()) << c.ShortDebugString();
+    EXPECT_EQ(c.reason(), "no_sni") << c.ShortDebugString();
+  }
+  EXPECT_EQ(Lines(world_.WebLog()), "");
+  EXPECT_EQ(Lines(world_.AllHits()), "");
+}
+
+TEST_F(Egress, NonTlsBytesOnPort443AreRefused) {
+  auto sb = RunSteps({
+      {"http", "curl -sS -m 10 http://allowed.test:443/hello.txt"},
+      {"garbage", "printf 'hello there\\r\\n\\r\\n' | timeout 10 busybox nc $(addr allowed.test) 443 "
+                  "| od -c | head -n 3; exit 1"},
+  });
+  EXPECT_REFUSED_AT_ONCE(sb, "http");
+  EXPECT_LT(sb.steps["garbage"].ms, kPromptMs) << sb.steps["garbage"].out;
+  auto conns = sb.Connections();
+  EXPECT_EQ(conns.size(), 2u) << sb.ConnectionText();
+  for (const auto& c : conns) {
+    EXPECT_FALSE(c.allowed()) << c.ShortDebugString();
+    EXPECT_TRUE(c.reason() == "not_tls" || c.reason() == "malformed") << c.ShortDebugString();
+  }
+  EXPECT_EQ(Lines(world_.WebLog()), "");
+  EXPECT_EQ(Lines(world_.AllHits()), "");
+}
+
+TEST_F(Egress, PlainHttpWithAnAllowedAndADeniedHost) {
+  const std::string code = "curl -sS -m 10 -o /dev/null -w '%{http_code}' ";
+  auto sb = RunSteps({
+      {"allowed", "curl -sS -m 10 http://allowed.test/hello.txt"},
+      {"denied", code + "-H 'Host: denied.test' http://allowed.test/hello.txt"},
+      {"literal", code + "http://198.51.100.20/hello.txt"},
+  });
+  EXPECT_STEP_OK(sb, "allowed");
+  EXPECT_EQ(sb.steps["allowed"].out, std::string(kHello) + "\n");
+  for (const char* step : {"denied", "literal"}) {
+    EXPECT_EQ(sb.steps[step].out, "403\n") << step;
+    EXPECT_LT(sb.steps[step].ms, kPromptMs) << step;
+  }
+  std::vector<std::string> want = {
+      std::string("accept http ") + kWebHost + ":80 from=" + kWorldAddr,
+      std::string("request http ") + kWebHost + ":80 host=allowed.test path=/hello.txt"};
+  EXPECT_EQ(world_.WebLog(), want);
+
+  auto conns = sb.Connections();
+  ASSERT_EQ(conns.size(), 3u) << sb.ConnectionText();
+  EXPECT_TRUE(conns[0].allowed()) << conns[0].ShortDebugString();
+  EXPECT_EQ(conns[0].protocol(), "http");
+  EXPECT_EQ(conns[0].name(), "allowed.test");
+  EXPECT_EQ(conns[0].port(), 80u);
+  EXPECT_FALSE(conns[1].allowed()) << conns[1].ShortDebugString();
+  EXPECT_EQ(conns[1].name(), "denied.test") << conns[1].ShortDebugString();
+  EXPECT_FALSE(conns[2].allowed()) << conns[2].ShortDebugString();
+  EXPECT_EQ(conns[2].reason(), "ip_literal") << conns[2].ShortDebugString();
+}
+
+TEST_F(Egress, ATunnellingAttemptReachesNoUpstream) {
+  // 50 questions, each a 60-character random label under a denied apex.
+  std::mt19937 rng(std::random_device{}());
+  const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string names;
+  for (int i = 0; i < 50; ++i) {
+    std::string label;
+    for (int j = 0; j < 60; ++j) label += alphabet[rng() % 36];
+    names += " " + label + ".tunnel.test";
+  }
+  auto sb = RunSteps({
+      {"allowed", "getent hosts allowed.test"},
+      {"tunnel", "n=0; for name in" + names +
+                     "; do timeout 10 busybox nslookup -type=a $name >/dev/null 2>&1 && "
+                     "n=$((n + 1)); done; echo answered $n"},
+  });
+  EXPECT_STEP_OK(sb, "allowed");
+  EXPECT_EQ(sb.steps["tunnel"].out, "answered 0\n\n");
+  EXPECT_LT(sb.steps["tunnel"].ms, 50 * kPromptMs);
+  EXPECT_TRUE(UpstreamAsked("allowed.test")) << Lines(Upstream());
+  EXPECT_FALSE(UpstreamAsked("tunnel.test")) << Lines(Upstream());
+  int denied = 0;
+  for (const auto& e : sb.audit) {
+    if (!e.has_dns_query() || !Contains(e.dns_query().name(), "tunnel.test")) continue;
+    ++denied;
+    EXPECT_FALSE(e.dns_query().allowed()) << e.dns_query().ShortDebugString();
+    EXPECT_EQ(e.dns_query().answer(), "") << e.dns_query().ShortDebugString();
+  }
+  EXPECT_GE(denied + static_cast<int>(sb.result.network().rate_limited()), 50) << sb.audit_text;
+}
+
+TEST_F(Egress, AnIpv6LiteralIsRefusedAtOnce) {
+  auto sb = RunSteps({
+      {"literal", "curl -sS -m 10 -g 'https://[2001:db8::1]/'"},
+      {"mapped", "curl -sS -m 10 -g 'http://[::ffff:198.51.100.20]/hello.txt'"},
+      {"six", "curl -6 -sS -m 10 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
+  });
+  for (const char* step : {"literal", "mapped", "six"}) EXPECT_REFUSED_AT_ONCE(sb, step);
+  // An allowed name has no IPv6 address for the sandbox: NOERROR, and no answer.
+  auto qs = sb.Queries("allowed.test");
+  bool aaaa = false;
+  for (const auto& q : qs) {
+    if (q.qtype() != "AAAA") continue;
+    aaaa = true;
+    EXPECT_EQ(q.rcode(), "NOERROR") << q.ShortDebugString();
+    EXPECT_EQ(q.answer(), "") << q.ShortDebugString();
+  }
+  EXPECT_TRUE(aaaa) << sb.audit_text;
+  EXPECT_EQ(Lines(world_.WebLog()), "");
+  EXPECT_EQ(Lines(world_.AllHits()), "");
+}
+
+TEST_F(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
+  const std::string code = "curl -sS -m 10 -o /dev/null -w '%{http_code}' ";
+  auto sb = RunSteps(
+      {
+          // Posture open reaches a name no list names...
+          {"open", "curl -sS -m 10 --cacert /workspace/ca.crt https://denied.test/hello.txt"},
+          // ...but not the metadata address, by name or by number.
+          {"getent", "getent hosts metadata.test"},
+          {"name", "curl -sS -m 10 http://metadata.test/latest/meta-data/"},
+          {"number", code + "http://169.254.169.254/latest/meta-data/"},
+          {"host", code + "-H 'Host: metadata.test' http://169.254.169.254/latest/meta-data/"},
+          {"tls", "curl -sS -m 10 -k https://169.254.169.254/"},
+      },
+      {}, Profile("egress-open"));
+  EXPECT_STEP_OK(sb, "open");
+  EXPECT_EQ(sb.steps["open"].out, std::string(kHello) + "\n");
+  for (const char* step : {"getent", "name", "tls"}) EXPECT_REFUSED_AT_ONCE(sb, step);
+  for (const char* step : {"number", "host"}) {
+    EXPECT_EQ(sb.steps[step].out, "403\n") << step;
+    EXPECT_LT(sb.steps[step].ms, kPromptMs) << step;
+  }
+  bool floor = false;
+  for (const auto& q : sb.Queries("metadata.test")) {
+    EXPECT_EQ(q.answer(), "") << q.ShortDebugString();
+    if (q.qtype() != "A") continue;
+    floor = true;
+    EXPECT_FALSE(q.allowed()) << q.ShortDebugString();
+    EXPECT_EQ(q.reason(), "floor") << q.ShortDebugString();
+  }
+  EXPECT_TRUE(floor) << sb.audit_text;
+  for (const auto& c : sb.Connections()) {
+    EXPECT_NE(c.address(), kMetadata) << c.ShortDebugString();
+    if (c.name() != "denied.test") {
+      EXPECT_FALSE(c.allowed()) << c.ShortDebugString();
+    }
+  }
+  auto log = world_.WebLog();
+  EXPECT_FALSE(AnyContains(log, "metadata")) << Lines(log);
+  EXPECT_TRUE(AnyContains(log, "host=denied.test path=/hello.txt")) << Lines(log);
+  EXPECT_EQ(Lines(world_.AllHits()), "");
+}
+
+TEST_F(Egress, TrickyNamesAgainstTheList) {
+  const std::string curl = "curl -sS -m 10 --cacert /workspace/ca.crt ";
+  auto sb = RunSteps(
+      {
+          {"upper", "getent hosts ALLOWED.TEST && " + curl + "https://ALLOWED.TEST/hello.txt"},
+          {"dot", "getent hosts allowed.test. && " + curl + "https://allowed.test./hello.txt"},
+          {"listed_punycode",
+           "getent hosts xn--bcher-kva.test && " + curl + "https://xn--bcher-kva.test/hello.txt"},
+          {"evil_prefix", "getent hosts evil-allowed.test"},
+          {"evil_suffix", "getent hosts allowed.test.evil.test"},
+          {"other_punycode", "getent hosts xn--caf-dma.test"},
+          {"evil_prefix_ns", "timeout 10 busybox nslookup evil-allowed.test"},
+          {"evil_suffix_ns", "timeout 10 busybox nslookup allowed.test.evil.test"},
+          {"other_punycode_ns", "timeout 10 busybox nslookup xn--caf-dma.test"},
+      },
+      {"--allow-host", "xn--bcher-kva.test"});
+  for (const char* step : {"upper", "dot", "listed_punycode"}) {
+    EXPECT_STEP_OK(sb, step);
+    EXPECT_TRUE(Contains(sb.steps[step].out, kHello)) << step << ":\n" << sb.steps[step].out;
+  }
+  for (const char* step : {"evil_prefix", "evil_suffix", "other_punycode", "evil_prefix_ns",
+                           "evil_suffix_ns", "other_punycode_ns"}) {
+    EXPECT_REFUSED_AT_ONCE(sb, step);
+  }
+  for (const char* step : {"evil_prefix_ns", "evil_suffix_ns", "other_punycode_ns"}) {
+    EXPECT_TRUE(Contains(sb.steps[step].out, "NXDOMAIN")) << step << ":\n" << sb.steps[step].out;
+  }
+  for (const char* name : {"evil-allowed.test", "allowed.test.evil.test", "xn--caf-dma.test"}) {
+    EXPECT_FALSE(UpstreamAsked(name)) << name << "\n" << Lines(Upstream());
+    EXPECT_FALSE(sb.Queries(name).empty()) << name << " is not in the audit:\n" << sb.audit_text;
+    for (const auto& q : sb.Queries(name)) {
+      EXPECT_EQ(q.reason(), "not_allowlisted") << q.ShortDebugString();
+      EXPECT_EQ(q.rcode(), "NXDOMAIN") << q.ShortDebugString();
+    }
+  }
+  EXPECT_TRUE(UpstreamAsked("xn--bcher-kva.test")) << Lines(Upstream());
+  // The audit names them normalised: lower case, no trailing dot.
+  EXPECT_FALSE(sb.Queries("allowed.test").empty()) << sb.audit_text;
+  for (const auto& e : sb.audit) {
+    if (!e.has_dns_query()) continue;
+    const std::string& n = e.dns_query().name();
+    EXPECT_EQ(n, Lower(n)) << e.dns_query().ShortDebugString();
+    EXPECT_NE(n.back(), '.') << e.dns_query().ShortDebugString();
+  }
+  auto log = world_.WebLog();
+  EXPECT_TRUE(AnyContains(log, "host=xn--bcher-kva.test path=/hello.txt")) << Lines(log);
+  for (const char* name : {"evil-allowed.test", "evil.test", "xn--caf-dma.test"}) {
+    EXPECT_FALSE(AnyContains(log, name)) << name << "\n" << Lines(log);
+  }
+}
+
+TEST_F(Egress, AllowHostAddsAHostForOneRun) {
+  const std::vector<std::pair<std::string, std::string>> steps = {
+      {"getent", "getent hosts other2.test"},
+      {"curl", "curl -sS -m 10 --cacert /workspace/ca.crt https://other2.test/hello.txt"},
+  };
+  auto with = RunSteps(steps, {"--allow-host", "other2.test"});
+  EXPECT_STEP_OK(with, "getent");
+  EXPECT_STEP_OK(with, "curl");
+  EXPECT_EQ(with.steps["curl"].out, std::string(kHello) + "\n");
+  EXPECT_TRUE(UpstreamAsked("other2.test")) << Lines(Upstream());
+  EXPECT_TRUE(AnyContains(world_.WebLog(), "host=other2.test path=/hello.txt"));
+
+  world_.Dns().Clear();
+  world_.ClearWebLog();
+  auto without = RunSteps(steps);
+  EXPECT_REFUSED_AT_ONCE(without, "getent");
+  EXPECT_REFUSED_AT_ONCE(without, "curl");
+  EXPECT_FALSE(UpstreamAsked("other2.test")) << Lines(Upstream());
+  EXPECT_EQ(Lines(world_.WebLog()), "");
+  for (const auto& q : without.Queries("other2.test")) {
+    EXPECT_EQ(q.reason(), "not_allowlisted") << q.ShortDebugString();
+  }
+
+  // Only a list can grow: posture open has none, and the flag is refused there.
+  auto open = world_.Brig({"run", "--profile", Profile("egress-open"), "--allow-host",
+                           "other2.test", "--", "true"});
+  EXPECT_EQ(open.exit_code, 125) << open.err;
+  EXPECT_TRUE(Contains(open.err, "--allow-host")) << open.err;
+}
+
+TEST_F(Egress, TheAuditAndTheResultDescribeEveryQueryAndConnection) {
+  auto sb = RunSteps({
+      {"resolve", "getent ahostsv4 allowed.test"},
+      {"https", "curl -sS -m 10 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
+      {"http", "curl -sS -m 10 http://allowed.test/hello.txt"},
+      {"denied", "getent ahostsv4 denied.test"},
+  });
+  EXPECT_STEP_OK(sb, "https");
+  EXPECT_STEP_OK(sb, "http");
+  EXPECT_REFUSED_AT_ONCE(sb, "denied");
+
+  std::string id = sb.result.sandbox_id();
+  EXPECT_FALSE(id.empty());
+  int queries = 0;
+  std::map<std::string, int> queries_of;
+  for (const auto& e : sb.audit) {
+    EXPECT_EQ(e.sandbox_id(), id) << e.ShortDebugString();
+    if (!e.has_dns_query()) continue;
+    const auto& q = e.dns_query();
+    ++queries;
+    ++queries_of[q.name()];
+    EXPECT_EQ(q.transport(), "udp") << q.ShortDebugString();
+    EXPECT_FALSE(q.rcode().empty()) << q.ShortDebugString();
+  }
+  const std::string answer = sb.AnswerFor("allowed.test");
+  EXPECT_TRUE(InPool(answer)) << sb.audit_text;
+  for (const auto& q : sb.Queries("allowed.test")) {
+    EXPECT_TRUE(q.allowed()) << q.ShortDebugString();
+    EXPECT_EQ(q.reason(), "allowlisted") << q.ShortDebugString();
+    EXPECT_EQ(q.rcode(), "NOERROR") << q.ShortDebugString();
+    if (q.qtype() != "A") continue;
+    EXPECT_EQ(q.answer(), answer) << "one name, one address: " << q.ShortDebugString();
+    ASSERT_EQ(q.addresses_size(), 1) << q.ShortDebugString();
+    EXPECT_EQ(q.addresses(0), kWebHost) << q.ShortDebugString();
+  }
+  ASSERT_FALSE(sb.Queries("denied.test").empty()) << sb.audit_text;
+  for (const auto& q : sb.Queries("denied.test")) {
+    EXPECT_FALSE(q.allowed()) << q.ShortDebugString();
+    EXPECT_EQ(q.reason(), "not_allowlisted") << q.ShortDebugString();
+    EXPECT_EQ(q.rcode(), "NXDOMAIN") << q.ShortDebugString();
+  }
+
+  auto conns = sb.Connections();
+  ASSERT_EQ(conns.size(), 2u) << sb.ConnectionText();
+  uint64_t up = 0, down = 0;
+  for (const auto& c : conns) {
+    EXPECT_TRUE(c.allowed()) << c.ShortDebugString();
+    EXPECT_EQ(c.reason(), "allowlisted") << c.ShortDebugString();
+    EXPECT_EQ(c.name(), "allowed.test") << c.ShortDebugString();
+    EXPECT_EQ(c.dialed(), answer) << c.ShortDebugString();
+    EXPECT_EQ(c.address(), kWebHost) << c.ShortDebugString();
+    EXPECT_GT(c.bytes_up(), 0u) << c.ShortDebugString();
+    EXPECT_GT(c.bytes_down(), sizeof kHello) << c.ShortDebugString();
+    up += c.bytes_up();
+    down += c.bytes_down();
+  }
+  EXPECT_EQ(conns[0].protocol(), "tls");
+  EXPECT_EQ(conns[0].port(), 443u);
+  EXPECT_EQ(conns[1].protocol(), "http");
+  EXPECT_EQ(conns[1].port(), 80u);
+
+  const auto& net = sb.result.network();
+  EXPECT_EQ(static_cast<int>(net.queries()), queries);
+  EXPECT_EQ(net.connections(), 2u);
+  std::map<std::string, v1::HostTraffic> hosts;
+  for (const auto& h : net.hosts()) hosts[h.name()] = h;
+  ASSERT_EQ(hosts.size(), 2u) << net.ShortDebugString();
+  const auto& allowed = hosts["allowed.test"];
+  EXPECT_EQ(static_cast<int>(allowed.queries()), queries_of["allowed.test"]);
+  EXPECT_EQ(allowed.connections(), 2u);
+  EXPECT_EQ(allowed.denied(), 0u);
+  EXPECT_EQ(allowed.bytes_up(), up);
+  EXPECT_EQ(allowed.bytes_down(), down);
+  const auto& denied = hosts["denied.test"];
+  EXPECT_EQ(static_cast<int>(denied.queries()), queries_of["denied.test"]);
+  EXPECT_EQ(static_cast<int>(denied.denied()), queries_of["denied.test"]);
+  EXPECT_EQ(denied.connections(), 0u);
+  EXPECT_EQ(net.hosts(0).name(), "allowed.test") << "hosts are sorted by name";
+}
+
+}  // namespace
+}  // namespace brig::testing
