@@ -40,6 +40,8 @@ struct RunRequest {
   std::optional<uint64_t> memory, swap, pids, cpu_milli;
   std::string cgroup_parent;
   std::string subnet;
+  std::vector<std::string> allow_hosts;  // --allow-host, added to the profile's allowlist
+  std::string dns_upstream;              // --dns-upstream: instead of /etc/resolv.conf's
   std::vector<std::string> pass_env;
   std::vector<std::string> set_env;
   bool help = false;

@@ -195,6 +195,7 @@ int RunMain(const std::vector<std::string>& args) {
   u->set_peak_memory_bytes(cu.peak_memory ? static_cast<int64_t>(*cu.peak_memory)
                                           : static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
   u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
+  if (outcome->network) *r.mutable_network() = *outcome->network;
   if (auto s = audit::Append(sandbox->audit_path, sandbox->id, ExitEvent(r)); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
     if (r.exit_code() == 0) r.set_exit_code(kExitRefused);

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "config/brig.pb.h"
+#include "egress/upstream.h"
 #include "net/network.h"
 #include "util/parse.h"
 
@@ -139,6 +140,21 @@ const std::vector<Flag>& Flags() {
          auto s = net::ParseSubnet(v);
          if (!s) return BadInput("--subnet", v, s.error().detail);
          r.subnet = v;
+         return {};
+       }},
+      {"--allow-host", "PATTERN",
+       "allow one more host for this run, in the allowlist syntax (repeatable; posture "
+       "allowlist only)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         BRIG_TRY_CTX(egress::ParseHostPattern(v), "--allow-host");
+         r.allow_hosts.push_back(v);
+         return {};
+       }},
+      {"--dns-upstream", "ADDR[:PORT]",
+       "the nameserver brig's resolver asks (default: /etc/resolv.conf's IPv4 ones)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         BRIG_TRY(egress::ParseUpstream(v));
+         r.dns_upstream = v;
          return {};
        }},
       {"--env", "K=V", "set K to V in the sandbox (repeatable)",
@@ -294,9 +310,25 @@ Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
   if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() != v1::WORKSPACE_RO) {
     return refuse("filesystem.protected_paths in a writable workspace");
   }
-  // allowlist and open get their interface and walls; with no resolver or proxy behind
-  // the redirects yet, they reach nothing, which is narrower than the profile, not wider.
   return {};
+}
+
+// The resolver's and proxy's policy: the profile's names (posture allowlist) and the run's
+// --allow-host, the profile's floor exceptions, and the upstream nameservers.
+Result<egress::Policy> EgressPolicy(const v1::Network& n, const RunRequest& req) {
+  egress::Policy p;
+  p.open = n.posture() == v1::POSTURE_OPEN;
+  std::vector<std::string> hosts(n.allow_hosts().begin(), n.allow_hosts().end());
+  hosts.insert(hosts.end(), req.allow_hosts.begin(), req.allow_hosts.end());
+  p.allowlist = BRIG_TRY(egress::Allowlist::Parse(hosts));
+  p.floor = BRIG_TRY(egress::Floor::WithExceptions(
+      std::vector<std::string>(n.allow_addresses().begin(), n.allow_addresses().end())));
+  if (req.dns_upstream.empty()) {
+    p.upstreams = BRIG_TRY(egress::HostUpstreams());
+  } else {
+    p.upstreams = {*egress::ParseUpstream(req.dns_upstream)};
+  }
+  return p;
 }
 
 // The profile's limits, then the run's overrides (the only things a run may change).
@@ -391,9 +423,20 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   auto posture = profile.network().posture();
   if (sb.isolated && (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN)) {
     sb.network = *net::ParseSubnet(req.subnet.empty() ? net::kDefaultSubnet : req.subnet);
-  } else if (!req.subnet.empty()) {
-    return BadInput("--subnet", req.subnet,
-                    "profile '" + req.profile + "' gives the sandbox no network interface");
+    sb.egress = BRIG_TRY(EgressPolicy(profile.network(), req));
+  } else {
+    std::string_view flag = !req.subnet.empty()         ? "--subnet"
+                            : !req.allow_hosts.empty()  ? "--allow-host"
+                            : !req.dns_upstream.empty() ? "--dns-upstream"
+                                                        : "";
+    if (!flag.empty()) {
+      return BadInput(std::string(flag), "",
+                      "profile '" + req.profile + "' gives the sandbox no network interface");
+    }
+  }
+  if (!req.allow_hosts.empty() && posture == v1::POSTURE_OPEN) {
+    return BadInput("--allow-host", req.allow_hosts[0],
+                    "profile '" + req.profile + "' has posture open, which has no allowlist");
   }
   BRIG_TRY(CheckEnforceable(profile, req.profile));
   if (sb.isolated) {

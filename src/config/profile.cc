@@ -8,6 +8,7 @@
 
 #include "config/textproto.h"
 #include "egress/allowlist.h"
+#include "egress/floor.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -99,11 +100,19 @@ Status Validate(const v1::Profile& p, const std::string& file) {
   if (p.network().allow_hosts_size() > 0 && p.network().posture() != v1::POSTURE_ALLOWLIST) {
     return Field(file, "network.allow_hosts", "only an allowlist posture has an allowlist");
   }
-  // Checked now, though this version does not use the list yet: a profile that names a
-  // host the allowlist syntax cannot mean is refused at once, by brig policy check too.
   for (const auto& host : p.network().allow_hosts()) {
     if (auto pattern = egress::ParseHostPattern(host); !pattern) {
       return Field(file, "network.allow_hosts", "'" + host + "': " + pattern.error().detail);
+    }
+  }
+  bool interface = p.network().posture() == v1::POSTURE_ALLOWLIST ||
+                   p.network().posture() == v1::POSTURE_OPEN;
+  if (p.network().allow_addresses_size() > 0 && !interface) {
+    return Field(file, "network.allow_addresses", "only postures allowlist and open connect anywhere");
+  }
+  for (const auto& a : p.network().allow_addresses()) {
+    if (auto floor = egress::Floor::WithExceptions({a}); !floor) {
+      return Field(file, "network.allow_addresses", "'" + a + "': " + floor.error().detail);
     }
   }
   if (p.security().seccomp_policy().empty()) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cgroup/cgroup.h"
+#include "egress/policy.h"
 #include "net/link.h"
 
 namespace brig::config {
@@ -54,6 +55,8 @@ struct Sandbox {
   // Postures allowlist and open: an interface on brig's bridge, in this subnet. Unset:
   // loopback only (none, broker-only).
   std::optional<net::Subnet> network;
+  // With an interface: what its resolver and proxy allow.
+  egress::Policy egress;
 
   std::string seccomp_policy;  // path of the policy file
   std::string result_path;

@@ -20,6 +20,8 @@
 #include "fs/mount_plan.h"
 #include "security/caps.h"
 #include "security/seccomp_cache.h"
+#include "audit/audit.h"
+#include "egress/service.h"
 #include "net/network.h"
 #include "state/record.h"
 #include "supervise/loop.h"
@@ -292,6 +294,24 @@ Result<Outcome> Run(const config::Sandbox& sb) {
         std::chrono::steady_clock::now() - started);
     return out;
   }
+  // The resolver and proxy serve from before the workload's first packet. splice(2) has
+  // no MSG_NOSIGNAL; ignoring SIGPIPE only now keeps the workload's disposition default.
+  std::unique_ptr<egress::Service> egress;
+  if (net) {
+    signal(SIGPIPE, SIG_IGN);
+    auto audit_sink = [&sb](v1::AuditEvent e) {
+      if (auto s = audit::Append(sb.audit_path, sb.id, std::move(e)); !s) {
+        fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
+      }
+    };
+    auto started_egress =
+        egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v, audit_sink);
+    if (!started_egress) {
+      Abort(pidfd.get());
+      return std::move(started_egress).error();
+    }
+    egress = std::move(*started_egress);
+  }
   if (auto s = SendMessage(parent_end.get(), Msg::kStart); !s) {
     Abort(pidfd.get());
     return std::move(s).error();
@@ -299,9 +319,9 @@ Result<Outcome> Run(const config::Sandbox& sb) {
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq, 0, group.get()};
-  if (net) {
-    in.extra_fds = {net->listeners().fd()};
-    in.on_extra = [&](int) { net->listeners().Handle(); };
+  if (egress) {
+    in.extra_fds = {egress->fd()};
+    in.on_extra = [&](int) { egress->Handle(); };
   }
   auto lo = supervise::Supervise(in);
   if (!lo) {
@@ -311,6 +331,10 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // The network first: closing brig's netfilter socket at exit waits for the kernel to
   // retire this last transaction (an RCU grace period), which the cgroup's removal and
   // the result's writing then overlap.
+  if (egress) {
+    egress->Close();
+    out.network = egress->Summary();
+  }
   bool keep_record = false;
   if (net) {
     if (auto s = net->Teardown(); !s) {
@@ -319,7 +343,9 @@ Result<Outcome> Run(const config::Sandbox& sb) {
       keep_record = true;
     }
   }
+  std::optional<v1::NetworkSummary> network = std::move(out.network);
   out = FromLoop(std::move(*lo), started, *group);
+  out.network = std::move(network);
   if (keep_record) record.Keep();
   return out;
 }

@@ -10,6 +10,7 @@
 
 #include "brig/result.h"
 #include "cgroup/cgroup.h"
+#include "config/brig.pb.h"
 #include "config/sandbox.h"
 
 namespace brig::container {
@@ -23,6 +24,8 @@ struct Outcome {
   struct rusage usage {};     // of brig init and every process it reaped
   cgroup::Usage cgroup_usage;
   std::chrono::milliseconds duration{0};
+  // What went through the sandbox's resolver and proxy (postures allowlist and open).
+  std::optional<v1::NetworkSummary> network;
 };
 
 // Fits the sandbox's limits to this host's cgroups: probes them once (sb.cgroup_layout,

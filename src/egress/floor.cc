@@ -3,9 +3,13 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <span>
+#include <string_view>
 
 namespace brig::egress {
 namespace {
+
+constexpr std::string_view kMetadata = "cloud metadata";
 
 struct Range {
   const char* net;
@@ -176,7 +180,19 @@ std::string FloorReason(const Address& a) {
 
 Result<Floor> Floor::WithExceptions(const std::vector<std::string>& networks) {
   Floor f;
-  for (const auto& n : networks) f.allowed_.push_back(BRIG_TRY(ParseNetwork(n)));
+  for (const auto& text : networks) {
+    Network n = BRIG_TRY(ParseNetwork(text));
+    for (std::span<const Range> table : {std::span<const Range>(kV4), std::span<const Range>(kV6)}) {
+      for (const Range& r : table) {
+        if (std::string_view(r.why) == kMetadata && n.Contains(Known(r).base)) {
+          return BadInput("floor exception", text,
+                          std::string("holds the cloud metadata address ") + r.net +
+                              ", which no profile can make reachable");
+        }
+      }
+    }
+    f.allowed_.push_back(n);
+  }
   return f;
 }
 

@@ -39,7 +39,8 @@ Result<Network> ParseNetwork(std::string_view s);
 // address too.
 std::string FloorReason(const Address& a);
 
-// The floor with a profile's exceptions: addresses or networks it lists explicitly.
+// The floor with a profile's exceptions: addresses or networks it lists explicitly. An
+// exception that holds a cloud metadata address is refused: those are never reachable.
 class Floor {
  public:
   static Result<Floor> WithExceptions(const std::vector<std::string>& networks);

@@ -190,4 +190,12 @@ HttpParse ParseHttpHost(std::string_view b) {
   return r;
 }
 
+std::string HttpRefusal(int status, std::string_view why) {
+  std::string body = "brig: " + std::string(why) + "\n";
+  const char* text = status == 400 ? "Bad Request" : status == 502 ? "Bad Gateway" : "Forbidden";
+  return "HTTP/1.1 " + std::to_string(status) + " " + text +
+         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
 }  // namespace brig::egress

@@ -41,4 +41,8 @@ using HttpParse = Peek<HttpRequestHead>;
 // has not ended within kMaxHttpHead bytes is kMalformed. Bytes after the head are not read.
 HttpParse ParseHttpHost(std::string_view bytes);
 
+// What the proxy answers a refused request with before it closes: `status` (400, 403 or
+// 502) and a one-line plain-text body "brig: " + why.
+std::string HttpRefusal(int status, std::string_view why);
+
 }  // namespace brig::egress

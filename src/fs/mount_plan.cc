@@ -116,8 +116,10 @@ Status AddHostRoot(MountPlan& plan, const config::Sandbox& sb) {
   file("etc/hostname", "sandbox\n");
   file("etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
                     "127.0.1.1\tsandbox\n");
-  file("etc/resolv.conf", sb.network ? "# brig: this version of brig has no resolver\n"
-                                      : "# brig: no network interface, so no resolver\n");
+  // Any address on port 53 reaches brig's resolver; the gateway is the one to name.
+  file("etc/resolv.conf", sb.network ? "# brig's resolver: only the names this sandbox may reach\n"
+                                       "nameserver " + sb.network->Gateway().Str() + "\n"
+                                     : "# brig: no network interface, so no resolver\n");
   file("etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
                             "networks: files\nprotocols: files\nservices: files\n");
   sys::UniqueFd etc(open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));

@@ -59,7 +59,7 @@ Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
     if (old) (void)RemoveStalePortRules(old->rules, old->gateway);
   }
   n->address_ = {n->lease_.addr(), subnet};
-  n->listeners_ = BRIG_TRY_CTX(Listeners::Open(subnet.Gateway(), n->address_.addr), "network");
+  n->listeners_ = BRIG_TRY_CTX(Listeners::Open(subnet.Gateway()), "network");
   n->rules_ = {id, PortName(id), n->address_.addr, MacFor(n->address_.addr),
                n->listeners_.ports()};
   std::string entry = n->RecordEntry();

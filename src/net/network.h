@@ -37,7 +37,7 @@ class SandboxNet {
   ~SandboxNet() { (void)Teardown(); }
 
   const SandboxAddress& address() const { return address_; }
-  Listeners& listeners() { return listeners_; }
+  const Listeners& listeners() const { return listeners_; }
   // After clone, while init waits: the veth, its sandbox end made in init's namespace.
   Status Attach(pid_t init);
   // Once the sandbox has ended: its rules out, its address free. The veth goes with the

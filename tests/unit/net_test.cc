@@ -105,30 +105,5 @@ TEST(NetRecord, EntryRoundTripsAndRefusesWhatBrigWouldNotWrite) {
   for (const auto& b : bad) EXPECT_FALSE(ParseEntry(b)) << b;
 }
 
-TEST(NetListeners, DnsRefusalKeepsTheQuestion) {
-  EXPECT_EQ(RefuseDnsQuery(""), "");
-  EXPECT_EQ(RefuseDnsQuery(std::string(11, '\0')), "");
-  // id 0x1234, RD set, one question: example.com A IN
-  std::string q("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
-                "\x07" "example\x03" "com\x00\x00\x01\x00\x01", 29);
-  std::string r = RefuseDnsQuery(q);
-  ASSERT_EQ(r.size(), q.size());
-  EXPECT_EQ(r.substr(0, 2), "\x12\x34");
-  EXPECT_EQ(static_cast<uint8_t>(r[2]), 0x81) << "QR and RD";
-  EXPECT_EQ(static_cast<uint8_t>(r[3]), 0x05) << "REFUSED";
-  EXPECT_EQ(r.substr(4), q.substr(4));
-  EXPECT_EQ(RefuseDnsQuery(r), "") << "a reply is not answered";
-}
-
-TEST(NetListeners, RefusalsAreWellFormed) {
-  std::string http(HttpRefusal());
-  size_t body = http.find("\r\n\r\n");
-  ASSERT_NE(body, std::string::npos);
-  EXPECT_EQ(http.rfind("HTTP/1.1 403 ", 0), 0u);
-  std::string len = "Content-Length: " + std::to_string(http.size() - body - 4) + "\r\n";
-  EXPECT_NE(http.find(len), std::string::npos) << http;
-  EXPECT_EQ(TlsRefusal(), std::string_view("\x15\x03\x01\x00\x02\x02\x31", 7));
-}
-
 }  // namespace
 }  // namespace brig::net

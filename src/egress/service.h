@@ -1,0 +1,61 @@
+// brig's egress enforcement for one sandbox (design.md, Network; issue 6): its resolver and
+// its transparent proxy, behind the listeners brig's nftables rules redirect the sandbox's
+// TCP/UDP 53 and TCP 80/443 to. Both run in the supervisor's single-threaded event loop:
+// no thread, no process, and the sandbox's bytes are read only as far as the checks need.
+//
+// Resolver: a name the posture allows (the allowlist, or any host name in posture open) is
+// resolved upstream for its A records; if some address passes the floor the sandbox gets
+// one A record with the name's address in brig's pool (pool.h), never a real one. Every
+// other name gets NXDOMAIN and never leaves the host. AAAA and every other type get an
+// empty answer (IPv6 is off in the sandbox). CNAME chains are followed on the host and not
+// shown. Queries beyond a rate are dropped.
+//
+// Proxy: the first bytes of a connection are read for the name (TLS ClientHello SNI on 443,
+// HTTP Host on 80); the name must be allowed and be the one the dialed pool address was
+// handed out for. brig then connects to the floor-checked address it resolved for that name
+// itself, sends the bytes it read, and splices the rest both ways. TLS is never
+// terminated. Every refusal is immediate: a TLS alert or an HTTP 403, then close.
+//
+// Every query and connection is one audit event; Summary() totals them per name.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+#include "config/brig.pb.h"
+#include "egress/policy.h"
+#include "net/listeners.h"
+
+namespace brig::egress {
+
+using AuditSink = std::function<void(v1::AuditEvent)>;
+
+class Service {
+ public:
+  // `listeners` must outlive the service; `sandbox` is the one address served.
+  static Result<std::unique_ptr<Service>> Start(Policy policy, const net::Listeners& listeners,
+                                                uint32_t sandbox, AuditSink audit);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Readable when something needs attention; then call Handle().
+  int fd() const;
+  void Handle();
+  // Ends every connection (each gets its audit event): the sandbox is gone.
+  void Close();
+  v1::NetworkSummary Summary() const;
+
+  class Impl;
+
+ private:
+  explicit Service(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace brig::egress
