@@ -4,6 +4,7 @@
 #include <linux/netfilter_ipv4.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 
@@ -29,8 +30,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// Proxied connections at once; each holds two sockets and two pipes.
+// Proxied connections at once; each holds two sockets and two pipes, so the supervisor's
+// RLIMIT_NOFILE may allow fewer (Init).
 constexpr size_t kMaxConnections = 512;
+constexpr size_t kFdsPerConnection = 6;
 constexpr size_t kMaxDnsTcpClients = 16;
 // What a client may send before its name is read: a hello in one-byte records is bigger
 // than the hello itself.
@@ -242,12 +245,25 @@ class Service::Impl {
   std::unordered_map<uint64_t, DnsClient> dns_clients_;
   std::unordered_map<uint64_t, Conn> conns_;
   uint64_t next_id_ = kFirstConn;
+  size_t max_conns_ = kMaxConnections;
 
   std::map<std::string, v1::HostTraffic> hosts_;
   v1::NetworkSummary totals_;
 };
 
 Status Service::Impl::Init() {
+  // Room for the connections: the soft limit up to the hard one, and no more connections
+  // than fit, so accept never fails for want of a descriptor.
+  rlimit nofile = {};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    rlim_t want = 64 + kMaxConnections * kFdsPerConnection;
+    if (nofile.rlim_cur < want) {
+      nofile.rlim_cur = std::min(want, nofile.rlim_max);
+      (void)setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    max_conns_ = std::min<size_t>(kMaxConnections,
+                                  nofile.rlim_cur > 128 ? (nofile.rlim_cur - 128) / kFdsPerConnection : 1);
+  }
   ep_.Reset(epoll_create1(EPOLL_CLOEXEC));
   if (!ep_) return SysError("epoll_create1", "egress");
   timer_.Reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -771,8 +787,8 @@ void Service::Impl::Accept(int listener, bool tls) {
       c.dialed = ntohl(orig.sin_addr.s_addr);
       c.port = ntohs(orig.sin_port);
     }
-    if (conns_.size() > kMaxConnections) {
-      Refuse(c, "too_many", std::to_string(kMaxConnections) + " connections are open already");
+    if (conns_.size() > max_conns_) {
+      Refuse(c, "too_many", std::to_string(max_conns_) + " connections are open already");
       continue;
     }
     if (c.port == 0) {

@@ -69,5 +69,16 @@ TEST(Floor, ExceptionsAreExplicitAddressesOrNetworks) {
   }
 }
 
+TEST(Floor, NoExceptionReachesAMetadataAddress) {
+  for (const char* bad : {"169.254.169.254", "169.254.0.0/16", "0.0.0.0/0", "100.100.100.200/32",
+                          "169.254.170.0/24", "fd00:ec2::254", "fd00::/8", "::/0"}) {
+    auto f = Floor::WithExceptions({"198.51.100.0/24", bad});
+    ASSERT_FALSE(f) << bad;
+    EXPECT_NE(f.error().Render().find("cloud metadata address"), std::string::npos)
+        << f.error().Render();
+  }
+  EXPECT_TRUE(Floor::WithExceptions({"169.254.0.0/17"})) << "a link-local half without it";
+}
+
 }  // namespace
 }  // namespace brig::egress

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli.h"
+#include "testlib/testlib.h"
 
 namespace brig::cli {
 namespace {
@@ -70,6 +71,73 @@ TEST(Profiles, APostureCannotBeWidenedFromTheCommandLine) {
             "WORKSPACE_RO; name another profile");
   // Restating the profile's own value is fine.
   EXPECT_TRUE(Resolve({"--workspace-mode", "ro", "true"}));
+}
+
+// A profile of posture allowlist or open, in a scratch directory; the test world's
+// addresses as floor exceptions.
+std::string EgressProfile(const brig::testing::ScratchDir& dir, const char* posture,
+                          const std::string& extra = "") {
+  return dir.Write("egress.textproto",
+                   std::string("description: \"unit\"\nisolation: ISOLATION_SANDBOX\n"
+                               "filesystem { workspace: WORKSPACE_RO }\n"
+                               "network { posture: ") + posture + extra + " }\n"
+                       "security { seccomp_policy: \"default\" }\n");
+}
+
+TEST(Profiles, AllowHostAddsToTheProfilesListForOneRun) {
+  brig::testing::ScratchDir dir;
+  std::string p = EgressProfile(dir, "POSTURE_ALLOWLIST",
+                                " allow_hosts: \"allowed.test\" allow_addresses: \"198.51.100.0/24\"");
+  auto sb = Resolve({"--profile", p, "--allow-host", "*.extra.test:443", "--dns-upstream",
+                     "198.51.100.53:5353", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  ASSERT_TRUE(sb->network);
+  EXPECT_FALSE(sb->egress.open);
+  EXPECT_TRUE(sb->egress.allowlist.Allows("www.allowed.test", 80));
+  EXPECT_TRUE(sb->egress.allowlist.Allows("a.extra.test", 443));
+  EXPECT_FALSE(sb->egress.allowlist.Allows("a.extra.test", 80));
+  EXPECT_FALSE(sb->egress.allowlist.Allows("extra.test", 443));
+  EXPECT_EQ(sb->egress.floor.Refuses(*egress::ParseAddress("198.51.100.10")), "");
+  EXPECT_NE(sb->egress.floor.Refuses(*egress::ParseAddress("10.0.0.1")), "");
+  ASSERT_EQ(sb->egress.upstreams.size(), 1u);
+  EXPECT_EQ(sb->egress.upstreams[0].Str(), "198.51.100.53:5353");
+  // Without the flag the name is not on the list.
+  sb = Resolve({"--profile", p, "--dns-upstream", "198.51.100.53", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_FALSE(sb->egress.allowlist.Allows("a.extra.test", 443));
+}
+
+TEST(Profiles, EgressFlagsNeedAPostureThatHasThem) {
+  brig::testing::ScratchDir dir;
+  std::string open = EgressProfile(dir, "POSTURE_OPEN");
+  auto r = Resolve({"--profile", open, "--allow-host", "x.test", "true"});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(ExitCodeFor(r.error().kind), 125);
+  EXPECT_NE(r.error().Render().find("has posture open, which has no allowlist"), std::string::npos)
+      << r.error().Render();
+  auto sb = Resolve({"--profile", open, "--dns-upstream", "198.51.100.53", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_TRUE(sb->egress.open);
+  for (const char* flag : {"--allow-host", "--dns-upstream"}) {
+    auto none = Resolve({flag, flag == std::string("--allow-host") ? "x.test" : "198.51.100.53", "true"});
+    ASSERT_FALSE(none) << flag;
+    EXPECT_EQ(none.error().Render(),
+              std::string(flag) + ": profile 'untrusted-code-read' gives the sandbox no network interface");
+  }
+}
+
+TEST(Profiles, AFloorExceptionNeverCoversMetadata) {
+  brig::testing::ScratchDir dir;
+  auto r = Resolve({"--profile", EgressProfile(dir, "POSTURE_OPEN", " allow_addresses: \"169.254.0.0/16\""),
+                    "true"});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().Render().find("'network.allow_addresses': '169.254.0.0/16': holds the cloud "
+                                    "metadata address 169.254.169.254"),
+            std::string::npos)
+      << r.error().Render();
+  r = Resolve({"--profile", EgressProfile(dir, "POSTURE_NONE", " allow_addresses: \"192.0.2.1\""), "true"});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().Render().find("network.allow_addresses"), std::string::npos) << r.error().Render();
 }
 
 TEST(Profiles, UnknownProfileNamesTheKnownOnes) {
@@ -169,6 +237,11 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--cpus", "0.001", "true"}, "--cpus '0.001': must be at least 0.01"},
       {{"--cgroup-parent", "relative", "true"}, "--cgroup-parent 'relative'"},
       {{"--cgroup-parent", "/a/../b", "true"}, "--cgroup-parent '/a/../b'"},
+      {{"--allow-host", "evil.test/x", "true"}, "--allow-host: allowlist entry 'evil.test/x'"},
+      {{"--allow-host", "*", "true"}, "--allow-host: allowlist entry '*'"},
+      {{"--allow-host", "10.0.0.1", "true"}, "--allow-host: allowlist entry '10.0.0.1'"},
+      {{"--dns-upstream", "resolver.test", "true"}, "--dns-upstream 'resolver.test'"},
+      {{"--dns-upstream", "10.0.0.1:0", "true"}, "--dns-upstream '10.0.0.1:0'"},
       {{"--timeout"}, "--timeout: needs a value"},
       {{"--"}, "no command given"},
       {{}, "no command given"},

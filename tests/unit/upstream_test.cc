@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "egress/upstream.h"
+#include "testlib/testlib.h"
+#include "util/files.h"
 
 namespace brig::egress {
 namespace {
@@ -28,6 +30,39 @@ TEST(ResolvConf, MalformedLinesArePassedOver) {
                   .empty());
   EXPECT_EQ(Strs(ParseResolvConf("nameserver 192.0.2.1\r\nnameserver 192.0.2.2")),
             (std::vector<std::string>{"192.0.2.1", "192.0.2.2"}));
+}
+
+TEST(DnsUpstream, AddressWithOrWithoutPort) {
+  auto u = ParseUpstream("198.51.100.53");
+  ASSERT_TRUE(u) << u.error().Render();
+  EXPECT_EQ(u->Str(), "198.51.100.53:53");
+  u = ParseUpstream("127.0.0.1:5353");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->addr, 0x7f000001u);
+  EXPECT_EQ(u->port, 5353);
+  for (const char* bad : {"", ":53", "198.51.100.53:", "198.51.100.53:0", "198.51.100.53:65536",
+                          "198.51.100.53:5x", "198.51.100.53:+53", "2001:db8::53", "[::1]:53",
+                          "resolver.test", "198.51.100.53:53:53", "1.2.3.4:000053"}) {
+    auto b = ParseUpstream(bad);
+    ASSERT_FALSE(b) << bad;
+    EXPECT_EQ(b.error().kind, ErrorKind::kBadInput);
+    EXPECT_EQ(b.error().Render().rfind("--dns-upstream", 0), 0u) << b.error().Render();
+  }
+}
+
+TEST(DnsUpstream, TheHostsIpv4NameserversOrAClearError) {
+  brig::testing::ScratchDir dir;
+  std::string path = dir.path() + "/resolv.conf";
+  ASSERT_TRUE(util::WriteFileAtomic(path, "nameserver 2001:db8::53\nnameserver 192.0.2.53\n"));
+  auto ups = HostUpstreams(path);
+  ASSERT_TRUE(ups) << ups.error().Render();
+  ASSERT_EQ(ups->size(), 1u);
+  EXPECT_EQ((*ups)[0].Str(), "192.0.2.53:53");
+  ASSERT_TRUE(util::WriteFileAtomic(path, "nameserver 2001:db8::53\n"));
+  ups = HostUpstreams(path);
+  ASSERT_FALSE(ups);
+  EXPECT_NE(ups.error().Render().find("--dns-upstream"), std::string::npos) << ups.error().Render();
+  EXPECT_FALSE(HostUpstreams(dir.path() + "/missing"));
 }
 
 }  // namespace
