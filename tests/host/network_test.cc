@@ -2,8 +2,8 @@
 // in a test world of the test's own (test_world.h): brig's bridge, a fake internet host at
 // 198.51.100.10 and servers that write down whatever reaches them, all in network
 // namespaces with no path to the machine's real interfaces. A sandbox with posture
-// allowlist reaches its own supervisor's stub listeners (TCP 80/443 and TCP/UDP 53,
-// redirected) and nothing else, with an immediate refusal; a spoofed source gets nowhere;
+// allowlist reaches its own supervisor's resolver and proxy (TCP 80/443 and TCP/UDP 53,
+// redirected; egress_test.cc tests what they let through) and nothing else, with an immediate refusal; a spoofed source gets nowhere;
 // many sandboxes at once get distinct addresses; and after brig exits, or is killed and
 // brig gc runs, nothing of the sandbox remains in the world.
 //
@@ -31,12 +31,15 @@ std::string NetProfile() { return SourceRoot() + "/tests/host/profiles/network.t
 
 // Inside a sandbox: probes "PROTO,HOST,PORT" targets, one line each: the target, what came
 // of it, and the milliseconds it took. TCP: the connect's errno name, or "connected," and
-// what the first send and read got ("data", "closed" or an errno name). UDP: a datagram
+// what the first send and read got ("data", "closed" or an errno name); to port 53 it sends
+// a DNS question, elsewhere a line of text. UDP: a datagram
 // on a connected socket, then what the first read got ("reply", or an errno name: an ICMP
 // error shows up there). "timeout" is silence for the whole wait (argv[1] seconds). The
 // first line is "addr A", the sandbox's own address.
 constexpr char kNetProbe[] = R"(import errno, socket, sys, time
 WAIT = float(sys.argv[1])
+# To port 53: an A question for denied.test (over TCP, with its length first).
+QUERY = bytes.fromhex("4242010000010000000000000664656e6965640474657374000001" "0001")
 
 def err(e):
     if isinstance(e, socket.timeout):
@@ -55,8 +58,11 @@ def probe(proto, host, port):
         except OSError as e:
             return err(e)
         prefix = "connected," if proto == "tcp" else ""
+        data = b"hello from a sandbox\n"
+        if port == 53:
+            data = QUERY if proto == "udp" else len(QUERY).to_bytes(2, "big") + QUERY
         try:
-            s.send(b"hello from a sandbox\n")
+            s.send(data)
             data = s.recv(512)
             return prefix + ("closed" if not data else "data" if proto == "tcp" else "reply")
         except OSError as e:
@@ -254,32 +260,34 @@ std::string NeedPython() {
 TEST_F(Network, RedirectedPortsReachTheSupervisorsListenersAndNothingBeyond) {
   if (auto why = NeedPython(); !why.empty()) GTEST_SKIP() << why;
   // HTTP and HTTPS, to the fake internet host, to an address nobody has, to the gateway:
-  // the connection is made (to the supervisor's stub, which has no proxy behind it yet and
-  // refuses in the protocol's own words: a 403 from brig, a TLS access_denied alert), which
-  // a refused connection ("Connection refused", the RST answering the SYN) is not, and
-  // nothing times out (curl's 28).
+  // the connection is made (to the supervisor's proxy, which refuses a name off the
+  // profile's empty list in the protocol's own words: a 403 from brig, a TLS access_denied
+  // alert), which a refused connection ("Connection refused", the RST answering the SYN)
+  // is not, and nothing times out (curl's 28).
   for (const std::string host : {"198.51.100.10", "198.51.100.77", kGateway}) {
-    auto http = NetSh("exec curl -sS -v -m 5 http://" + host + "/");
+    auto http = NetSh("exec curl -sS -v -m 5 -H 'Host: denied.test' http://" + host + "/");
     EXPECT_EQ(http.exit_code, 0) << host << ": " << http.err;
     EXPECT_TRUE(Contains(http.err, "< HTTP/1.1 403 Forbidden")) << host << ":\n" << http.err;
     EXPECT_TRUE(Contains(http.out, "brig: ")) << host << ": the 403 is not brig's:\n" << http.out;
-    auto tls = NetSh("exec curl -sS -v -m 5 https://" + host + "/");
+    auto tls = NetSh("exec curl -sS -v -m 5 --resolve denied.test:443:" + host +
+                     " https://denied.test/");
     EXPECT_EQ(tls.exit_code, 35) << host << ": " << tls.err;
-    EXPECT_TRUE(Contains(tls.err, "Connected to " + host)) << host << ":\n" << tls.err;
+    EXPECT_TRUE(Contains(tls.err, "Connected to denied.test (" + host + ")")) << host << ":\n"
+                                                                             << tls.err;
     EXPECT_TRUE(Contains(tls.err, "alert access denied")) << host << ":\n" << tls.err;
   }
-  // DNS over UDP, to any address: REFUSED, from the stub.
+  // DNS over UDP, to any address: NXDOMAIN for a name off the list, from brig's resolver.
   for (const std::string server : {"198.51.100.10", "198.51.100.77", kGateway}) {
-    auto r = NetSh("busybox nslookup example.org " + server + " 2>&1");
-    EXPECT_TRUE(Contains(r.out, "REFUSED")) << server << ":\n" << r.out << r.err;
+    auto r = NetSh("busybox nslookup denied.test " + server + " 2>&1");
+    EXPECT_TRUE(Contains(r.out, "NXDOMAIN")) << server << ":\n" << r.out << r.err;
   }
-  // The same ports by plain TCP and UDP: each connects, and the stub answers (HTTP, TLS,
-  // a DNS reply) or closes (DNS over TCP).
+  // The same ports by plain TCP and UDP: each connects, and brig answers (HTTP, a TLS alert,
+  // a DNS reply over TCP and over UDP).
   auto p = Probe({"tcp,198.51.100.10,80", "tcp,198.51.100.10,443", "tcp,198.51.100.10,53",
                   "udp,198.51.100.10,53"});
   EXPECT_EQ(p["tcp,198.51.100.10,80"], "connected,data") << last_probe_;
   EXPECT_EQ(p["tcp,198.51.100.10,443"], "connected,data") << last_probe_;
-  EXPECT_EQ(p["tcp,198.51.100.10,53"], "connected,closed") << last_probe_;
+  EXPECT_EQ(p["tcp,198.51.100.10,53"], "connected,data") << last_probe_;
   EXPECT_EQ(p["udp,198.51.100.10,53"], "reply") << last_probe_;
   // None of it reached the fake internet, nor the world's own services on those ports.
   EXPECT_EQ(Lines(world_.AllHits()), "");
@@ -295,16 +303,16 @@ TEST_F(Network, EverythingElseIsRefusedAtOnceAndReachesNoServer) {
       << ReadFileOrEmpty(b_dir.path() + "/stdout") << ReadFileOrEmpty(b_dir.path() + "/stderr");
   std::string b_addr = ProbeResults(ReadFileOrEmpty(b_dir.path() + "/stdout"))["addr"];
   ASSERT_FALSE(b_addr.empty());
-  // Its supervisor's stub listeners, by their real ports (from its record): reachable only
+  // Its supervisor's listeners, by their real ports (from its record): reachable only
   // through the redirect of B's own traffic, not from A, not even on the gateway address.
-  std::vector<std::string> b_stubs;
+  std::vector<std::string> b_listeners;
   for (const auto& [id, f] : WorldRecords()) {
     if (f.size() < 8 || f[3] != b_addr) continue;
     const std::string gw = std::string("tcp,") + kGateway + ",";
-    b_stubs = {gw + f[f.size() - 4], gw + f[f.size() - 3], gw + f[f.size() - 2],
+    b_listeners = {gw + f[f.size() - 4], gw + f[f.size() - 3], gw + f[f.size() - 2],
                std::string("udp,") + kGateway + "," + f[f.size() - 1]};
   }
-  EXPECT_EQ(b_stubs.size(), 4u) << "no record names " << b_addr;
+  EXPECT_EQ(b_listeners.size(), 4u) << "no record names " << b_addr;
 
   // The world's services on the gateway address, on its other address, on its loopback
   // (127.0.0.1 in a sandbox is the sandbox's own loopback: the world's cannot even be
@@ -315,7 +323,7 @@ TEST_F(Network, EverythingElseIsRefusedAtOnceAndReachesNoServer) {
   std::vector<std::string> targets;
   for (const auto& t : tcp_targets) targets.push_back("tcp," + t);
   for (const auto& t : tcp_targets) targets.push_back("udp," + t);
-  targets.insert(targets.end(), b_stubs.begin(), b_stubs.end());
+  targets.insert(targets.end(), b_listeners.begin(), b_listeners.end());
   auto p = Probe(targets);
   std::string a_addr = p["addr"];
   EXPECT_FALSE(a_addr.empty()) << last_probe_;
@@ -688,13 +696,15 @@ TEST_F(Network, ACrashedRunsAddressIsReclaimedAndGcLeavesItsNewHolderAlone) {
   EXPECT_TRUE(Eventually([&] { return FindProcesses("brig-init").size() <= inits; }));
 
   // B, before any brig gc, takes the crashed run's address, and its HTTP reaches its own
-  // supervisor's stub (a 403 from brig); then again after a brig gc has removed what A
+  // supervisor's proxy (a 403 from brig); then again after a brig gc has removed what A
   // left, while B runs.
   std::string script =
       "ip -4 -o addr show dev eth0; "
-      "curl -sS -m 3 -o /dev/null -w 'before %{http_code}\\n' http://198.51.100.10/; "
+      "curl -sS -m 3 -o /dev/null -w 'before %{http_code}\\n' -H 'Host: denied.test' "
+      "http://198.51.100.10/; "
       "while [ ! -e /workspace/gcdone ]; do sleep 0.05; done; "
-      "curl -sS -m 3 -o /dev/null -w 'after %{http_code}\\n' http://198.51.100.10/";
+      "curl -sS -m 3 -o /dev/null -w 'after %{http_code}\\n' -H 'Host: denied.test' "
+      "http://198.51.100.10/";
   pid_t b = world_.SpawnBrig(RunArgs(script, subnet), b_dir.path());
   ASSERT_TRUE(Eventually(
       [&] { return Contains(ReadFileOrEmpty(b_dir.path() + "/stdout"), "before"); }, 10s))
@@ -739,8 +749,9 @@ TEST_F(Network, TheListenersServeOnlyTheirOwnSandbox) {
   auto direct = world_.InWorld({"curl", "-sS", "-m", "3", "http://10.213.0.1:" + http + "/"});
   EXPECT_NE(direct.exit_code, 0);
   EXPECT_EQ(direct.out, "") << "the listener answered a host process";
-  auto dns = world_.InWorld({"busybox", "nslookup", "example.com", "10.213.0.1:" + dns_udp});
-  EXPECT_FALSE(Contains(dns.out + dns.err, "REFUSED")) << "the listener answered a host process";
+  auto dns = world_.InWorld({"busybox", "nslookup", "denied.test", "10.213.0.1:" + dns_udp});
+  EXPECT_TRUE(Contains(dns.out + dns.err, "no servers could be reached"))
+      << "the listener answered a host process:\n" << dns.out << dns.err;
   ws_.Write("stop", "");
   EXPECT_EQ(world_.Wait(brig), 0);
 }
