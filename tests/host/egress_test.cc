@@ -621,6 +621,16 @@ TEST_F(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
   EXPECT_FALSE(AnyContains(log, "metadata")) << Lines(log);
   EXPECT_TRUE(AnyContains(log, "host=denied.test path=/hello.txt")) << Lines(log);
   EXPECT_EQ(Lines(world_.AllHits()), "");
+
+  // Nor can a profile except it: a network that holds it is refused before anything runs.
+  ScratchDir dir;
+  std::string profile = ReadFileOrEmpty(Profile("egress-open"));
+  const std::string field = "allow_addresses: \"198.51.100.0/24\"";
+  ASSERT_NE(profile.find(field), std::string::npos) << profile;
+  profile.replace(profile.find(field), field.size(), "allow_addresses: \"169.254.0.0/16\"");
+  auto r = world_.Brig({"run", "--profile", dir.Write("metadata.textproto", profile), "--", "true"});
+  EXPECT_EQ(r.exit_code, 125) << r.err;
+  EXPECT_TRUE(Contains(r.err, "169.254.0.0/16")) << r.err;
 }
 
 TEST_F(Egress, TrickyNamesAgainstTheList) {
