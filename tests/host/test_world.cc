@@ -201,18 +201,6 @@ std::string WireName(const std::string& name) {
   return out;
 }
 
-// Reads exactly n bytes within a few seconds; false on EOF, error or silence.
-bool ReadFull(int fd, char* buf, size_t n) {
-  while (n > 0) {
-    pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, 3000) <= 0) return false;
-    ssize_t got = read(fd, buf, n);
-    if (got <= 0) return false;
-    buf += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
 }  // namespace
 
 std::string Lines(const std::vector<std::string>& lines) {
@@ -394,35 +382,23 @@ std::string ZoneServer::Answer(const std::string& q, const char* transport) {
   return reply + records;
 }
 
-void ZoneServer::ServeTcp(int conn) {
-  for (;;) {
-    char len[2];
-    if (!ReadFull(conn, len, 2)) return;
-    std::string q((static_cast<unsigned char>(len[0]) << 8) | static_cast<unsigned char>(len[1]),
-                  '\0');
-    if (!ReadFull(conn, q.data(), q.size())) return;
-    std::string reply = Answer(q, "tcp");
-    if (reply.empty()) return;
-    std::string framed;
-    Put16(framed, static_cast<unsigned>(reply.size()));
-    framed += reply;
-    if (write(conn, framed.data(), framed.size()) != static_cast<ssize_t>(framed.size())) return;
-  }
-}
-
 void ZoneServer::Loop() {
+  // TCP connections, each with what it has sent that is not yet a whole message.
+  std::vector<std::pair<int, std::string>> conns;
   for (;;) {
-    pollfd p[3] = {{udp_, POLLIN, 0}, {tcp_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
-    if (poll(p, 3, -1) < 0) {
+    std::vector<pollfd> p = {{stop_[0], POLLIN, 0}, {udp_, POLLIN, 0}, {tcp_, POLLIN, 0}};
+    for (const auto& c : conns) p.push_back({c.first, POLLIN, 0});
+    if (poll(p.data(), p.size(), -1) < 0) {
       if (errno == EINTR) continue;
-      return;
+      break;
     }
-    if (p[2].revents) return;
-    if (p[0].revents) {
+    if (p[0].revents) break;
+    if (p[1].revents) {
       char buf[4096];
       sockaddr_in peer = {};
       socklen_t pl = sizeof peer;
-      ssize_t n = recvfrom(udp_, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&peer), &pl);
+      ssize_t n =
+          recvfrom(udp_, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&peer), &pl);
       if (n > 0) {
         std::string reply = Answer(std::string(buf, static_cast<size_t>(n)), "udp");
         if (!reply.empty()) {
@@ -430,14 +406,38 @@ void ZoneServer::Loop() {
         }
       }
     }
-    if (p[1].revents) {
-      int conn = accept4(tcp_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn >= 0) {
-        ServeTcp(conn);
-        close(conn);
+    if (p[2].revents) {
+      int conn = accept4(tcp_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (conn >= 0) conns.emplace_back(conn, "");
+    }
+    for (size_t i = 3; i < p.size(); ++i) {
+      if (!p[i].revents) continue;
+      auto& [fd, pending] = conns[i - 3];
+      char buf[4096];
+      ssize_t n = read(fd, buf, sizeof buf);
+      bool keep = n > 0 || (n < 0 && errno == EAGAIN);
+      if (n > 0) pending.append(buf, static_cast<size_t>(n));
+      // Each whole message (two bytes of length, then the message) gets its reply.
+      while (keep && pending.size() >= 2) {
+        size_t len = (static_cast<unsigned char>(pending[0]) << 8) |
+                     static_cast<unsigned char>(pending[1]);
+        if (pending.size() < 2 + len) break;
+        std::string reply = Answer(pending.substr(2, len), "tcp");
+        pending.erase(0, 2 + len);
+        std::string framed;
+        Put16(framed, static_cast<unsigned>(reply.size()));
+        framed += reply;
+        keep = !reply.empty() &&
+               write(fd, framed.data(), framed.size()) == static_cast<ssize_t>(framed.size());
+      }
+      if (!keep) {
+        close(fd);
+        fd = -1;
       }
     }
+    std::erase_if(conns, [](const auto& c) { return c.first < 0; });
   }
+  for (const auto& c : conns) close(c.first);
 }
 
 // ---- TestWorld -------------------------------------------------------------------------

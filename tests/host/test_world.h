@@ -94,7 +94,6 @@ class ZoneServer {
   void Loop();
   // The reply to one query ("" to send none), noting the question.
   std::string Answer(const std::string& query, const char* transport);
-  void ServeTcp(int conn);
   int udp_, tcp_;
   int stop_[2] = {-1, -1};
   mutable std::mutex mu_;
