@@ -160,9 +160,9 @@ class Egress : public HostTest {
                                     "xn--caf-dma.test", "metadata.test"}),
               "");
     auto& dns = world_.Dns();
-    for (const char* name : {"allowed.test", "other.test", "other2.test", "denied.test",
-                             "evil-allowed.test", "allowed.test.evil.test", "xn--bcher-kva.test",
-                             "xn--caf-dma.test"}) {
+    for (const char* name :
+         {"allowed.test", "other.test", "other2.test", "denied.test", "evil-allowed.test",
+          "allowed.test.evil.test", "xn--bcher-kva.test", "xn--caf-dma.test"}) {
       dns.SetA(name, {kWebHost});
     }
     dns.SetCname("www.allowed.test", "allowed.test");
@@ -186,11 +186,12 @@ class Egress : public HostTest {
     for (const auto& [name, cmd] : steps) script += "step " + name + " " + Quote(cmd) + "\n";
     ScratchDir out;
     std::string audit = out.path() + "/audit.jsonl", result = out.path() + "/result.json";
-    std::vector<std::string> args = {"run",          "--profile",     profile,
-                                     "--workspace",  ws_.path(),      "--dns-upstream",
-                                     kDnsHost,       "--audit-log",   audit,
-                                     "--result",     result,          "--env",
-                                     "HOME=/tmp",    "--env",         "GIT_SSL_CAINFO=/workspace/ca.crt"};
+    std::vector<std::string> args = {
+        "run",         "--profile",   profile,
+        "--workspace", ws_.path(),    "--dns-upstream",
+        kDnsHost,      "--audit-log", audit,
+        "--result",    result,        "--env",
+        "HOME=/tmp",   "--env",       "GIT_SSL_CAINFO=/workspace/ca.crt"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "sh", "-c", script});
     Sandbox sb;
@@ -222,17 +223,18 @@ class Egress : public HostTest {
 };
 
 // A step that a refusal must end: it failed, and at once.
-#define EXPECT_REFUSED_AT_ONCE(sb, name)                                                       \
-  do {                                                                                         \
-    const Step& s_ = (sb).steps[name];                                                         \
-    EXPECT_NE(s_.rc, 0) << (name) << " was not refused:\n" << s_.out;                          \
-    EXPECT_GE(s_.ms, 0) << (name);                                                             \
-    EXPECT_LT(s_.ms, kPromptMs) << (name) << " took " << s_.ms << " ms to be refused:\n" << s_.out; \
+#define EXPECT_REFUSED_AT_ONCE(sb, name)                                                 \
+  do {                                                                                   \
+    const Step& s_ = (sb).steps[name];                                                   \
+    EXPECT_NE(s_.rc, 0) << (name) << " was not refused:\n" << s_.out;                    \
+    EXPECT_GE(s_.ms, 0) << (name);                                                       \
+    EXPECT_LT(s_.ms, kPromptMs) << (name) << " took " << s_.ms << " ms to be refused:\n" \
+                                << s_.out;                                               \
   } while (0)
 
-#define EXPECT_STEP_OK(sb, name)                                                  \
-  do {                                                                            \
-    const Step& s_ = (sb).steps[name];                                            \
+#define EXPECT_STEP_OK(sb, name)                                                              \
+  do {                                                                                        \
+    const Step& s_ = (sb).steps[name];                                                        \
     EXPECT_EQ(s_.rc, 0) << (name) << " failed:\n" << s_.out << "audit:\n" << (sb).audit_text; \
   } while (0)
 
@@ -275,9 +277,9 @@ TEST_F(Egress, TheFakeInternetAnswersTheWorld) {
   auto http = world_.InWorld({"curl", "-sS", "-m", "5", "-H", "Host: other.test",
                               std::string("http://") + kWebHost + "/hello.txt"});
   EXPECT_EQ(http.out, kHello) << http.err;
-  auto wrong = world_.InWorld({"curl", "-sS", "-m", "5", "--cacert", ca, "--resolve",
-                               std::string("other.test:443:") + kWrongHost,
-                               "https://other.test/hello.txt"});
+  auto wrong =
+      world_.InWorld({"curl", "-sS", "-m", "5", "--cacert", ca, "--resolve",
+                      std::string("other.test:443:") + kWrongHost, "https://other.test/hello.txt"});
   EXPECT_EQ(wrong.out, kHello) << wrong.err;
   ScratchDir clone;
   auto git = world_.InWorld({"env", "GIT_SSL_CAINFO=" + ca, "git", "-c",
@@ -296,7 +298,8 @@ TEST_F(Egress, TheFakeInternetAnswersTheWorld) {
             ":443 host=allowed.test path=/repo.git/info/refs?service=git-upload-pack"}) {
     EXPECT_TRUE(Has(log, line)) << line << "\n" << Lines(log);
   }
-  EXPECT_EQ(Lines(world_.AllHits()), "") << "the catch-all servers took the fake internet's traffic";
+  EXPECT_EQ(Lines(world_.AllHits()), "")
+      << "the catch-all servers took the fake internet's traffic";
 }
 
 TEST_F(Egress, AnAllowedHostWorksEndToEndWithItsOwnCertificate) {
@@ -310,7 +313,8 @@ TEST_F(Egress, AnAllowedHostWorksEndToEndWithItsOwnCertificate) {
       // Without the test CA the chain is untrusted: what the client sees is the server's own
       // certificate, not one brig made.
       {"untrusted", "curl -sS -m 10 https://allowed.test/hello.txt"},
-      {"git", "timeout 30 git clone -q https://allowed.test/repo.git /tmp/repo && cat /tmp/repo/README"},
+      {"git",
+       "timeout 30 git clone -q https://allowed.test/repo.git /tmp/repo && cat /tmp/repo/README"},
   });
   EXPECT_STEP_OK(sb, "resolve");
   std::string answer = sb.steps["resolve"].out.substr(0, sb.steps["resolve"].out.find(' '));
@@ -419,12 +423,14 @@ TEST_F(Egress, AnAllowedSniSentToAnotherAddressIsRefused) {
       {"resolve", "addr allowed.test && addr other.test"},
       // Straight to the wrong server's address, with an allowed SNI.
       {"wrong", s_client + "-connect 198.51.100.21:443 -servername allowed.test"},
-      {"wrong_curl", "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
-                     "allowed.test:443:198.51.100.21 https://allowed.test/hello.txt"},
+      {"wrong_curl",
+       "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+       "allowed.test:443:198.51.100.21 https://allowed.test/hello.txt"},
       // Domain fronting: the address the sandbox got for other.test, the SNI of allowed.test.
       {"fronting", s_client + "-connect $(addr other.test):443 -servername allowed.test"},
-      {"fronting_curl", "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
-                        "allowed.test:443:$(addr other.test) https://allowed.test/hello.txt"},
+      {"fronting_curl",
+       "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+       "allowed.test:443:$(addr other.test) https://allowed.test/hello.txt"},
       // The same address with its own name works: the refusals above are about the names.
       {"own", s_client + "-connect $(addr other.test):443 -servername other.test"},
   });
@@ -480,8 +486,9 @@ TEST_F(Egress, MissingSniIsRefused) {
 TEST_F(Egress, NonTlsBytesOnPort443AreRefused) {
   auto sb = RunSteps({
       {"http", "curl -sS -m 10 http://allowed.test:443/hello.txt"},
-      {"garbage", "printf 'hello there\\r\\n\\r\\n' | timeout 10 busybox nc $(addr allowed.test) 443 "
-                  "| od -c | head -n 3; exit 1"},
+      {"garbage",
+       "printf 'hello there\\r\\n\\r\\n' | timeout 10 busybox nc $(addr allowed.test) 443 "
+       "| od -c | head -n 3; exit 1"},
   });
   EXPECT_REFUSED_AT_ONCE(sb, "http");
   EXPECT_LT(sb.steps["garbage"].ms, kPromptMs) << sb.steps["garbage"].out;
@@ -561,8 +568,9 @@ TEST_F(Egress, AnIpv6LiteralIsRefusedAtOnce) {
       {"literal", "curl -sS -m 10 -g 'https://[2001:db8::1]/'"},
       {"six", "curl -6 -sS -m 10 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
       // A v4-mapped address is IPv4 on the wire: it meets the proxy, whose Host is the literal.
-      {"mapped", "curl -sS -m 10 -o /dev/null -w '%{http_code}' -g "
-                 "'http://[::ffff:198.51.100.20]/hello.txt'"},
+      {"mapped",
+       "curl -sS -m 10 -o /dev/null -w '%{http_code}' -g "
+       "'http://[::ffff:198.51.100.20]/hello.txt'"},
   });
   for (const char* step : {"literal", "six"}) EXPECT_REFUSED_AT_ONCE(sb, step);
   EXPECT_EQ(sb.steps["mapped"].out, "403\n");
@@ -628,7 +636,8 @@ TEST_F(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
   const std::string field = "allow_addresses: \"198.51.100.0/24\"";
   ASSERT_NE(profile.find(field), std::string::npos) << profile;
   profile.replace(profile.find(field), field.size(), "allow_addresses: \"169.254.0.0/16\"");
-  auto r = world_.Brig({"run", "--profile", dir.Write("metadata.textproto", profile), "--", "true"});
+  auto r =
+      world_.Brig({"run", "--profile", dir.Write("metadata.textproto", profile), "--", "true"});
   EXPECT_EQ(r.exit_code, 125) << r.err;
   EXPECT_TRUE(Contains(r.err, "169.254.0.0/16")) << r.err;
 }
@@ -708,8 +717,8 @@ TEST_F(Egress, AllowHostAddsAHostForOneRun) {
   }
 
   // Only a list can grow: posture open has none, and the flag is refused there.
-  auto open = world_.Brig({"run", "--profile", Profile("egress-open"), "--allow-host",
-                           "other2.test", "--", "true"});
+  auto open = world_.Brig(
+      {"run", "--profile", Profile("egress-open"), "--allow-host", "other2.test", "--", "true"});
   EXPECT_EQ(open.exit_code, 125) << open.err;
   EXPECT_TRUE(Contains(open.err, "--allow-host")) << open.err;
 }
@@ -770,8 +779,9 @@ TEST_F(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
     sb = RunSteps({
         {"resolve", "addr rebind.allowed.test | tee /tmp/a"},
         {"wait", "while [ ! -e /workspace/go ]; do sleep 0.05; done"},
-        {"connect", "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
-                    "rebind.allowed.test:443:$(cat /tmp/a) https://rebind.allowed.test/hello.txt"},
+        {"connect",
+         "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+         "rebind.allowed.test:443:$(cat /tmp/a) https://rebind.allowed.test/hello.txt"},
     });
   });
   // Once the upstream has answered, the name moves.
@@ -797,8 +807,8 @@ TEST_F(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
   EXPECT_EQ(conns[0].address(), kWebHost) << conns[0].ShortDebugString();
   auto all = Upstream();
   std::vector<std::string> after(all.begin() + static_cast<long>(asked), all.end());
-  EXPECT_FALSE(AnyContains(after, "rebind.allowed.test"))
-      << "brig asked again after the answer:\n" << Lines(after);
+  EXPECT_FALSE(AnyContains(after, "rebind.allowed.test")) << "brig asked again after the answer:\n"
+                                                          << Lines(after);
 }
 
 TEST_F(Egress, TheAuditAndTheResultDescribeEveryQueryAndConnection) {

@@ -3,9 +3,9 @@
 // 198.51.100.10 and servers that write down whatever reaches them, all in network
 // namespaces with no path to the machine's real interfaces. A sandbox with posture
 // allowlist reaches its own supervisor's resolver and proxy (TCP 80/443 and TCP/UDP 53,
-// redirected; egress_test.cc tests what they let through) and nothing else, with an immediate refusal; a spoofed source gets nowhere;
-// many sandboxes at once get distinct addresses; and after brig exits, or is killed and
-// brig gc runs, nothing of the sandbox remains in the world.
+// redirected; egress_test.cc tests what they let through) and nothing else, with an immediate
+// refusal; a spoofed source gets nowhere; many sandboxes at once get distinct addresses; and after
+// brig exits, or is killed and brig gc runs, nothing of the sandbox remains in the world.
 //
 // The clients are real programs inside the sandbox: curl, busybox nslookup, and a short
 // python script (netprobe.py, below) for plain TCP and UDP, which busybox nc cannot do.
@@ -269,11 +269,11 @@ TEST_F(Network, RedirectedPortsReachTheSupervisorsListenersAndNothingBeyond) {
     EXPECT_EQ(http.exit_code, 0) << host << ": " << http.err;
     EXPECT_TRUE(Contains(http.err, "< HTTP/1.1 403 Forbidden")) << host << ":\n" << http.err;
     EXPECT_TRUE(Contains(http.out, "brig: ")) << host << ": the 403 is not brig's:\n" << http.out;
-    auto tls = NetSh("exec curl -sS -v -m 5 --resolve denied.test:443:" + host +
-                     " https://denied.test/");
+    auto tls =
+        NetSh("exec curl -sS -v -m 5 --resolve denied.test:443:" + host + " https://denied.test/");
     EXPECT_EQ(tls.exit_code, 35) << host << ": " << tls.err;
     EXPECT_TRUE(Contains(tls.err, "Connected to denied.test (" + host + ")")) << host << ":\n"
-                                                                             << tls.err;
+                                                                              << tls.err;
     EXPECT_TRUE(Contains(tls.err, "alert access denied")) << host << ":\n" << tls.err;
   }
   // DNS over UDP, to any address: NXDOMAIN for a name off the list, from brig's resolver.
@@ -310,7 +310,7 @@ TEST_F(Network, EverythingElseIsRefusedAtOnceAndReachesNoServer) {
     if (f.size() < 8 || f[3] != b_addr) continue;
     const std::string gw = std::string("tcp,") + kGateway + ",";
     b_listeners = {gw + f[f.size() - 4], gw + f[f.size() - 3], gw + f[f.size() - 2],
-               std::string("udp,") + kGateway + "," + f[f.size() - 1]};
+                   std::string("udp,") + kGateway + "," + f[f.size() - 1]};
   }
   EXPECT_EQ(b_listeners.size(), 4u) << "no record names " << b_addr;
 
@@ -720,7 +720,8 @@ TEST_F(Network, ACrashedRunsAddressIsReclaimedAndGcLeavesItsNewHolderAlone) {
   EXPECT_FALSE(Contains(gc.out, "10.77.0.2")) << "gc touched the live holder's address:\n"
                                               << gc.out;
   EXPECT_EQ(ReadFileOrEmpty("/run/brig/sandboxes/" + a_id), "")
-      << "gc did not clean the crashed run's record:\n" << gc.out << gc.err;
+      << "gc did not clean the crashed run's record:\n"
+      << gc.out << gc.err;
   ws_.Write("gcdone", "");
   EXPECT_EQ(world_.Wait(b), 0) << ReadFileOrEmpty(b_dir.path() + "/stderr");
   std::string b_out = ReadFileOrEmpty(b_dir.path() + "/stdout");
@@ -751,7 +752,8 @@ TEST_F(Network, TheListenersServeOnlyTheirOwnSandbox) {
   EXPECT_EQ(direct.out, "") << "the listener answered a host process";
   auto dns = world_.InWorld({"busybox", "nslookup", "denied.test", "10.213.0.1:" + dns_udp});
   EXPECT_TRUE(Contains(dns.out + dns.err, "no servers could be reached"))
-      << "the listener answered a host process:\n" << dns.out << dns.err;
+      << "the listener answered a host process:\n"
+      << dns.out << dns.err;
   ws_.Write("stop", "");
   EXPECT_EQ(world_.Wait(brig), 0);
 }

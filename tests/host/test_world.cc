@@ -109,7 +109,6 @@ std::vector<pid_t> ProcessesInNetns(uint64_t ino) {
   return found;
 }
 
-
 // The fake internet's web servers (TestWorld::BuildServices): python3's http.server, each
 // spec "KIND,ADDR,PORT" (KIND https or http) on a thread, serving ROOT. Every connection,
 // SNI, failed handshake and request is one line of LOG; "ready" once all listen. It makes
@@ -322,7 +321,7 @@ void ZoneServer::Clear() {
 
 std::string ZoneServer::Answer(const std::string& q, const char* transport) {
   if (q.size() < 12 || (q[2] & 0x80) != 0) return "";  // too short, or a response
-  if (q[4] != 0 || q[5] != 1) return "";                // one question, as every client asks
+  if (q[4] != 0 || q[5] != 1) return "";               // one question, as every client asks
   std::string name;
   size_t at = 12;
   while (at < q.size() && q[at] != 0) {
@@ -334,9 +333,12 @@ std::string ZoneServer::Answer(const std::string& q, const char* transport) {
   }
   if (at + 5 > q.size()) return "";
   size_t question_end = at + 5;
-  unsigned qtype = (static_cast<unsigned char>(q[at + 1]) << 8) | static_cast<unsigned char>(q[at + 2]);
-  std::string type = qtype == 1 ? "A" : qtype == 28 ? "AAAA" : qtype == 5 ? "CNAME"
-                                                                          : std::to_string(qtype);
+  unsigned qtype =
+      (static_cast<unsigned char>(q[at + 1]) << 8) | static_cast<unsigned char>(q[at + 2]);
+  std::string type = qtype == 1    ? "A"
+                     : qtype == 28 ? "AAAA"
+                     : qtype == 5  ? "CNAME"
+                                   : std::to_string(qtype);
   std::lock_guard<std::mutex> l(mu_);
   queries_.push_back(std::string(transport) + " " + type + " " + name);
 
@@ -419,8 +421,8 @@ void ZoneServer::Loop() {
       if (n > 0) pending.append(buf, static_cast<size_t>(n));
       // Each whole message (two bytes of length, then the message) gets its reply.
       while (keep && pending.size() >= 2) {
-        size_t len = (static_cast<unsigned char>(pending[0]) << 8) |
-                     static_cast<unsigned char>(pending[1]);
+        size_t len =
+            (static_cast<unsigned char>(pending[0]) << 8) | static_cast<unsigned char>(pending[1]);
         if (pending.size() < 2 + len) break;
         std::string reply = Answer(pending.substr(2, len), "tcp");
         pending.erase(0, 2 + len);
@@ -621,7 +623,8 @@ std::string TestWorld::BuildServices(const std::vector<std::string>& cert_names)
     auto r = Run(kInternet, {"ip", "addr", "add", std::string(addr) + "/24", "dev", "eth0"});
     if (r.exit_code != 0) return std::string("adding ") + addr + ": " + r.err;
   }
-  int udp = Listen(internet_fd_, false, kDnsHost, 53), tcp = Listen(internet_fd_, true, kDnsHost, 53);
+  int udp = Listen(internet_fd_, false, kDnsHost, 53),
+      tcp = Listen(internet_fd_, true, kDnsHost, 53);
   if (udp < 0 || tcp < 0) {
     if (udp >= 0) close(udp);
     if (tcp >= 0) close(tcp);
@@ -640,9 +643,8 @@ std::string TestWorld::BuildServices(const std::vector<std::string>& cert_names)
                                          "extendedKeyUsage=serverAuth\n");
   const std::vector<std::vector<std::string>> steps = {
       {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-       "-keyout", d + "/ca.key", "-out", d + "/ca.crt", "-days", "2", "-subj",
-       "/CN=brig test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
-       "keyUsage=critical,keyCertSign,cRLSign"},
+       "-keyout", d + "/ca.key", "-out", d + "/ca.crt", "-days", "2", "-subj", "/CN=brig test CA",
+       "-addext", "basicConstraints=critical,CA:TRUE"},
       {"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
        "-keyout", d + "/server.key", "-out", d + "/server.csr", "-subj",
        "/CN=" + (cert_names.empty() ? std::string("server.test") : cert_names[0])},
@@ -676,10 +678,12 @@ std::string TestWorld::BuildServices(const std::vector<std::string>& cert_names)
                                    log,
                                    d + "/www",
                                    d + "/server.crt",
-                                   d + "/server.key",
-                                   std::string("https,") + kWebHost + ",443",
-                                   std::string("http,") + kWebHost + ",80",
-                                   std::string("https,") + kWrongHost + ",443"};
+                                   d + "/server.key"};
+  const std::string web = kWebHost, wrong = kWrongHost;
+  for (const std::string& spec :
+       {"https," + web + ",443", "http," + web + ",80", "https," + wrong + ",443"}) {
+    argv.push_back(spec);
+  }
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
