@@ -63,6 +63,19 @@ std::string Normalize(std::string_view name, std::string& out) {
   return {};
 }
 
+}  // namespace
+
+bool IsAddressLiteral(std::string_view s) {
+  if (!s.empty() && s.back() == '.') s.remove_suffix(1);
+  if (s.empty()) return false;
+  if (s.front() == '[' || s.find(':') != std::string_view::npos) return true;
+  std::string last(s.substr(s.rfind('.') == std::string_view::npos ? 0 : s.rfind('.') + 1));
+  for (char& c : last) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return !last.empty() && IsNumericLabel(last);
+}
+
+namespace {
+
 Error BadEntry(std::string_view entry, std::string why) {
   return BadInput("allowlist entry", std::string(entry), std::move(why));
 }

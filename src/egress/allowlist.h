@@ -30,6 +30,11 @@ std::optional<std::string> NormalizeName(std::string_view name);
 // The same, with the reason for a refusal: BadInput("host name", name, why).
 Result<std::string> CheckName(std::string_view name);
 
+// Whether `s` (a Host value without its port, an SNI) names an address rather than a host:
+// an IPv6 literal, bracketed or not, or a name whose last label inet_aton(3) reads as a
+// number ("198.51.100.20", "127.1", "0x7f000001"). Case and one trailing dot aside.
+bool IsAddressLiteral(std::string_view s);
+
 // One allowlist entry: "example.com" (the apex and every subdomain), "*.example.com"
 // (every subdomain, not the apex), either with ":port".
 struct HostPattern {

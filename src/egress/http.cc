@@ -174,7 +174,13 @@ HttpParse ParseHttpHost(std::string_view b) {
   h.end = pos;
   if (host_value) {
     std::string why = ParseAuthority(*host_value, h.host, h.port);
-    if (!why.empty()) return Malformed("Host: " + why);
+    if (!why.empty()) {
+      HttpParse bad = Malformed("Host: " + why);
+      std::string_view host = *host_value;
+      if (host.empty() || host.front() != '[') host = host.substr(0, host.rfind(':'));
+      bad.address = IsAddressLiteral(host);
+      return bad;
+    }
     // An absolute-form target and Host that disagree are read differently by different
     // servers (RFC 9112 3.2.2 has the target win): refuse rather than pick one.
     if (rl.absolute && (rl.host != h.host || (rl.port ? rl.port : 80) != (h.port ? h.port : 80))) {

@@ -15,6 +15,9 @@ struct Peek {
   Status status = Status::kNeedMore;
   T value;          // with kOk
   std::string why;  // with kMalformed: what is wrong
+  // With kMalformed: the name the client gave is an IP address (IsAddressLiteral): it is
+  // refused as such, a policy answer, not a protocol error.
+  bool address = false;
 };
 
 }  // namespace brig::egress

@@ -823,10 +823,12 @@ void Service::Impl::OnClient(Conn& c, uint32_t events) {
   }
   PeekStatus status;
   std::string why;
+  bool address = false;
   if (c.tls) {
     HelloParse p = ParseClientHello(c.buf);
     status = p.status;
     why = p.why;
+    address = p.address;
     if (status == PeekStatus::kOk) {
       if (p.value.ech || p.value.esni) {
         c.name = p.value.sni;
@@ -840,6 +842,7 @@ void Service::Impl::OnClient(Conn& c, uint32_t events) {
     HttpParse p = ParseHttpHost(c.buf);
     status = p.status;
     why = p.why;
+    address = p.address;
     if (status == PeekStatus::kOk) {
       c.name = p.value.host;
       if (c.name.empty()) return Refuse(c, "no_host", "the request names no Host");
@@ -849,6 +852,7 @@ void Service::Impl::OnClient(Conn& c, uint32_t events) {
       }
     }
   }
+  if (status == PeekStatus::kMalformed && address) return Refuse(c, "ip_literal", why);
   if (status == PeekStatus::kMalformed) {
     bool not_tls = c.tls && !c.buf.empty() && c.buf[0] != 0x16;
     return Refuse(c, not_tls ? "not_tls" : "malformed", why);

@@ -75,7 +75,11 @@ HelloParse ReadServerName(std::string_view data, ClientHello& hello) {
   if (!entries.empty()) return Malformed("server_name list with more than one entry");
   if (type[0] != 0) return Malformed("server_name of a type other than host_name");
   Result<std::string> sni = CheckName(name);
-  if (!sni) return Malformed("server_name: " + sni.error().detail);
+  if (!sni) {
+    HelloParse bad = Malformed("server_name: " + sni.error().detail);
+    bad.address = IsAddressLiteral(name);
+    return bad;
+  }
   hello.sni = std::move(sni).value();
   HelloParse r;
   r.status = HelloParse::Status::kOk;

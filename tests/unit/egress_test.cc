@@ -790,6 +790,18 @@ TEST(EgressTls, RefusesLyingLengths) {
   }
 }
 
+TEST(EgressTls, AnAddressForAServerNameIsMarkedAsSuch) {
+  HelloSpec spec;
+  spec.exts = {SniExt("198.51.100.20")};
+  HelloParse r = ParseClientHello(Hello(spec));
+  ASSERT_EQ(r.status, HelloParse::Status::kMalformed);
+  EXPECT_TRUE(r.address) << r.why;
+  spec.exts = {SniExt("bad_name.test")};
+  r = ParseClientHello(Hello(spec));
+  ASSERT_EQ(r.status, HelloParse::Status::kMalformed);
+  EXPECT_FALSE(r.address) << r.why;
+}
+
 TEST(EgressTls, AlertRecord) {
   EXPECT_EQ(TlsAlert(kAlertAccessDenied), "\x15\x03\x03\x00\x02\x02\x31"s);
   EXPECT_EQ(TlsAlert(kAlertUnrecognizedName), "\x15\x03\x03\x00\x02\x02\x70"s);
@@ -843,6 +855,37 @@ TEST(EgressHttp, HostForms) {
     ASSERT_EQ(r.status, HttpStatus::kOk) << c.req << ": " << r.why;
     EXPECT_EQ(r.value.host, c.host) << c.req;
     EXPECT_EQ(r.value.port, c.port) << c.req;
+  }
+}
+
+TEST(EgressHttp, AnAddressForAHostIsMarkedAsSuch) {
+  for (const char* req : {"GET / HTTP/1.1\r\nHost: 198.51.100.20\r\n\r\n",
+                          "GET / HTTP/1.1\r\nHost: 198.51.100.20:80\r\n\r\n",
+                          "GET / HTTP/1.1\r\nHost: [::ffff:198.51.100.20]\r\n\r\n",
+                          "GET / HTTP/1.1\r\nHost: [2001:db8::1]:80\r\n\r\n",
+                          "GET / HTTP/1.1\r\nHost: 127.1\r\n\r\n",
+                          "GET / HTTP/1.1\r\nHost: 0x7F000001\r\n\r\n"}) {
+    HttpParse r = ParseHttpHost(req);
+    ASSERT_EQ(r.status, HttpStatus::kMalformed) << req;
+    EXPECT_TRUE(r.address) << req << ": " << r.why;
+  }
+  for (const char* req : {"GET / HTTP/1.1\r\nHost: exa_mple.com\r\n\r\n",
+                          "GET / HTTP/1.1\r\nHost: user@example.com\r\n\r\n",
+                          "GET / HTTP/1.1\r\n\r\n"}) {
+    HttpParse r = ParseHttpHost(req);
+    ASSERT_EQ(r.status, HttpStatus::kMalformed) << req;
+    EXPECT_FALSE(r.address) << req;
+  }
+}
+
+TEST(EgressName, AddressLiterals) {
+  for (const char* a : {"198.51.100.20", "198.51.100.20.", "[::1]", "2001:db8::1", "127.1",
+                        "2130706433", "0X7F000001", "a.b.0x10"}) {
+    EXPECT_TRUE(IsAddressLiteral(a)) << a;
+  }
+  for (const char* n : {"", ".", "example.com", "198.51.100.com", "xn--bcher-kva.test",
+                        "1e100.net", "0x.test", "a.0xg"}) {
+    EXPECT_FALSE(IsAddressLiteral(n)) << n;
   }
 }
 
