@@ -35,6 +35,8 @@ class NamePool {
   const std::string* NameAt(uint32_t addr) const;
   static bool Contains(uint32_t addr) { return (addr >> (32 - kPrefix)) == (kNetwork >> (32 - kPrefix)); }
   size_t size() const { return names_.size(); }
+  bool full() const { return names_.size() >= capacity_; }
+  bool Has(const std::string& name) const { return by_name_.count(name) != 0; }
 
  private:
   size_t capacity_;

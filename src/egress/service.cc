@@ -52,6 +52,7 @@ constexpr uint32_t kAnswerTtl = 60;
 constexpr uint32_t kMinCacheTtl = 5, kMaxCacheTtl = 300;
 constexpr double kQueriesPerSecond = 100, kQueryBurst = 200;
 constexpr size_t kMaxSummaryHosts = 256;
+constexpr size_t kMaxCachedNames = 2 * NamePool::kDefaultCapacity;
 
 // epoll tokens below kFirstConn are the service's own sockets; a connection's token is its
 // id shifted left by two, or'ed with which of its sockets it is.
@@ -367,6 +368,13 @@ void Service::Impl::Tick() {
       Complete(r, nullptr, "no answer over TCP from " + policy_.upstreams[r.upstream].Str());
     }
   }
+  // Answers are kept while they are fresh; past kMaxCachedNames, stale ones go (a name the
+  // pool holds is resolved again when next used).
+  if (cache_.size() > kMaxCachedNames) {
+    std::erase_if(cache_, [&](const auto& kv) {
+      return !kv.second.pending && kv.second.waiters.empty() && now >= kv.second.expires;
+    });
+  }
   std::vector<uint64_t> expired;
   for (auto& [id, c] : conns_) {
     if (c.state == Conn::kRelaying) {
@@ -528,6 +536,13 @@ void Service::Impl::Query(std::string raw, Waiter w) {
     ev.set_detail(q->qtype == kTypeAaaa ? "IPv6 is off in the sandbox: no AAAA records"
                                         : "brig answers A queries only");
     Reply(w, BuildEmpty(*q, w.raw), ev);
+    return;
+  }
+  if (!pool_.Has(q->name) && pool_.full()) {
+    ev.set_allowed(false);
+    ev.set_reason("pool_full");
+    ev.set_detail("the sandbox has resolved " + std::to_string(pool_.size()) + " names already");
+    Reply(w, BuildRefused(*q, w.raw), ev);
     return;
   }
   std::string name = q->name;

@@ -47,7 +47,10 @@ TEST(NamePool, FullMeansNoNewNamesButOldOnesStay) {
     seen.insert(*a);
   }
   EXPECT_EQ(seen.size(), 3u);
+  EXPECT_TRUE(pool.full());
   EXPECT_FALSE(pool.AddressFor("d.test"));
+  EXPECT_FALSE(pool.Has("d.test"));
+  EXPECT_TRUE(pool.Has("b.test"));
   EXPECT_TRUE(pool.AddressFor("b.test"));
   // Never more than the range holds, whatever is asked for.
   NamePool huge(size_t{1} << 40);
