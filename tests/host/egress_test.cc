@@ -186,12 +186,9 @@ class Egress : public HostTest {
     for (const auto& [name, cmd] : steps) script += "step " + name + " " + Quote(cmd) + "\n";
     ScratchDir out;
     std::string audit = out.path() + "/audit.jsonl", result = out.path() + "/result.json";
-    std::vector<std::string> args = {
-        "run",         "--profile",   profile,
-        "--workspace", ws_.path(),    "--dns-upstream",
-        kDnsHost,      "--audit-log", audit,
-        "--result",    result,        "--env",
-        "HOME=/tmp",   "--env",       "GIT_SSL_CAINFO=/workspace/ca.crt"};
+    std::vector<std::string> args = {"run", "--profile", profile, "--workspace", ws_.path()};
+    args.insert(args.end(), {"--dns-upstream", kDnsHost, "--audit-log", audit, "--result", result});
+    args.insert(args.end(), {"--env", "HOME=/tmp", "--env", "GIT_SSL_CAINFO=/workspace/ca.crt"});
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "sh", "-c", script});
     Sandbox sb;
