@@ -485,8 +485,8 @@ std::string RunUsage() {
   out << "Usage: brig run [OPTIONS] [--] CMD [ARGS...]\n\n"
          "Run CMD in a new sandbox whose posture the profile fixes (default\n"
          "untrusted-code-read: new namespaces, a read-only root and workspace, no network,\n"
-         "no capabilities, the default seccomp policy). A run may change only limits and\n"
-         "paths.\n\n"
+         "no capabilities, the default seccomp policy). A run may change limits and paths,\n"
+         "and add hosts to an allowlist (--allow-host); never the posture itself.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),

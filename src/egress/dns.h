@@ -87,7 +87,8 @@ struct DnsAnswer {
   // CNAME chain. Records owned by any other name are ignored: they were not asked for.
   std::vector<Ipv4Bytes> a;
   std::vector<Ipv6Bytes> aaaa;
-  // The chain's targets in order, normalised. The caller checks each against the allowlist.
+  // The chain's targets in order, normalised. They are for the audit: brig's resolver never
+  // shows them to the sandbox, which gets one A record for the name it asked (service.h).
   std::vector<std::string> cnames;
   // The smallest TTL of the records used; 0 without any.
   uint32_t ttl = 0;
