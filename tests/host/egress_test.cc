@@ -765,6 +765,69 @@ TEST_F(Egress, TheResolverAnswersOverTcpToo) {
   EXPECT_EQ(sb.Queries("allowed.test")[0].answer(), answer);
 }
 
+// A flood of questions for allowed names (each a new subdomain, so none is cached): brig
+// drops what exceeds its rate (100 a second after a burst of 200), so neither the upstream
+// nor the audit sees more than that, and the result counts the drops.
+constexpr char kFlood[] = R"py(import os, socket, struct, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+start = time.monotonic()
+for i in range(1000):
+    label = os.urandom(8).hex()
+    q = struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0)
+    q += bytes([16]) + label.encode() + bytes([7]) + b"allowed" + bytes([4]) + b"test\0"
+    q += struct.pack(">HH", 1, 1)
+    s.sendto(q, ("10.213.0.1", 53))
+print(int((time.monotonic() - start) * 1000))
+time.sleep(1)
+)py";
+
+TEST_F(Egress, AQueryFloodReachesTheUpstreamOnlyAtTheRateLimit) {
+  ws_.Write("flood.py", kFlood);
+  auto sb = RunSteps({{"flood", "python3 /workspace/flood.py"}});
+  EXPECT_STEP_OK(sb, "flood");
+  double sent_s = std::atoi(sb.steps["flood"].out.c_str()) / 1000.0;
+  size_t upstream = 0;
+  for (const auto& q : Upstream()) upstream += q.find(".allowed.test") != std::string::npos;
+  // The burst, the rate over the time the flood took plus the second after it, and slack
+  // for retransmissions of unanswered questions.
+  double bound = 200 + 100 * (sent_s + 1.5) + 50;
+  EXPECT_LE(static_cast<double>(upstream), bound) << "flood took " << sent_s << " s";
+  EXPECT_GE(upstream, 100u) << "the burst goes through";
+  // Some of the flood overflows the listener's socket before brig reads it; of what brig
+  // reads, what is past the rate is dropped and counted.
+  EXPECT_GT(sb.result.network().rate_limited(), 0u)
+      << "queries " << sb.result.network().queries();
+  EXPECT_LE(sb.result.network().queries(), bound);
+  EXPECT_NE(sb.audit_text.find("\"rate_limited\""), std::string::npos);
+}
+
+// An answer too big for UDP comes truncated; brig asks the upstream again over TCP and the
+// sandbox, which asked over UDP, gets its answer and reaches the host.
+TEST_F(Egress, ATruncatedUpstreamAnswerIsAskedAgainOverTcp) {
+  world_.Dns().SetA("big.allowed.test", {kWebHost});
+  world_.Dns().SetTruncatedOverUdp("big.allowed.test");
+  auto sb = RunSteps({
+      {"fetch", "curl -sS -m 10 --cacert /workspace/ca.crt https://big.allowed.test/hello.txt"},
+  });
+  EXPECT_STEP_OK(sb, "fetch");
+  EXPECT_EQ(sb.steps["fetch"].out, std::string(kHello) + "\n");
+  std::vector<std::string> asked;
+  for (const auto& q : Upstream()) {
+    if (q.find("big.allowed.test") != std::string::npos) asked.push_back(q);
+  }
+  EXPECT_EQ(asked, (std::vector<std::string>{"udp A big.allowed.test", "tcp A big.allowed.test"}))
+      << Lines(Upstream());
+  int a_queries = 0;
+  for (const auto& q : sb.Queries("big.allowed.test")) {
+    if (q.qtype() != "A") continue;
+    ++a_queries;
+    EXPECT_EQ(q.transport(), "udp") << "the sandbox's own question";
+    EXPECT_EQ(q.rcode(), "NOERROR") << q.ShortDebugString();
+    EXPECT_TRUE(InPool(q.answer())) << q.ShortDebugString();
+  }
+  EXPECT_GE(a_queries, 1) << sb.audit_text;
+}
+
 // DNS rebinding, the hole brig closes (issue 6): the sandbox resolves an allowed name while
 // it points at a public address, the name then moves to a private one, and the sandbox
 // connects to the address it was given. brig connects to the address it checked and does

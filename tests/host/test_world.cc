@@ -309,6 +309,11 @@ void ZoneServer::SetCname(const std::string& name, const std::string& target) {
   cname_[ZoneKey(name)] = ZoneKey(target);
 }
 
+void ZoneServer::SetTruncatedOverUdp(const std::string& name) {
+  std::lock_guard<std::mutex> l(mu_);
+  truncated_.insert(ZoneKey(name));
+}
+
 std::vector<std::string> ZoneServer::Queries() const {
   std::lock_guard<std::mutex> l(mu_);
   return queries_;
@@ -372,9 +377,14 @@ std::string ZoneServer::Answer(const std::string& q, const char* transport) {
       ++count;
     }
   }
+  bool truncate = transport == std::string("udp") && truncated_.count(ZoneKey(name));
+  if (truncate) {
+    records.clear();
+    count = 0;
+  }
   std::string reply = q.substr(0, 2);
-  // QR and AA, the client's RD, RCODE NOERROR or NXDOMAIN.
-  reply.push_back(static_cast<char>(0x84 | (q[2] & 0x01)));
+  // QR and AA (and TC), the client's RD, RCODE NOERROR or NXDOMAIN.
+  reply.push_back(static_cast<char>(0x84 | (truncate ? 0x02 : 0) | (q[2] & 0x01)));
   reply.push_back(static_cast<char>(known ? 0 : 3));
   Put16(reply, 1);
   Put16(reply, count);

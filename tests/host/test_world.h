@@ -87,6 +87,9 @@ class ZoneServer {
 
   void SetA(const std::string& name, const std::vector<std::string>& addresses);
   void SetCname(const std::string& name, const std::string& target);
+  // Over UDP, answers for `name` come truncated (TC set, no records), as a server does
+  // when an answer does not fit: the asker must ask again over TCP.
+  void SetTruncatedOverUdp(const std::string& name);
   std::vector<std::string> Queries() const;
   void Clear();
 
@@ -99,6 +102,7 @@ class ZoneServer {
   mutable std::mutex mu_;
   std::map<std::string, std::vector<uint32_t>> a_;  // network byte order
   std::map<std::string, std::string> cname_;
+  std::set<std::string> truncated_;
   std::vector<std::string> queries_;
   std::thread thread_;
 };
