@@ -36,6 +36,7 @@ class Relay {
  private:
   struct Direction {
     sys::UniqueFd pipe_r, pipe_w;
+    size_t capacity = 0;  // of the pipe
     size_t in_pipe = 0;
     bool eof = false;       // the source said FIN
     bool shut = false;      // passed on to the destination
