@@ -480,6 +480,41 @@ TEST_F(Egress, MissingSniIsRefused) {
   EXPECT_EQ(Lines(world_.AllHits()), "");
 }
 
+// A ClientHello for an allowed name that also carries an encrypted_client_hello extension
+// (what ECH, or Chrome's GREASE of it, sends): the name in the clear may not be the one the
+// client asks for, so brig refuses it. The hello is built by hand: no client of the host's
+// speaks ECH. Prints the first three bytes that come back, in hex.
+constexpr char kEchHello[] = R"py(import os, socket, struct, sys
+def ext(t, data):
+    return struct.pack(">HH", t, len(data)) + data
+name = b"allowed.test"
+sni = struct.pack(">BH", 0, len(name)) + name
+exts = ext(0, struct.pack(">H", len(sni)) + sni)
+exts += ext(0x002b, b"\x02\x03\x04")
+exts += ext(0xfe0d, b"\x00\x00\x01\x00\x01\x2a\x00\x20" + os.urandom(32) + b"\x00\x10" + os.urandom(16))
+body = struct.pack(">H", 0x0303) + os.urandom(32) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+body += struct.pack(">H", len(exts)) + exts
+hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
+s = socket.create_connection((sys.argv[1], 443), timeout=5)
+s.sendall(b"\x16\x03\x01" + struct.pack(">H", len(hs)) + hs)
+print(s.recv(7).hex()[:14])
+)py";
+
+TEST_F(Egress, EchIsRefusedEvenForAnAllowedName) {
+  ws_.Write("ech.py", kEchHello);
+  auto sb = RunSteps({{"ech", "python3 /workspace/ech.py $(addr allowed.test)"}});
+  EXPECT_STEP_OK(sb, "ech");
+  // An alert record: type 21, version 3.x, length 2, fatal (2), access_denied (49).
+  EXPECT_EQ(sb.steps["ech"].out.substr(0, 14), "15030300020231") << sb.steps["ech"].out;
+  EXPECT_LT(sb.steps["ech"].ms, kPromptMs);
+  auto conns = sb.Connections();
+  ASSERT_EQ(conns.size(), 1u) << sb.ConnectionText();
+  EXPECT_FALSE(conns[0].allowed());
+  EXPECT_EQ(conns[0].reason(), "ech") << conns[0].ShortDebugString();
+  EXPECT_EQ(conns[0].name(), "allowed.test");
+  EXPECT_EQ(Lines(world_.WebLog()), "");
+}
+
 TEST_F(Egress, NonTlsBytesOnPort443AreRefused) {
   auto sb = RunSteps({
       {"http", "curl -sS -m 10 http://allowed.test:443/hello.txt"},
