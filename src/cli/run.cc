@@ -74,7 +74,7 @@ v1::AuditEvent StartEvent(const config::Sandbox& sb) {
   for (const auto& a : sb.argv) s->add_argv(a);
   s->set_workspace(sb.workspace);
   if (sb.isolated) {
-    s->set_workspace_mode(sb.workspace_mode == config::WorkspaceMode::kReadWrite ? "rw" : "ro");
+    s->set_workspace_mode(config::WorkspaceModeName(sb.workspace_mode));
   }
   s->set_rootfs(sb.rootfs);
   s->set_seccomp_policy(sb.seccomp_policy);
@@ -196,6 +196,17 @@ int RunMain(const std::vector<std::string>& args) {
                                           : static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
   u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
   if (outcome->network) *r.mutable_network() = *outcome->network;
+  if (outcome->export_error) {
+    // The workload's outcome stands; a run whose changes could not be exported did not
+    // do what was asked of it.
+    fprintf(stderr, "brig: %s\n", outcome->export_error->Render().c_str());
+    if (r.exit_code() == 0) {
+      r.set_exit_code(kExitRefused);
+      r.set_ok(false);
+      r.set_error_code("internal");
+      r.set_error(outcome->export_error->Render());
+    }
+  }
   if (auto s = audit::Append(sandbox->audit_path, sandbox->id, ExitEvent(r)); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
     if (r.exit_code() == 0) r.set_exit_code(kExitRefused);

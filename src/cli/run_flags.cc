@@ -73,14 +73,17 @@ const std::vector<Flag>& Flags() {
          r.workspace = v;
          return {};
        }},
-      {"--workspace-mode", "ro|rw", "must agree with the profile: it cannot be widened",
+      {"--workspace-mode", "ro|rw|copy",
+       "must agree with the profile (copy may narrow rw): it cannot be widened",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v == "ro") {
            r.workspace_mode = config::WorkspaceMode::kReadOnly;
          } else if (v == "rw") {
            r.workspace_mode = config::WorkspaceMode::kReadWrite;
+         } else if (v == "copy") {
+           r.workspace_mode = config::WorkspaceMode::kCopy;
          } else {
-           return BadInput("--workspace-mode", v, "expected ro or rw");
+           return BadInput("--workspace-mode", v, "expected ro, rw or copy");
          }
          return {};
        }},
@@ -179,6 +182,13 @@ const std::vector<Flag>& Flags() {
        [](RunRequest& r, const std::string& v) { return SetDuration(r.grace, "--grace", v); }},
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
        [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
+      {"--export-changes", "DIR",
+       "with a copy workspace: write what the sandbox changed to DIR, a new directory",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--export-changes", v, "empty path");
+         r.export_changes = v;
+         return {};
+       }},
       {"--result", "FILE", "write the result as one JSON object to FILE",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--result", v, "empty path");
@@ -279,7 +289,7 @@ Status ResolveWorkspace(config::Sandbox& sb) {
   // Files the sandbox creates belong to the workspace's owner on the host. Host root is
   // never mapped, so a root-owned workspace can be read (as an unprivileged id) but not
   // written.
-  if (st.st_uid == 0 && sb.workspace_mode == config::WorkspaceMode::kReadWrite) {
+  if (st.st_uid == 0 && sb.workspace_mode != config::WorkspaceMode::kReadOnly) {
     return BadInput("--workspace", sb.workspace,
                     "owned by root, and brig never maps host root into a sandbox: chown it to "
                     "an unprivileged user or use a profile with a read-only workspace");
@@ -290,8 +300,28 @@ Status ResolveWorkspace(config::Sandbox& sb) {
 }
 
 config::WorkspaceMode ModeOf(v1::WorkspaceAccess a) {
-  return a == v1::WORKSPACE_RW ? config::WorkspaceMode::kReadWrite
-                               : config::WorkspaceMode::kReadOnly;
+  return a == v1::WORKSPACE_RW     ? config::WorkspaceMode::kReadWrite
+         : a == v1::WORKSPACE_COPY ? config::WorkspaceMode::kCopy
+                                   : config::WorkspaceMode::kReadOnly;
+}
+
+// --export-changes: a directory brig creates at the end, outside the workspace.
+Status CheckExportDir(config::Sandbox& sb) {
+  if (sb.export_changes.empty()) return {};
+  if (sb.workspace_mode != config::WorkspaceMode::kCopy || sb.workspace.empty()) {
+    return BadInput("--export-changes", sb.export_changes,
+                    "needs a copy workspace (--workspace with a profile or --workspace-mode "
+                    "of copy)");
+  }
+  std::string& p = sb.export_changes;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  struct stat st;
+  if (lstat(p.c_str(), &st) == 0) return BadInput("--export-changes", p, "already exists");
+  std::string parent = p.rfind('/') == std::string::npos ? "." : p.substr(0, std::max<size_t>(p.rfind('/'), 1));
+  std::string name = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
+  BRIG_TRY(Canonicalize(parent, "--export-changes"));
+  p = (parent == "/" ? "" : parent) + "/" + name;
+  return CheckOutputOutsideWorkspace(p, "--export-changes", sb.workspace);
 }
 
 // Refuses what this brig cannot enforce yet, rather than run weaker than the profile says
@@ -302,9 +332,6 @@ Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
                 ErrorKind::kPolicy);
   };
   if (p.isolation() == v1::ISOLATION_NONE) return {};
-  if (p.filesystem().workspace() == v1::WORKSPACE_COPY) {
-    return refuse("filesystem.workspace WORKSPACE_COPY");
-  }
   if (p.filesystem().hidden_paths_size() > 0) return refuse("filesystem.hidden_paths");
   // In a read-only workspace every path is protected already.
   if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() != v1::WORKSPACE_RO) {
@@ -442,9 +469,12 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   if (sb.isolated) {
     sb.workspace_mode = ModeOf(profile.filesystem().workspace());
     // The posture is the profile's: a flag may restate it, never widen it (Invariant 2).
+    // A copy in place of a read-write workspace only narrows it: the source stays as it is.
+    bool narrows = req.workspace_mode == config::WorkspaceMode::kCopy &&
+                   sb.workspace_mode == config::WorkspaceMode::kReadWrite;
+    if (narrows) sb.workspace_mode = config::WorkspaceMode::kCopy;
     if (req.workspace_mode && *req.workspace_mode != sb.workspace_mode) {
-      return Fail("--workspace-mode",
-                  *req.workspace_mode == config::WorkspaceMode::kReadWrite ? "rw" : "ro",
+      return Fail("--workspace-mode", config::WorkspaceModeName(*req.workspace_mode),
                   "profile '" + req.profile + "' fixes filesystem.workspace = " +
                       v1::WorkspaceAccess_Name(profile.filesystem().workspace()) +
                       "; name another profile",
@@ -457,10 +487,10 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
       policy = profile_path.substr(0, profile_path.rfind('/') + 1) + policy;
     }
     sb.seccomp_policy = BRIG_TRY(config::PolicyFilePath(dir, "seccomp", policy));
-  } else if (!sb.rootfs.empty() || req.workspace_mode) {
+  } else if (!sb.rootfs.empty() || req.workspace_mode || !req.export_changes.empty()) {
     return Fail("profile", req.profile,
-                "ISOLATION_NONE has no root or workspace mounts: --rootfs and "
-                "--workspace-mode do not apply",
+                "ISOLATION_NONE has no root or workspace mounts: --rootfs, "
+                "--workspace-mode and --export-changes do not apply",
                 ErrorKind::kBadInput);
   }
   if (!sb.rootfs.empty()) {
@@ -474,6 +504,8 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   BRIG_TRY(ResolveWorkspace(sb));
   BRIG_TRY(CheckOutputOutsideWorkspace(sb.result_path, "--result", sb.workspace));
   BRIG_TRY(CheckOutputOutsideWorkspace(sb.audit_path, "--audit-log", sb.workspace));
+  sb.export_changes = req.export_changes;
+  BRIG_TRY(CheckExportDir(sb));
   BRIG_TRY(CheckRlimits(sb.rlimits));
   sb.env = BuildEnv(req, host_environ);
   sb.id = RandomId();

@@ -17,7 +17,12 @@
 
 namespace brig::config {
 
-enum class WorkspaceMode { kReadOnly, kReadWrite };
+// ro: bound read-only; rw: bound read-write; copy: an overlay over the source whose changes
+// stay in brig's scratch space and are discarded (or exported) at the end.
+enum class WorkspaceMode { kReadOnly, kReadWrite, kCopy };
+inline const char* WorkspaceModeName(WorkspaceMode m) {
+  return m == WorkspaceMode::kReadWrite ? "rw" : m == WorkspaceMode::kCopy ? "copy" : "ro";
+}
 
 // Inside the sandbox the workload always runs as this uid/gid ("sandbox").
 inline constexpr uid_t kSandboxUid = 1000;
@@ -41,6 +46,9 @@ struct Sandbox {
   std::string rootfs;  // empty: the host-derived read-only root
   std::string workspace;
   WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
+  // copy: where to write what the sandbox changed, at the end (--export-changes); empty:
+  // nowhere.
+  std::string export_changes;
   uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
 
   std::chrono::milliseconds timeout{30 * 60 * 1000};

@@ -22,6 +22,7 @@
 #include "security/seccomp_cache.h"
 #include "audit/audit.h"
 #include "egress/service.h"
+#include "fs/export.h"
 #include "net/network.h"
 #include "state/record.h"
 #include "supervise/loop.h"
@@ -346,6 +347,12 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   std::optional<v1::NetworkSummary> network = std::move(out.network);
   out = FromLoop(std::move(*lo), started, *group);
   out.network = std::move(network);
+  // The sandbox is gone; its copy's changes are still in brig's scratch tmpfs.
+  if (!sb.export_changes.empty()) {
+    if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.workspace, sb.export_changes); !s) {
+      out.export_error = std::move(s).error();
+    }
+  }
   if (keep_record) record.Keep();
   return out;
 }

@@ -26,6 +26,8 @@ struct Outcome {
   std::chrono::milliseconds duration{0};
   // What went through the sandbox's resolver and proxy (postures allowlist and open).
   std::optional<v1::NetworkSummary> network;
+  // --export-changes failed (after the workload ran).
+  std::optional<Error> export_error;
 };
 
 // Fits the sandbox's limits to this host's cgroups: probes them once (sb.cgroup_layout,

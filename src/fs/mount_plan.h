@@ -42,6 +42,10 @@ struct Step {
 
 struct MountPlan {
   std::vector<Step> steps;
+  // A copy workspace (WorkspaceMode::kCopy): brig's scratch tmpfs, whose "upper" holds
+  // what the sandbox changed, and the merged tree the sandbox sees. Both detached mounts,
+  // alive while these are open, so the changes can be exported after the sandbox is gone.
+  sys::UniqueFd copy_scratch, copy_merged;
   std::string Describe() const;  // one line a step, for tests and debugging
 };
 

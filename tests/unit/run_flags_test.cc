@@ -1,5 +1,7 @@
 // `brig run` flag parsing and the exit-code mapping of the output contract.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "testlib/testlib.h"
@@ -140,6 +142,48 @@ TEST(Profiles, AFloorExceptionNeverCoversMetadata) {
   EXPECT_NE(r.error().Render().find("network.allow_addresses"), std::string::npos) << r.error().Render();
 }
 
+TEST(Profiles, ACopyMayNarrowAReadWriteWorkspaceButWidenNothing) {
+  brig::testing::ScratchDir dir;
+  std::string rw = BRIG_SOURCE_POLICY_DIR "/../tests/host/profiles/workspace-rw.textproto";
+  std::string ws = dir.path() + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  ASSERT_EQ(chown(ws.c_str(), 1234, 1234), 0);
+  auto sb = Resolve({"--profile", rw, "--workspace", ws, "--workspace-mode", "copy",
+                     "--export-changes", dir.path() + "/out", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kCopy);
+  EXPECT_EQ(sb->export_changes, dir.path() + "/out");
+  // From read-only, a copy would let the sandbox write where the profile says it cannot.
+  auto ro = Resolve({"--workspace", ws, "--workspace-mode", "copy", "true"});
+  ASSERT_FALSE(ro);
+  EXPECT_EQ(ro.error().Render(), "--workspace-mode 'copy': profile 'untrusted-code-read' fixes "
+                                 "filesystem.workspace = WORKSPACE_RO; name another profile");
+  struct Bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const Bad bad[] = {
+      {{"--profile", rw, "--workspace", ws, "--export-changes", dir.path() + "/out", "true"},
+       "needs a copy workspace"},
+      {{"--profile", rw, "--workspace-mode", "copy", "--export-changes", dir.path() + "/out", "true"},
+       "needs a copy workspace"},
+      {{"--profile", rw, "--workspace", ws, "--workspace-mode", "copy", "--export-changes", ws, "true"},
+       "already exists"},
+      {{"--profile", rw, "--workspace", ws, "--workspace-mode", "copy", "--export-changes",
+        ws + "/out", "true"},
+       "inside the workspace"},
+      {{"--profile", rw, "--workspace", ws, "--workspace-mode", "copy", "--export-changes",
+        dir.path() + "/no/such/out", "true"},
+       "--export-changes"},
+  };
+  for (const auto& b : bad) {
+    auto r = Resolve(b.args);
+    ASSERT_FALSE(r) << b.message;
+    EXPECT_NE(r.error().Render().find(b.message), std::string::npos) << r.error().Render();
+    EXPECT_EQ(ExitCodeFor(r.error().kind), 125);
+  }
+}
+
 TEST(Profiles, UnknownProfileNamesTheKnownOnes) {
   auto r = Resolve({"--profile", "no-such-profile", "true"});
   ASSERT_FALSE(r);
@@ -225,7 +269,7 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--bogus", "true"}, "brig run '--bogus': unknown option"},
       {{"--timeout", "5x", "true"}, "--timeout '5x': unknown unit 'x'"},
       {{"--tmp-size", "lots", "true"}, "--tmp-size 'lots'"},
-      {{"--workspace-mode", "wx", "true"}, "--workspace-mode 'wx': expected ro or rw"},
+      {{"--workspace-mode", "wx", "true"}, "--workspace-mode 'wx': expected ro, rw or copy"},
       {{"--env", "NOEQUALS", "true"}, "--env 'NOEQUALS'"},
       {{"--rlimit", "stack=1", "true"}, "unknown limit 'stack'"},
       {{"--memory", "lots", "true"}, "--memory 'lots'"},

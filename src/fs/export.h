@@ -1,0 +1,25 @@
+// --export-changes: what a sandbox changed in its copy workspace, written out on the host
+// after the sandbox is gone. The overlay's upper layer holds exactly the changes: every file
+// the sandbox wrote or created (copied up whole), the directories on their way, and a
+// whiteout for each path it deleted. brig reads that layer itself, by fd, never following a
+// link the sandbox made, and writes:
+//   DIR/files/    each changed or new regular file and symlink at its path (modes kept,
+//                 set-id bits dropped); a directory for each new one
+//   DIR/deleted   each deleted path, one a line, relative to the workspace (a deleted
+//                 directory is one line); "\n" and "\\" in a name are escaped
+//   DIR/git.diff  when the source is a git work tree: `git diff --binary` of every changed
+//                 path outside .git, source against copy, which `git apply` takes in the
+//                 source
+#pragma once
+
+#include <string>
+
+#include "brig/result.h"
+
+namespace brig::fs {
+
+// `scratch` is the copy's scratch tmpfs (its "upper" dir), `source` the workspace; `dest`
+// is created and must not exist.
+Status ExportChanges(int scratch, const std::string& source, const std::string& dest);
+
+}  // namespace brig::fs
