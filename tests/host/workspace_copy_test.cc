@@ -1,0 +1,226 @@
+// The copy workspace (issue 7, "--workspace-mode copy"): the sandbox works on an overlay
+// over the source, and the source is byte for byte what it was afterwards: contents, modes,
+// owners, mtimes and xattrs. --export-changes writes what changed, and its git diff applies
+// in the source to give what the sandbox left. Each test tries to change the source.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "host/host_fixture.h"
+
+namespace brig::testing {
+namespace {
+
+class WorkspaceCopy : public HostTest {
+ protected:
+  void SetUp() override {
+    HostTest::SetUp();
+    if (IsSkipped()) return;
+    if (RunCommand({"git", "--version"}).exit_code != 0) GTEST_SKIP() << "needs git";
+  }
+  // brig run with the copy workspace: the read-write test profile narrowed to a copy.
+  RunOutput Copy(const std::string& ws, const std::string& script,
+                 std::vector<std::string> more = {}) {
+    std::vector<std::string> args = {"--profile", RwProfile(), "--workspace", ws,
+                                     "--workspace-mode", "copy"};
+    args.insert(args.end(), more.begin(), more.end());
+    return Sh(script, args);
+  }
+};
+
+// Everything about a tree that a change could touch, a line per entry, sorted.
+std::string Snapshot(const std::string& root, const std::string& rel = "") {
+  std::string dir = rel.empty() ? root : root + "/" + rel;
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  std::ostringstream out;
+  for (const auto& n : names) {
+    std::string path = rel.empty() ? n : rel + "/" + n;
+    std::string full = root + "/" + path;
+    struct stat st;
+    if (lstat(full.c_str(), &st) < 0) continue;
+    out << path << " mode=" << std::oct << st.st_mode << std::dec << " uid=" << st.st_uid
+        << " gid=" << st.st_gid << " size=" << st.st_size << " mtime=" << st.st_mtim.tv_sec << "."
+        << st.st_mtim.tv_nsec << " nlink=" << st.st_nlink;
+    char xattrs[4096];
+    ssize_t len = llistxattr(full.c_str(), xattrs, sizeof xattrs);
+    for (ssize_t i = 0; i < len; i += static_cast<ssize_t>(strlen(xattrs + i)) + 1) {
+      char value[256] = {};
+      (void)!lgetxattr(full.c_str(), xattrs + i, value, sizeof value - 1);
+      out << " " << (xattrs + i) << "=" << value;
+    }
+    if (S_ISREG(st.st_mode)) out << " content=" << ReadFileOrEmpty(full);
+    if (S_ISLNK(st.st_mode)) {
+      char t[4096] = {};
+      (void)!readlink(full.c_str(), t, sizeof t - 1);
+      out << " -> " << t;
+    }
+    out << "\n";
+    if (S_ISDIR(st.st_mode)) out << Snapshot(root, path);
+  }
+  return out.str();
+}
+
+// A source with something of every kind to change, owned by an unprivileged user.
+void Populate(const ScratchDir& ws) {
+  ws.Write("a.txt", "hello\n");
+  ws.Write("keep.txt", "kept\n");
+  ws.Write("script.sh", "#!/bin/sh\necho hi\n", 0755);
+  ASSERT_EQ(mkdir((ws.path() + "/sub").c_str(), 0750), 0);
+  ws.Write("sub/deep.txt", "deep\n");
+  ASSERT_EQ(mkdir((ws.path() + "/gone").c_str(), 0755), 0);
+  ws.Write("gone/one", "1\n");
+  ws.Write("gone/two", "2\n");
+  ASSERT_EQ(symlink("a.txt", (ws.path() + "/link").c_str()), 0);
+  ASSERT_EQ(setxattr((ws.path() + "/a.txt").c_str(), "user.brig", "tagged", 6, 0), 0);
+  // Old, exact mtimes, so a touch of any kind would show.
+  RunCommand({"touch", "-h", "-d", "2001-02-03 04:05:06.123456789", ws.path() + "/a.txt",
+              ws.path() + "/sub", ws.path() + "/link", ws.path() + "/keep.txt"});
+  RunCommand({"chown", "-hR", "1234:2345", ws.path()});
+}
+
+// Every way a workload changes files, as one script.
+constexpr char kChanges[] =
+    "set -e; echo more >> a.txt; echo new > new.txt; rm keep.txt; chmod 600 script.sh; "
+    "mv sub/deep.txt sub/moved.txt; rm -r gone; mkdir -p made/inner; echo x > made/inner/f; "
+    "ln -sf keep.txt link; touch -d '2020-01-01' sub; "
+    "setfattr -n user.brig -v changed a.txt 2>/dev/null || true; "
+    "printf '\\000\\001\\002' > bin.dat; cat a.txt";
+
+TEST_F(WorkspaceCopy, TheSourceIsUnchangedWhateverTheSandboxDoes) {
+  ScratchDir ws;
+  Populate(ws);
+  std::string before = Snapshot(ws.path());
+  auto r = Copy(ws.path(), kChanges);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello\nmore\n") << "the sandbox sees its own changes";
+  EXPECT_EQ(Snapshot(ws.path()), before);
+  // And a second run starts from the source again: nothing was kept.
+  auto again = Copy(ws.path(), "cat a.txt; ls");
+  EXPECT_EQ(again.out, "hello\na.txt\ngone\nkeep.txt\nlink\nscript.sh\nsub\n") << again.err;
+}
+
+TEST_F(WorkspaceCopy, FilesItMakesBelongToTheSandboxInsideAndNobodyOutside) {
+  ScratchDir ws;
+  Populate(ws);
+  auto r = Copy(ws.path(), "echo x > mine; stat -c '%u %g' mine a.txt; id -u");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1000 1000\n1000 1000\n1000\n");
+  EXPECT_NE(access((ws.path() + "/mine").c_str(), F_OK), 0);
+}
+
+// Device nodes and set-id programs in the source stay inert inside: the overlay is nodev
+// and nosuid like every writable tree of the sandbox.
+TEST_F(WorkspaceCopy, DeviceNodesAndSetuidProgramsInTheSourceAreInert) {
+  ScratchDir ws;
+  ASSERT_EQ(mknod((ws.path() + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  std::string id = ws.path() + "/setuid-id";
+  ASSERT_EQ(RunCommand({"cp", "/usr/bin/id", id}).exit_code, 0);
+  ASSERT_EQ(chmod(id.c_str(), 04755), 0);
+  auto r = Copy(ws.path(), "echo x > null && echo WROTE; cat null && echo READ; ./setuid-id -u");
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("READ"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1000\n"), std::string::npos) << r.out << r.err;
+}
+
+TEST_F(WorkspaceCopy, ExportedChangesRoundTripThroughGitApply) {
+  ScratchDir ws, out, twin;
+  Populate(ws);
+  ASSERT_EQ(RunCommand({"sh", "-c", "cd " + ws.path() + " && git init -q && git -c safe.directory='*' add -A && "
+                        "git -c safe.directory='*' -c user.email=t@test -c user.name=t "
+                        "commit -qm init && "
+                        "chown -R 1234:2345 ."}).exit_code, 0);
+  std::string before = Snapshot(ws.path());
+  std::string exported = out.path() + "/changes";
+  auto r = Copy(ws.path(), kChanges, {"--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Snapshot(ws.path()), before);
+
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/deleted"), "gone\nkeep.txt\nsub/deep.txt\n");
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/files/a.txt"), "hello\nmore\n");
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/files/made/inner/f"), "x\n");
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/files/bin.dat"), std::string("\0\1\2", 3));
+  struct stat st;
+  ASSERT_EQ(stat((exported + "/files/script.sh").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+
+  // The same changes made for real, in a read-write twin of the source: applying the
+  // export to another twin must give the same tree.
+  std::string made = twin.path() + "/made", applied = twin.path() + "/applied";
+  for (const auto& dir : {made, applied}) {
+    ASSERT_EQ(RunCommand({"cp", "-a", ws.path(), dir}).exit_code, 0);
+  }
+  auto rw = Sh(kChanges, {"--profile", RwProfile(), "--workspace", made});
+  ASSERT_EQ(rw.exit_code, 0) << rw.err;
+  auto apply = RunCommand({"git", "-c", "safe.directory=*", "-C", applied, "apply", "--binary",
+                           exported + "/git.diff"});
+  ASSERT_EQ(apply.exit_code, 0) << apply.err << ReadFileOrEmpty(exported + "/git.diff");
+  // Contents, kinds, modes and names; mtimes and owners differ by who made them.
+  auto tree = [](const std::string& dir) {
+    return RunCommand({"sh", "-c", "cd " + dir + " && find . -path ./.git -prune -o -type d "
+                       "-printf '%p d\\n' -o -printf '%p %y %m %l\\n' | sort && find . -path "
+                       "./.git -prune -o -type f -exec sha256sum {} + | sort"}).out;
+  };
+  // git records no directory (nor its mode) and no file mode but 644/755: compare what
+  // it carries.
+  std::string want = tree(made), got = tree(applied);
+  RunCommand({"sh", "-c", "cd " + made + " && find . -type d -empty -delete; chmod 644 script.sh"});
+  RunCommand({"sh", "-c", "cd " + applied + " && chmod 644 script.sh"});
+  EXPECT_EQ(tree(applied), tree(made)) << "before normalising:\n" << want << "---\n" << got;
+}
+
+// Entering a copy costs nothing per file: after the sandbox has read every file of a large
+// source, nothing has been copied (the export is empty).
+TEST_F(WorkspaceCopy, ALargeSourceIsNotCopied) {
+  ScratchDir ws, out;
+  ASSERT_EQ(RunCommand({"python3", "-c",
+                        "import os, sys\n"
+                        "for d in range(100):\n"
+                        "    os.mkdir(f'{sys.argv[1]}/d{d}')\n"
+                        "    for f in range(1000):\n"
+                        "        open(f'{sys.argv[1]}/d{d}/f{f}', 'w').write('x')\n",
+                        ws.path()}).exit_code, 0);
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  std::string exported = out.path() + "/changes";
+  auto r = Copy(ws.path(), "find . -type f | wc -l; cat d7/f7", {"--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "100000\nx");
+  EXPECT_EQ(RunCommand({"find", exported + "/files", "-mindepth", "1"}).out, "");
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/deleted"), "");
+}
+
+TEST_F(WorkspaceCopy, ABadExportDirIsRefusedBeforeAnythingRuns) {
+  ScratchDir ws, out;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  std::string marker = out.path() + "/ran";
+  for (const auto& [dir, why] : std::vector<std::pair<std::string, std::string>>{
+           {out.path(), "already exists"},
+           {ws.path() + "/changes", "inside the workspace"},
+           {out.path() + "/no/such/dir", "No such file or directory"}}) {
+    auto r = Copy(ws.path(), "true", {"--export-changes", dir});
+    EXPECT_EQ(r.exit_code, 125) << dir;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  }
+  auto ro = Sh("true", {"--workspace", ws.path(), "--export-changes", out.path() + "/c"});
+  EXPECT_EQ(ro.exit_code, 125);
+  EXPECT_NE(ro.err.find("needs a copy workspace"), std::string::npos) << ro.err;
+  EXPECT_NE(access((out.path() + "/c").c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace brig::testing
