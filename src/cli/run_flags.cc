@@ -333,9 +333,9 @@ Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
   };
   if (p.isolation() == v1::ISOLATION_NONE) return {};
   if (p.filesystem().hidden_paths_size() > 0) return refuse("filesystem.hidden_paths");
-  // In a read-only workspace every path is protected already.
-  if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() != v1::WORKSPACE_RO) {
-    return refuse("filesystem.protected_paths in a writable workspace");
+  // In a read-only workspace every path is protected already; a copy protects them itself.
+  if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() == v1::WORKSPACE_RW) {
+    return refuse("filesystem.protected_paths in a read-write workspace");
   }
   return {};
 }
@@ -479,6 +479,16 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
                       v1::WorkspaceAccess_Name(profile.filesystem().workspace()) +
                       "; name another profile",
                   ErrorKind::kPolicy);
+    }
+    if (sb.workspace_mode == config::WorkspaceMode::kCopy) {
+      for (const auto& p : profile.filesystem().protected_paths()) {
+        std::string norm;
+        for (std::string_view part : util::Split(p, '/')) {
+          if (part.empty() || part == ".") continue;
+          norm += (norm.empty() ? "" : "/") + std::string(part);
+        }
+        if (!norm.empty()) sb.protected_paths.push_back(norm);
+      }
     }
     // A relative path in a profile file means one beside that file.
     std::string policy = profile.security().seccomp_policy();

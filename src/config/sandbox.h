@@ -46,6 +46,9 @@ struct Sandbox {
   std::string rootfs;  // empty: the host-derived read-only root
   std::string workspace;
   WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
+  // copy: paths of the workspace the sandbox may not change, create, delete or move, in
+  // normalised form ("a/b", no "." or empty components).
+  std::vector<std::string> protected_paths;
   // copy: where to write what the sandbox changed, at the end (--export-changes); empty:
   // nowhere.
   std::string export_changes;

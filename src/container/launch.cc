@@ -349,7 +349,9 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   out.network = std::move(network);
   // The sandbox is gone; its copy's changes are still in brig's scratch tmpfs.
   if (!sb.export_changes.empty()) {
-    if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.workspace, sb.export_changes); !s) {
+    if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.workspace, sb.export_changes,
+                                      sb.protected_paths);
+        !s) {
       out.export_error = std::move(s).error();
     }
   }

@@ -24,6 +24,7 @@ namespace {
 struct Changes {
   std::vector<std::string> changed;  // regular files and symlinks, in files/
   std::vector<std::string> deleted;
+  const std::vector<std::string>* skip = nullptr;  // the protected paths
 };
 
 std::string Join(const std::string& dir, const std::string& name) {
@@ -76,6 +77,7 @@ Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
   std::vector<std::string> names = Names(upper);
   for (const std::string& name : names) {
     std::string path = Join(rel, name);
+    if (std::find(c.skip->begin(), c.skip->end(), path) != c.skip->end()) continue;
     struct stat st;
     if (fstatat(upper, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
       return SysError("export: stat", path);
@@ -248,7 +250,8 @@ Result<std::string> GitDiff(const std::string& cwd, const std::string& path, boo
 
 }  // namespace
 
-Status ExportChanges(int scratch, const std::string& source, const std::string& dest) {
+Status ExportChanges(int scratch, const std::string& source, const std::string& dest,
+                     const std::vector<std::string>& protected_paths) {
   sys::UniqueFd upper(openat(scratch, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("export: open", "the copy's changes");
   sys::UniqueFd lower(open(source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -260,6 +263,7 @@ Status ExportChanges(int scratch, const std::string& source, const std::string& 
   sys::UniqueFd files(openat(out.get(), "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!files) return SysError("export: open", dest + "/files");
   Changes c;
+  c.skip = &protected_paths;
   BRIG_TRY(Walk(upper.get(), lower.get(), files.get(), "", c));
   std::string deleted;
   for (const auto& d : c.deleted) deleted += Escape(d) + "\n";

@@ -13,13 +13,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "brig/result.h"
 
 namespace brig::fs {
 
 // `scratch` is the copy's scratch tmpfs (its "upper" dir), `source` the workspace; `dest`
-// is created and must not exist.
-Status ExportChanges(int scratch, const std::string& source, const std::string& dest);
+// is created and must not exist. `protected_paths` are left out: the sandbox cannot have
+// changed them, and what the upper layer has there is brig's own placeholder.
+Status ExportChanges(int scratch, const std::string& source, const std::string& dest,
+                     const std::vector<std::string>& protected_paths);
 
 }  // namespace brig::fs

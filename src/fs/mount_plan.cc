@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "sys/syscalls.h"
+#include "util/parse.h"
 
 namespace brig::fs {
 
@@ -161,6 +162,51 @@ Result<sys::UniqueFd> NewFs(const char* type,
   return sys::FsMount(fs.get(), attrs, subject);
 }
 
+// Makes protected path `path` of a copy something the mount plan can hold read-only: if the
+// source has no file or directory there (nothing, or a symlink that may lead anywhere), an
+// empty read-only file in the copy's upper layer takes its place, and every directory on
+// the way is a real one in the merged tree (a lower one, or one made in the upper layer
+// over whatever the source has). Adds the ancestors to `pins`.
+Status PrepareProtected(int src, int upper, const struct stat& root, const std::string& path,
+                        std::vector<std::string>& pins) {
+  std::vector<std::string> parts;
+  for (std::string_view part : util::Split(path, '/')) parts.emplace_back(part);
+  sys::UniqueFd lower(fcntl(src, F_DUPFD_CLOEXEC, 3)), up(fcntl(upper, F_DUPFD_CLOEXEC, 3));
+  if (!lower || !up) return SysError("dup", path);
+  std::string prefix;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& name = parts[i];
+    prefix += (prefix.empty() ? "" : "/") + name;
+    struct stat st;
+    bool real = lower && fstatat(lower.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode));
+    if (i + 1 == parts.size()) {
+      if (real) return {};
+      sys::UniqueFd f(openat(up.get(), name.c_str(),
+                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+      if (!f || fchown(f.get(), root.st_uid, root.st_gid) < 0) {
+        return SysError("protect", path);
+      }
+      return {};
+    }
+    pins.push_back(prefix);
+    const struct stat& like = real && S_ISDIR(st.st_mode) ? st : root;
+    if (mkdirat(up.get(), name.c_str(), like.st_mode & 07777) == 0) {
+      if (fchownat(up.get(), name.c_str(), like.st_uid, like.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+        return SysError("protect", path);
+      }
+    } else if (errno != EEXIST) {
+      return SysError("protect", path);
+    }
+    up.Reset(openat(up.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!up) return SysError("protect", path);
+    lower.Reset(real && S_ISDIR(st.st_mode)
+                    ? openat(lower.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    : -1);
+  }
+  return {};
+}
+
 // The copy workspace: an overlay whose lower layer is the source, opened here by brig, and
 // whose upper and work dirs are in a tmpfs of --tmp-size that no path names. It is mounted
 // by brig on the host, so the source is never written: the sandbox's changes, whiteouts
@@ -183,6 +229,12 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
       fchmodat(scratch, "upper", st.st_mode & 07777, 0) < 0) {
     return SysError("chown", what);
   }
+  std::vector<std::string> pins;
+  sys::UniqueFd upper(openat(scratch, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!upper) return SysError("open", what);
+  for (const auto& p : sb.protected_paths) {
+    BRIG_TRY(PrepareProtected(src.get(), upper.get(), st, p, pins));
+  }
   std::string fd = "/proc/self/fd/";
   sys::UniqueFd merged = BRIG_TRY(NewFs(
       "overlay",
@@ -197,6 +249,15 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   Step s = Make(StepKind::kBind, "workspace");
   s.tree = std::move(merged);
   plan.steps.push_back(std::move(s));
+  // Directories that lead to a protected path are mount points (so they cannot be renamed
+  // or removed to put another in their place), parents first; then the paths themselves,
+  // read-only.
+  std::sort(pins.begin(), pins.end());
+  pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
+  for (const auto& p : pins) plan.steps.push_back(Make(StepKind::kPin, "workspace/" + p));
+  for (const auto& p : sb.protected_paths) {
+    plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
+  }
   return {};
 }
 
@@ -297,7 +358,7 @@ Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
 std::string MountPlan::Describe() const {
   static const char* const kNames[] = {"dir",     "symlink",  "file",     "bind",
                                        "tmpfs",   "proc",     "devpts",   "mask",
-                                       "readonly", "seal-ro"};
+                                       "readonly", "seal-ro", "pin",    "protect"};
   std::ostringstream out;
   for (const auto& s : steps) {
     out << kNames[static_cast<int>(s.kind)] << " /" << s.dest;

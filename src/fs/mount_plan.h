@@ -27,6 +27,8 @@ enum class StepKind {
                // read-only tmpfs over a directory
   kReadOnly,   // re-attach dest onto itself read-only, recursively (OCI readonly path)
   kSealRoRecursive,  // make the mount at dest read-only (used for /dev after population)
+  kPin,        // re-attach dest onto itself, so it cannot be renamed or removed
+  kProtect,    // the same, read-only: a protected path of a copy workspace
 };
 
 struct Step {

@@ -92,6 +92,17 @@ Status ReadOnly(int root, const Step& s) {
   return Attach(*tree, root, s.dest);
 }
 
+// kPin and kProtect: the path is reached without following any symlink and without leaving
+// the new root, then its tree is cloned and attached onto itself by fd.
+Status Reattach(int root, const Step& s, uint64_t set) {
+  sys::UniqueFd at = BRIG_TRY(sys::Openat2(root, s.dest, O_PATH | O_NOFOLLOW,
+                                           RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+                                               RESOLVE_NO_MAGICLINKS));
+  auto tree = BRIG_TRY(sys::OpenTree(at.get(), "", OPEN_TREE_CLONE | AT_RECURSIVE | AT_EMPTY_PATH));
+  BRIG_TRY(sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, set, 0, "/" + s.dest));
+  return sys::MoveMount(tree.get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
 Status Apply(int root, Step& s) {
   switch (s.kind) {
     case StepKind::kDir:
@@ -133,6 +144,10 @@ Status Apply(int root, Step& s) {
       return Mask(root, s);
     case StepKind::kReadOnly:
       return ReadOnly(root, s);
+    case StepKind::kPin:
+      return Reattach(root, s, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    case StepKind::kProtect:
+      return Reattach(root, s, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     case StepKind::kSealRoRecursive:
       return sys::MountSetattr(root, s.dest, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY, 0,
                                "/" + s.dest);

@@ -204,6 +204,92 @@ TEST_F(WorkspaceCopy, ALargeSourceIsNotCopied) {
   EXPECT_EQ(ReadFileOrEmpty(exported + "/deleted"), "");
 }
 
+std::string CopyProfile() { return SourceRoot() + "/tests/host/profiles/workspace-copy.textproto"; }
+
+// A git work tree with a hook and a config, owned by an unprivileged user.
+void GitSource(const ScratchDir& ws) {
+  ASSERT_EQ(RunCommand({"git", "init", "-q", ws.path()}).exit_code, 0);
+  ws.Write(".git/hooks/pre-commit", "#!/bin/sh\nexit 0\n", 0755);
+  ws.Write("a.txt", "hello\n");
+  RunCommand({"chown", "-hR", "1234:1234", ws.path()});
+}
+
+// Protected paths (the profile's, untrusted-code-write's defaults) cannot be written,
+// created, removed, or moved out of the way with a directory above them, whether or not
+// the source has them; and none of the attempts reaches the source.
+TEST_F(WorkspaceCopy, ProtectedPathsResistEveryWayToChangeThem) {
+  ScratchDir ws;
+  GitSource(ws);
+  std::string before = Snapshot(ws.path());
+  const std::pair<const char*, const char*> attacks[] = {
+      {"config", "echo '[core]' >> .git/config"},
+      {"hook", "echo evil > .git/hooks/pre-commit"},
+      {"new-hook", "echo evil > .git/hooks/post-checkout"},
+      {"rm-config", "rm -f .git/config"},
+      {"rm-hooks", "rm -rf .git/hooks"},
+      {"mv-git", "mv .git .git-old"},
+      {"mv-hooks", "mv .git/hooks .git/hooks-old"},
+      {"rm-git", "rm -rf .git"},
+      {"husky", "mkdir .husky"},
+      {"husky-file", "echo x > .husky/pre-commit"},
+      {"gitmodules", "echo '[submodule]' > .gitmodules"},
+      {"rm-gitmodules", "rm -f .gitmodules"},
+      {"brig", "mkdir -p .brig/x"},
+      {"chmod", "chmod 777 .git/hooks"},
+  };
+  std::string script = "cd /workspace; ";
+  for (const auto& [name, cmd] : attacks) {
+    script += std::string("if (") + cmd + ") 2>/dev/null; then echo CHANGED " + name + "; fi; ";
+  }
+  script += "cat .git/hooks/pre-commit; echo ok > a.txt; cat a.txt; ls -A .git/hooks";
+  auto r = Sh(script, {"--profile", CopyProfile(), "--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("CHANGED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#!/bin/sh\nexit 0\nok\n"), std::string::npos)
+      << "the rest of the copy stays writable: " << r.out;
+  EXPECT_EQ(Snapshot(ws.path()), before);
+}
+
+// A symlink planted where a protected path would be (to /etc, or up and out of the
+// workspace) is replaced in the copy by an empty read-only file: nothing is reached
+// through it, and nothing can be made there.
+TEST_F(WorkspaceCopy, ASymlinkAtAProtectedPathLeadsNowhere) {
+  ScratchDir ws;
+  GitSource(ws);
+  ASSERT_EQ(RunCommand({"rm", "-rf", ws.path() + "/.git/hooks"}).exit_code, 0);
+  ASSERT_EQ(symlink("/etc", (ws.path() + "/.git/hooks").c_str()), 0);
+  ASSERT_EQ(symlink("../../../../..", (ws.path() + "/.husky").c_str()), 0);
+  ASSERT_EQ(symlink("/proc/self/root", (ws.path() + "/.brig").c_str()), 0);
+  RunCommand({"chown", "-hR", "1234:1234", ws.path()});
+  std::string before = Snapshot(ws.path());
+  auto r = Sh("cd /workspace; for p in .git/hooks .husky .brig; do stat -c '%n %F %s' $p; "
+              "ls $p/ 2>/dev/null && echo LISTED $p; (echo x > $p/planted) 2>/dev/null && "
+              "echo WROTE $p; done; true",
+              {"--profile", CopyProfile(), "--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ".git/hooks regular empty file 0\n.husky regular empty file 0\n"
+                   ".brig regular empty file 0\n");
+  EXPECT_EQ(Snapshot(ws.path()), before);
+}
+
+// What brig put at protected paths is not a change of the sandbox's: an export holds only
+// what the workload did.
+TEST_F(WorkspaceCopy, AnExportLeavesProtectedPathsOut) {
+  ScratchDir ws, out;
+  GitSource(ws);
+  std::string exported = out.path() + "/changes";
+  auto r = Sh("echo more >> a.txt", {"--profile", CopyProfile(), "--workspace", ws.path(),
+                                     "--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(RunCommand({"sh", "-c", "cd " + exported + "/files && find . -type f | sort"}).out,
+            "./a.txt\n");
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/deleted"), "");
+  std::string diff = ReadFileOrEmpty(exported + "/git.diff");
+  EXPECT_NE(diff.find("+more"), std::string::npos) << diff;
+  EXPECT_EQ(diff.find(".husky"), std::string::npos) << diff;
+  EXPECT_EQ(diff.find(".gitmodules"), std::string::npos) << diff;
+}
+
 TEST_F(WorkspaceCopy, ABadExportDirIsRefusedBeforeAnythingRuns) {
   ScratchDir ws, out;
   ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
