@@ -332,7 +332,6 @@ Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
                 ErrorKind::kPolicy);
   };
   if (p.isolation() == v1::ISOLATION_NONE) return {};
-  if (p.filesystem().hidden_paths_size() > 0) return refuse("filesystem.hidden_paths");
   // In a read-only workspace every path is protected already; a copy protects them itself.
   if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() == v1::WORKSPACE_RW) {
     return refuse("filesystem.protected_paths in a read-write workspace");
@@ -480,6 +479,8 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
                       "; name another profile",
                   ErrorKind::kPolicy);
     }
+    sb.hidden_paths.assign(profile.filesystem().hidden_paths().begin(),
+                           profile.filesystem().hidden_paths().end());
     if (sb.workspace_mode == config::WorkspaceMode::kCopy) {
       for (const auto& p : profile.filesystem().protected_paths()) {
         std::string norm;

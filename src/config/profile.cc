@@ -8,6 +8,7 @@
 
 #include "config/textproto.h"
 #include "egress/allowlist.h"
+#include "fs/hidden.h"
 #include "egress/floor.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -90,8 +91,8 @@ Status Validate(const v1::Profile& p, const std::string& file) {
     }
   }
   for (const auto& path : p.filesystem().hidden_paths()) {
-    if (!IsWorkspaceRelative(path)) {
-      return Field(file, "filesystem.hidden_paths", "'" + path + "' leaves the workspace");
+    if (auto h = fs::ParseHiddenPattern(path); !h) {
+      return Field(file, "filesystem.hidden_paths", "'" + path + "': " + h.error().detail);
     }
   }
   if (p.network().posture() == v1::NETWORK_POSTURE_UNSPECIFIED) {

@@ -49,6 +49,8 @@ struct Sandbox {
   // copy: paths of the workspace the sandbox may not change, create, delete or move, in
   // normalised form ("a/b", no "." or empty components).
   std::vector<std::string> protected_paths;
+  // The profile's filesystem.hidden_paths entries (fs/hidden.h).
+  std::vector<std::string> hidden_paths;
   // copy: where to write what the sandbox changed, at the end (--export-changes); empty:
   // nowhere.
   std::string export_changes;

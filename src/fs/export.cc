@@ -25,6 +25,7 @@ struct Changes {
   std::vector<std::string> changed;  // regular files and symlinks, in files/
   std::vector<std::string> deleted;
   const std::vector<std::string>* skip = nullptr;  // the protected paths
+  const std::vector<std::string>* hidden = nullptr;  // their whiteouts are brig's
 };
 
 std::string Join(const std::string& dir, const std::string& name) {
@@ -83,6 +84,7 @@ Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
       return SysError("export: stat", path);
     }
     if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) {
+      if (std::find(c.hidden->begin(), c.hidden->end(), path) != c.hidden->end()) continue;
       c.deleted.push_back(path);  // a whiteout
     } else if (S_ISDIR(st.st_mode)) {
       sys::UniqueFd sub(openat(upper, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -251,7 +253,8 @@ Result<std::string> GitDiff(const std::string& cwd, const std::string& path, boo
 }  // namespace
 
 Status ExportChanges(int scratch, const std::string& source, const std::string& dest,
-                     const std::vector<std::string>& protected_paths) {
+                     const std::vector<std::string>& protected_paths,
+                     const std::vector<std::string>& hidden) {
   sys::UniqueFd upper(openat(scratch, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("export: open", "the copy's changes");
   sys::UniqueFd lower(open(source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -264,6 +267,7 @@ Status ExportChanges(int scratch, const std::string& source, const std::string& 
   if (!files) return SysError("export: open", dest + "/files");
   Changes c;
   c.skip = &protected_paths;
+  c.hidden = &hidden;
   BRIG_TRY(Walk(upper.get(), lower.get(), files.get(), "", c));
   std::string deleted;
   for (const auto& d : c.deleted) deleted += Escape(d) + "\n";

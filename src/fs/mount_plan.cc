@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "fs/hidden.h"
 #include "sys/syscalls.h"
 #include "util/parse.h"
 
@@ -162,47 +163,71 @@ Result<sys::UniqueFd> NewFs(const char* type,
   return sys::FsMount(fs.get(), attrs, subject);
 }
 
-// Makes protected path `path` of a copy something the mount plan can hold read-only: if the
-// source has no file or directory there (nothing, or a symlink that may lead anywhere), an
-// empty read-only file in the copy's upper layer takes its place, and every directory on
-// the way is a real one in the merged tree (a lower one, or one made in the upper layer
-// over whatever the source has). Adds the ancestors to `pins`.
-Status PrepareProtected(int src, int upper, const struct stat& root, const std::string& path,
-                        std::vector<std::string>& pins) {
+// The directories on the way to `path` in a copy, each made a directory of the upper layer
+// (with the source's owner and mode, or the workspace root's where the source has none
+// there, or something else than a directory), so the last component can be made in the
+// upper layer. Returns the upper and lower (or -1) directories that hold the last component,
+// and adds the directories to `pins` if given.
+struct Parents {
+  sys::UniqueFd upper, lower;
+  std::string name;
+};
+Result<Parents> UpperParents(int src, int upper, const struct stat& root, const std::string& path,
+                             std::vector<std::string>* pins) {
   std::vector<std::string> parts;
   for (std::string_view part : util::Split(path, '/')) parts.emplace_back(part);
-  sys::UniqueFd lower(fcntl(src, F_DUPFD_CLOEXEC, 3)), up(fcntl(upper, F_DUPFD_CLOEXEC, 3));
-  if (!lower || !up) return SysError("dup", path);
+  Parents p;
+  p.lower.Reset(fcntl(src, F_DUPFD_CLOEXEC, 3));
+  p.upper.Reset(fcntl(upper, F_DUPFD_CLOEXEC, 3));
+  if (!p.lower || !p.upper) return SysError("dup", path);
   std::string prefix;
-  for (size_t i = 0; i < parts.size(); ++i) {
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string& name = parts[i];
     prefix += (prefix.empty() ? "" : "/") + name;
+    if (pins) pins->push_back(prefix);
     struct stat st;
-    bool real = lower && fstatat(lower.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode));
-    if (i + 1 == parts.size()) {
-      if (real) return {};
-      sys::UniqueFd f(openat(up.get(), name.c_str(),
-                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-      if (!f || fchown(f.get(), root.st_uid, root.st_gid) < 0) {
-        return SysError("protect", path);
-      }
-      return {};
-    }
-    pins.push_back(prefix);
-    const struct stat& like = real && S_ISDIR(st.st_mode) ? st : root;
-    if (mkdirat(up.get(), name.c_str(), like.st_mode & 07777) == 0) {
-      if (fchownat(up.get(), name.c_str(), like.st_uid, like.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
-        return SysError("protect", path);
+    bool dir = p.lower && fstatat(p.lower.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISDIR(st.st_mode);
+    const struct stat& like = dir ? st : root;
+    if (mkdirat(p.upper.get(), name.c_str(), like.st_mode & 07777) == 0) {
+      if (fchownat(p.upper.get(), name.c_str(), like.st_uid, like.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+        return SysError("chown", path);
       }
     } else if (errno != EEXIST) {
-      return SysError("protect", path);
+      return SysError("mkdir", path);
     }
-    up.Reset(openat(up.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!up) return SysError("protect", path);
-    lower.Reset(real && S_ISDIR(st.st_mode)
-                    ? openat(lower.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                    : -1);
+    p.upper.Reset(openat(p.upper.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!p.upper) return SysError("open", path);
+    p.lower.Reset(dir ? openat(p.lower.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                      : -1);
+  }
+  p.name = parts.back();
+  return p;
+}
+
+// Makes protected path `path` of a copy something the mount plan can hold read-only: if the
+// source has no file or directory there (nothing, or a symlink that may lead anywhere), an
+// empty read-only file in the copy's upper layer takes its place.
+Status PrepareProtected(int src, int upper, const struct stat& root, const std::string& path,
+                        std::vector<std::string>& pins) {
+  Parents p = BRIG_TRY_CTX(UpperParents(src, upper, root, path, &pins), "protect");
+  struct stat st;
+  if (p.lower && fstatat(p.lower.get(), p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+    return {};
+  }
+  sys::UniqueFd f(openat(p.upper.get(), p.name.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+  if (!f || fchown(f.get(), root.st_uid, root.st_gid) < 0) return SysError("protect", path);
+  return {};
+}
+
+// Hides `path` from a copy: a whiteout in the upper layer, so the merged tree has nothing
+// there (until the sandbox makes something of its own).
+Status HideInCopy(int src, int upper, const struct stat& root, const std::string& path) {
+  Parents p = BRIG_TRY_CTX(UpperParents(src, upper, root, path, nullptr), "hide");
+  if (mknodat(p.upper.get(), p.name.c_str(), S_IFCHR, makedev(0, 0)) < 0 && errno != EEXIST) {
+    return SysError("hide", path);
   }
   return {};
 }
@@ -235,6 +260,7 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   for (const auto& p : sb.protected_paths) {
     BRIG_TRY(PrepareProtected(src.get(), upper.get(), st, p, pins));
   }
+  for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src.get(), upper.get(), st, p));
   std::string fd = "/proc/self/fd/";
   sys::UniqueFd merged = BRIG_TRY(NewFs(
       "overlay",
@@ -265,6 +291,14 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   if (sb.workspace.empty()) {
     plan.steps.push_back(Make(StepKind::kDir, "workspace"));
     return {};
+  }
+  // What to hide is found before anything is mounted, in the source itself.
+  if (!sb.hidden_paths.empty()) {
+    std::vector<HiddenPattern> patterns;
+    for (const auto& h : sb.hidden_paths) patterns.push_back(BRIG_TRY(ParseHiddenPattern(h)));
+    sys::UniqueFd src(open(sb.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!src) return SysError("open", sb.workspace);
+    plan.hidden = BRIG_TRY_CTX(FindHidden(src.get(), patterns), sb.workspace);
   }
   if (sb.workspace_mode == config::WorkspaceMode::kCopy) return AddCopyWorkspace(plan, sb);
   uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -352,13 +386,18 @@ Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
   plan.steps.push_back(std::move(tmp));
   BRIG_TRY(AddDev(plan, sb));
   AddProc(plan);
+  // In a bound workspace, hidden paths are covered (after /dev, whose null covers files).
+  if (sb.workspace_mode != config::WorkspaceMode::kCopy) {
+    for (const auto& h : plan.hidden) plan.steps.push_back(Make(StepKind::kHide, "workspace/" + h));
+  }
   return plan;
 }
 
 std::string MountPlan::Describe() const {
   static const char* const kNames[] = {"dir",     "symlink",  "file",     "bind",
                                        "tmpfs",   "proc",     "devpts",   "mask",
-                                       "readonly", "seal-ro", "pin",    "protect"};
+                                       "readonly", "seal-ro", "pin",    "protect",
+                                       "hide"};
   std::ostringstream out;
   for (const auto& s : steps) {
     out << kNames[static_cast<int>(s.kind)] << " /" << s.dest;

@@ -29,6 +29,8 @@ enum class StepKind {
   kSealRoRecursive,  // make the mount at dest read-only (used for /dev after population)
   kPin,        // re-attach dest onto itself, so it cannot be renamed or removed
   kProtect,    // the same, read-only: a protected path of a copy workspace
+  kHide,       // a hidden path of a bound workspace: an empty read-only tmpfs over a
+               // directory, the sandbox's /dev/null over a file; a symlink is left as it is
 };
 
 struct Step {
@@ -48,6 +50,8 @@ struct MountPlan {
   // what the sandbox changed, and the merged tree the sandbox sees. Both detached mounts,
   // alive while these are open, so the changes can be exported after the sandbox is gone.
   sys::UniqueFd copy_scratch, copy_merged;
+  // The workspace's hidden paths (fs/hidden.h), relative to it.
+  std::vector<std::string> hidden;
   std::string Describe() const;  // one line a step, for tests and debugging
 };
 

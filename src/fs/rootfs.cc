@@ -103,6 +103,25 @@ Status Reattach(int root, const Step& s, uint64_t set) {
   return sys::MoveMount(tree.get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
+// kHide: over what the path is, reached as in Reattach.
+Status Hide(int root, const Step& s) {
+  sys::UniqueFd at = BRIG_TRY(sys::Openat2(root, s.dest, O_PATH | O_NOFOLLOW,
+                                           RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+                                               RESOLVE_NO_MAGICLINKS));
+  struct stat st;
+  if (fstat(at.get(), &st) < 0) return SysError("stat", "/" + s.dest);
+  if (S_ISLNK(st.st_mode)) return {};  // it leads only to what the sandbox sees anyway
+  sys::UniqueFd tree;
+  if (S_ISDIR(st.st_mode)) {
+    tree = BRIG_TRY(NewFs("tmpfs", {{"size", "0"}, {"mode", "0555"}},
+                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                          s.dest));
+  } else {
+    tree = BRIG_TRY(sys::OpenTree(root, "dev/null", OPEN_TREE_CLONE));
+  }
+  return sys::MoveMount(tree.get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
 Status Apply(int root, Step& s) {
   switch (s.kind) {
     case StepKind::kDir:
@@ -148,6 +167,8 @@ Status Apply(int root, Step& s) {
       return Reattach(root, s, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     case StepKind::kProtect:
       return Reattach(root, s, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    case StepKind::kHide:
+      return Hide(root, s);
     case StepKind::kSealRoRecursive:
       return sys::MountSetattr(root, s.dest, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY, 0,
                                "/" + s.dest);

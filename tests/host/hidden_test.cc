@@ -1,0 +1,107 @@
+// Hidden paths (issue 7, "Hidden paths"): secrets in a workspace that the sandbox never
+// reads, in each workspace mode, with the shipped profiles' list. In a copy they are not
+// there at all; in a bound workspace (ro, rw) each reads as empty. Each test is the read an
+// attacker inside would try.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host/host_fixture.h"
+
+namespace brig::testing {
+namespace {
+
+class Hidden : public HostTest {
+ protected:
+  std::string Profile(const std::string& mode) {
+    return SourceRoot() + "/tests/host/profiles/hidden-" + mode + ".textproto";
+  }
+};
+
+constexpr char kSecret[] = "s3cr3t-value";
+
+// A workspace full of secrets, at the top and deeper, owned by an unprivileged user.
+void Secrets(const ScratchDir& ws) {
+  for (const char* d : {".ssh", ".aws", ".gnupg", "app", "app/deep", "certs"}) {
+    ASSERT_EQ(mkdir((ws.path() + "/" + d).c_str(), 0700), 0) << d;
+  }
+  for (const char* f : {".env", ".env.production", ".ssh/id_ed25519", ".aws/credentials",
+                        ".gnupg/secring.gpg", "server.pem", "tls.key", ".netrc",
+                        ".git-credentials", ".npmrc", ".pypirc", "app/deep/.npmrc",
+                        "app/.netrc", "app/.git-credentials"}) {
+    ws.Write(f, std::string(kSecret) + "\n");
+  }
+  ws.Write("README", "public\n");
+  ws.Write("certs/ca.pem", "a public certificate, below the top\n");
+  RunCommand({"chown", "-R", "1234:1234", ws.path()});
+}
+
+// Everything the sandbox can read of the workspace, file by file.
+constexpr char kReadAll[] =
+    "cd /workspace; find . -type f | sort | while read f; do printf '%s: ' \"$f\"; "
+    "cat \"$f\" 2>&1 | head -c 200; echo; done; ls -A";
+
+TEST_F(Hidden, InACopyTheyAreNotThere) {
+  ScratchDir ws;
+  Secrets(ws);
+  auto r = Sh(kReadAll, {"--profile", Profile("copy"), "--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find(kSecret), std::string::npos) << r.out;
+  EXPECT_EQ(r.out,
+            "./README: public\n\n"
+            "./certs/ca.pem: a public certificate, below the top\n\n"
+            "README\napp\ncerts\n")
+      << "a plain name is hidden at any depth, a glob at the top only";
+}
+
+TEST_F(Hidden, InABoundWorkspaceTheyReadAsNothing) {
+  for (const std::string mode : {"ro", "rw"}) {
+    ScratchDir ws;
+    Secrets(ws);
+    auto r = Sh(kReadAll + std::string("; cat .ssh/id_ed25519 app/deep/.npmrc 2>&1; true"),
+                {"--profile", Profile(mode), "--workspace", ws.path()});
+    ASSERT_EQ(r.exit_code, 0) << mode << r.err;
+    EXPECT_EQ(r.out.find(kSecret), std::string::npos) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("./README: public"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("./certs/ca.pem: a public"), std::string::npos) << r.out;
+    // The source keeps its secrets.
+    EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.env"), std::string(kSecret) + "\n");
+  }
+}
+
+// In a read-write workspace, writing to a hidden file goes nowhere and changes nothing on
+// the host.
+TEST_F(Hidden, WritingThroughAHiddenPathChangesNothing) {
+  ScratchDir ws;
+  Secrets(ws);
+  auto r = Sh("echo overwritten > .env; echo x > .ssh/new 2>/dev/null; rm -f .npmrc; true",
+              {"--profile", Profile("rw"), "--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.env"), std::string(kSecret) + "\n");
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.npmrc"), std::string(kSecret) + "\n");
+  EXPECT_NE(access((ws.path() + "/.ssh/new").c_str(), F_OK), 0);
+}
+
+// A link in the workspace to a secret elsewhere on the host leads, inside, only to what
+// the sandbox sees there (the host's /root, /home and the rest are not in its root); a
+// hidden path that is a link is hidden too in a copy.
+TEST_F(Hidden, LinksToSecretsLeadNowhere) {
+  ScratchDir ws, elsewhere;
+  Secrets(ws);
+  elsewhere.Write("id_rsa", std::string(kSecret) + "\n");
+  ASSERT_EQ(symlink((elsewhere.path() + "/id_rsa").c_str(), (ws.path() + "/key-link").c_str()), 0);
+  ASSERT_EQ(symlink((elsewhere.path() + "/id_rsa").c_str(), (ws.path() + "/.envrc").c_str()), 0);
+  ASSERT_EQ(symlink("/etc/shadow", (ws.path() + "/shadow").c_str()), 0);
+  for (const std::string mode : {"copy", "ro"}) {
+    auto r = Sh("cd /workspace; cat key-link .envrc shadow /proc/self/root/etc/shadow 2>&1; "
+                "ls -A",
+                {"--profile", Profile(mode), "--workspace", ws.path()});
+    EXPECT_EQ(r.out.find(kSecret), std::string::npos) << mode << ": " << r.out;
+    EXPECT_EQ(r.out.find("root:"), std::string::npos) << mode << ": " << r.out;
+    if (mode == "copy") {
+      EXPECT_EQ(r.out.find(".envrc\n"), std::string::npos) << r.out;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brig::testing
