@@ -86,7 +86,11 @@ void Populate(const ScratchDir& ws) {
   ws.Write("gone/one", "1\n");
   ws.Write("gone/two", "2\n");
   ASSERT_EQ(symlink("a.txt", (ws.path() + "/link").c_str()), 0);
-  ASSERT_EQ(setxattr((ws.path() + "/a.txt").c_str(), "user.brig", "tagged", 6, 0), 0);
+  // tmpfs has user xattrs only since Linux 6.6: where /tmp cannot hold one, the snapshot
+  // simply has none to compare.
+  if (setxattr((ws.path() + "/a.txt").c_str(), "user.brig", "tagged", 6, 0) != 0) {
+    ASSERT_EQ(errno, EOPNOTSUPP) << strerror(errno);
+  }
   // Old, exact mtimes, so a touch of any kind would show.
   RunCommand({"touch", "-h", "-d", "2001-02-03 04:05:06.123456789", ws.path() + "/a.txt",
               ws.path() + "/sub", ws.path() + "/link", ws.path() + "/keep.txt"});
