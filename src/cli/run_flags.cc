@@ -74,7 +74,7 @@ const std::vector<Flag>& Flags() {
          return {};
        }},
       {"--workspace-mode", "ro|rw|copy",
-       "must agree with the profile (copy may narrow rw): it cannot be widened",
+       "restate the profile's workspace access, or narrow rw to copy; never widen it",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v == "ro") {
            r.workspace_mode = config::WorkspaceMode::kReadOnly;
