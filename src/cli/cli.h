@@ -32,6 +32,7 @@ struct RunRequest {
   std::vector<std::string> argv;
   std::string workspace;
   std::string rootfs;
+  std::vector<std::string> layers;  // --layer, bottom first
   std::string result_path;
   std::string audit_path;
   std::optional<config::WorkspaceMode> workspace_mode;

@@ -93,6 +93,13 @@ const std::vector<Flag>& Flags() {
          r.rootfs = v;
          return {};
        }},
+      {"--layer", "DIR",
+       "stack DIR on the --rootfs with overlayfs (repeatable; the last one is on top)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--layer", v, "empty path");
+         r.layers.push_back(v);
+         return {};
+       }},
       {"--tmp-size", "SIZE", "size cap of /tmp and of /dev/shm (profile default 1G)",
        [](RunRequest& r, const std::string& v) -> Status {
          auto s = util::ParseSize(v);
@@ -498,9 +505,10 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
       policy = profile_path.substr(0, profile_path.rfind('/') + 1) + policy;
     }
     sb.seccomp_policy = BRIG_TRY(config::PolicyFilePath(dir, "seccomp", policy));
-  } else if (!sb.rootfs.empty() || req.workspace_mode || !req.export_changes.empty()) {
+  } else if (!sb.rootfs.empty() || !req.layers.empty() || req.workspace_mode ||
+             !req.export_changes.empty()) {
     return Fail("profile", req.profile,
-                "ISOLATION_NONE has no root or workspace mounts: --rootfs, "
+                "ISOLATION_NONE has no root or workspace mounts: --rootfs, --layer, "
                 "--workspace-mode and --export-changes do not apply",
                 ErrorKind::kBadInput);
   }
@@ -511,6 +519,14 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
       return SysError("--rootfs", sb.rootfs).WithKind(ErrorKind::kBadInput);
     }
     if (!S_ISDIR(st.st_mode)) return BadInput("--rootfs", sb.rootfs, "not a directory");
+  }
+  for (std::string layer : req.layers) {
+    if (sb.rootfs.empty()) return BadInput("--layer", layer, "needs a --rootfs to stack on");
+    BRIG_TRY(Canonicalize(layer, "--layer"));
+    struct stat st;
+    if (stat(layer.c_str(), &st) < 0) return SysError("--layer", layer).WithKind(ErrorKind::kBadInput);
+    if (!S_ISDIR(st.st_mode)) return BadInput("--layer", layer, "not a directory");
+    sb.layers.push_back(layer);
   }
   BRIG_TRY(ResolveWorkspace(sb));
   BRIG_TRY(CheckOutputOutsideWorkspace(sb.result_path, "--result", sb.workspace));

@@ -44,6 +44,8 @@ struct Sandbox {
   std::vector<std::string> env;   // "K=V", built from nothing (design.md, Invariant 3)
 
   std::string rootfs;  // empty: the host-derived read-only root
+  // --layer: directories stacked on the rootfs with overlayfs, bottom first.
+  std::vector<std::string> layers;
   std::string workspace;
   WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
   // copy: paths of the workspace the sandbox may not change, create, delete or move, in

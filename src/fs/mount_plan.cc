@@ -132,27 +132,6 @@ Status AddHostRoot(MountPlan& plan, const config::Sandbox& sb) {
   return {};
 }
 
-Status AddRootfs(MountPlan& plan, const std::string& rootfs) {
-  sys::UniqueFd dir(open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return SysError("open", rootfs).WithKind(ErrorKind::kBadInput);
-  DIR* d = fdopendir(fcntl(dir.get(), F_DUPFD_CLOEXEC, 3));
-  if (!d) return SysError("opendir", rootfs);
-  std::vector<std::string> names;
-  while (struct dirent* de = readdir(d)) {
-    std::string n = de->d_name;
-    if (n == "." || n == "..") continue;
-    if (std::any_of(std::begin(kReservedRootEntries), std::end(kReservedRootEntries),
-                    [&](const char* r) { return n == r; })) {
-      continue;
-    }
-    names.push_back(n);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const auto& n : names) BRIG_TRY(AddHostEntry(plan, dir.get(), n, n, rootfs + "/" + n));
-  return {};
-}
-
 // A new filesystem of `type`, detached, with `opts`.
 Result<sys::UniqueFd> NewFs(const char* type,
                             const std::vector<std::pair<std::string, std::string>>& opts,
@@ -161,6 +140,67 @@ Result<sys::UniqueFd> NewFs(const char* type,
   for (const auto& [k, v] : opts) BRIG_TRY_CTX(sys::FsConfigString(fs.get(), k, v), subject);
   BRIG_TRY_CTX(sys::FsConfigCreate(fs.get(), type), subject);
   return sys::FsMount(fs.get(), attrs, subject);
+}
+
+// A --rootfs directory, with --layer directories stacked on it: each top-level entry comes
+// from the topmost layer that has it; a directory that more than one layer has is an
+// overlay of theirs, read-only (overlayfs merges below the top level, whiteouts and
+// opaque directories included). Entries brig provides itself are left out.
+Status AddRootfs(MountPlan& plan, const std::string& rootfs, const std::vector<std::string>& layers) {
+  std::vector<std::string> paths(layers.rbegin(), layers.rend());  // topmost first
+  paths.push_back(rootfs);
+  std::vector<sys::UniqueFd> dirs;
+  std::vector<std::string> names;
+  for (const auto& p : paths) {
+    sys::UniqueFd dir(open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return SysError("open", p).WithKind(ErrorKind::kBadInput);
+    DIR* d = fdopendir(fcntl(dir.get(), F_DUPFD_CLOEXEC, 3));
+    if (!d) return SysError("opendir", p);
+    while (struct dirent* de = readdir(d)) {
+      std::string n = de->d_name;
+      if (n == "." || n == ".." ||
+          std::any_of(std::begin(kReservedRootEntries), std::end(kReservedRootEntries),
+                      [&](const char* r) { return n == r; })) {
+        continue;
+      }
+      names.push_back(n);
+    }
+    closedir(d);
+    dirs.push_back(std::move(dir));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const auto& n : names) {
+    // The layers that make up this entry: from the topmost that has it, down through
+    // directories, to the first that is not one.
+    std::vector<size_t> stack;
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      struct stat st;
+      if (fstatat(dirs[i].get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+      bool whiteout = S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
+      if (whiteout && stack.empty()) break;  // deleted by a layer
+      if (whiteout || (!stack.empty() && !S_ISDIR(st.st_mode))) break;
+      stack.push_back(i);
+      if (!S_ISDIR(st.st_mode)) break;
+    }
+    if (stack.empty()) continue;
+    if (stack.size() == 1) {
+      BRIG_TRY(AddHostEntry(plan, dirs[stack[0]].get(), n, n, paths[stack[0]] + "/" + n));
+      continue;
+    }
+    std::vector<sys::UniqueFd> held;
+    std::string lower;
+    for (size_t i : stack) {
+      held.emplace_back(openat(dirs[i].get(), n.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!held.back()) return SysError("open", paths[i] + "/" + n);
+      lower += (lower.empty() ? "" : ":") + std::string("/proc/self/fd/") + std::to_string(held.back().get());
+    }
+    Step s = Make(StepKind::kBind, n);
+    s.tree = BRIG_TRY(NewFs("overlay", {{"lowerdir", lower}},
+                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/" + n));
+    plan.steps.push_back(std::move(s));
+  }
+  return {};
 }
 
 // The directories on the way to `path` in a copy, each made a directory of the upper layer
@@ -376,7 +416,7 @@ Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
   if (sb.rootfs.empty()) {
     BRIG_TRY(AddHostRoot(plan, sb));
   } else {
-    BRIG_TRY(AddRootfs(plan, sb.rootfs));
+    BRIG_TRY(AddRootfs(plan, sb.rootfs, sb.layers));
   }
   BRIG_TRY(AddWorkspace(plan, sb));
   Step tmp = Make(StepKind::kTmpfs, "tmp");

@@ -2,6 +2,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <set>
@@ -169,6 +170,58 @@ TEST_F(Run, RootfsDirectoryReplacesTheHostRoot) {
                     "/etc/os-release"});
   EXPECT_EQ(w.out.rfind("denied EROFS", 0), 0u) << w.out;
   EXPECT_EQ(ReadFileOrEmpty(rootfs.path() + "/etc/os-release"), "ID=brig-test\n");
+}
+
+// --layer: thin per-repo layers stacked on a shared base with overlayfs. The topmost layer
+// that has a file wins, a layer's whiteout deletes a base file, a layer adds new top-level
+// entries, and every layer (and the base) stays read-only and unchanged.
+TEST_F(Run, LayersStackOnTheRootfs) {
+  ScratchDir base, l1, l2;
+  for (const char* d : {"bin", "etc", "usr", "usr/share"}) {
+    ASSERT_EQ(mkdir((base.path() + "/" + d).c_str(), 0755), 0) << d;
+  }
+  ASSERT_EQ(system(("cp " + ProbeBinary() + " " + base.path() + "/bin/probe").c_str()), 0);
+  base.Write("etc/os-release", "ID=base\n");
+  base.Write("usr/share/base-only", "base\n");
+  base.Write("usr/share/gone", "deleted by a layer\n");
+  for (const char* d : {"etc", "usr", "usr/share"}) {
+    ASSERT_EQ(mkdir((l1.path() + "/" + d).c_str(), 0755), 0) << d;
+  }
+  l1.Write("etc/os-release", "ID=layer1\n");
+  l1.Write("usr/share/layer1", "layer1\n");
+  ASSERT_EQ(mknod((l1.path() + "/usr/share/gone").c_str(), S_IFCHR, makedev(0, 0)), 0);
+  ASSERT_EQ(mkdir((l2.path() + "/etc").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((l2.path() + "/opt").c_str(), 0755), 0);
+  l2.Write("etc/os-release", "ID=layer2\n");
+  l2.Write("opt/tool", "tool\n");
+  std::vector<std::string> run = {"run", "--rootfs", base.path(), "--layer", l1.path(),
+                                  "--layer", l2.path(), "--", "/bin/probe"};
+  auto cat = [&](const std::string& path) {
+    auto args = run;
+    args.insert(args.end(), {"cat", path});
+    return RunBrig(args).out;
+  };
+  EXPECT_EQ(cat("/etc/os-release"), "ID=layer2\n") << "the last --layer is on top";
+  EXPECT_EQ(cat("/usr/share/base-only"), "base\n");
+  EXPECT_EQ(cat("/usr/share/layer1"), "layer1\n");
+  EXPECT_EQ(cat("/opt/tool"), "tool\n");
+  auto ls = run;
+  ls.insert(ls.end(), {"ls", "/usr/share"});
+  std::istringstream listed(RunBrig(ls).out);
+  std::set<std::string> share;
+  for (std::string e; listed >> e;) share.insert(e);
+  EXPECT_EQ(share, (std::set<std::string>{"base-only", "layer1"})) << "a layer's whiteout deletes";
+  for (const char* path : {"/etc/os-release", "/usr/share/new", "/opt/new"}) {
+    auto w = run;
+    w.insert(w.end(), {"write", path});
+    EXPECT_EQ(RunBrig(w).out.rfind("denied EROFS", 0), 0u) << path;
+  }
+  EXPECT_EQ(ReadFileOrEmpty(base.path() + "/etc/os-release"), "ID=base\n");
+  EXPECT_EQ(ReadFileOrEmpty(l1.path() + "/etc/os-release"), "ID=layer1\n");
+  auto bad = RunBrig({"run", "--layer", l1.path(), "--", "true"});
+  EXPECT_EQ(bad.exit_code, 125);
+  EXPECT_NE(bad.err.find("--layer '" + l1.path() + "': needs a --rootfs to stack on"),
+            std::string::npos) << bad.err;
 }
 
 TEST_F(Run, ReadOnlyWorkspace) {
