@@ -197,14 +197,15 @@ int RunMain(const std::vector<std::string>& args) {
   u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
   if (outcome->network) *r.mutable_network() = *outcome->network;
   if (outcome->export_error) {
-    // The workload's outcome stands; a run whose changes could not be exported did not
-    // do what was asked of it.
-    fprintf(stderr, "brig: %s\n", outcome->export_error->Render().c_str());
+    // A failed workload's outcome stands; a run that succeeded but whose changes could not
+    // be exported did not do what was asked of it. Either way the line is printed once.
     if (r.exit_code() == 0) {
       r.set_exit_code(kExitRefused);
       r.set_ok(false);
       r.set_error_code("internal");
       r.set_error(outcome->export_error->Render());
+    } else {
+      fprintf(stderr, "brig: %s\n", outcome->export_error->Render().c_str());
     }
   }
   if (auto s = audit::Append(sandbox->audit_path, sandbox->id, ExitEvent(r)); !s) {

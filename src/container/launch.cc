@@ -350,7 +350,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // The sandbox is gone; its copy's changes are still in brig's scratch tmpfs.
   if (!sb.export_changes.empty()) {
     if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.workspace, sb.export_changes,
-                                      sb.protected_paths, plan.hidden);
+                                      plan.protected_paths, plan.hidden);
         !s) {
       out.export_error = std::move(s).error();
     }

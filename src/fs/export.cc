@@ -28,6 +28,16 @@ struct Changes {
   const std::vector<std::string>* hidden = nullptr;  // their whiteouts are brig's
 };
 
+// Whether `path` is one of `list` or below one.
+bool UnderAny(const std::vector<std::string>& list, const std::string& path) {
+  for (const auto& p : list) {
+    if (path == p || (path.size() > p.size() && path.compare(0, p.size(), p) == 0 && path[p.size()] == '/')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }
@@ -78,7 +88,7 @@ Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
   std::vector<std::string> names = Names(upper);
   for (const std::string& name : names) {
     std::string path = Join(rel, name);
-    if (std::find(c.skip->begin(), c.skip->end(), path) != c.skip->end()) continue;
+    if (UnderAny(*c.skip, path)) continue;
     struct stat st;
     if (fstatat(upper, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
       return SysError("export: stat", path);
@@ -96,8 +106,10 @@ Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
       if (lower >= 0) {
         sub_lower.Reset(openat(lower, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       }
-      // An opaque directory replaced the source's: what the source had there is gone.
+      // An opaque directory replaced the source's: what the source had there is gone (but a
+      // hidden one's names stay unsaid).
       char opaque[2] = {};
+      if (UnderAny(*c.hidden, path)) sub_lower.Reset();
       if (sub_lower && fgetxattr(sub.get(), "trusted.overlay.opaque", opaque, 1) == 1 &&
           opaque[0] == 'y') {
         std::vector<std::string> kept = Names(sub.get());
@@ -149,7 +161,7 @@ Status WriteAll(int dirfd, const char* name, const std::string& data, const std:
   return {};
 }
 
-bool InGitDir(const std::string& path) { return path == ".git" || path.rfind(".git/", 0) == 0; }
+bool InGitDir(const std::string& path) { return UnderAny({".git"}, path); }
 
 // What `path` is in the source, reached without following any symlink on the way (the
 // sandbox may have put a directory where the source has a link to elsewhere on the host):
@@ -287,11 +299,13 @@ Status ExportChanges(int scratch, const std::string& source, const std::string& 
     std::string patch;
     for (const auto& p : c.changed) {
       if (InGitDir(p) || p.find('\n') != std::string::npos) continue;
-      mode_t old = SourceType(lower.get(), p);
+      // What the sandbox made at a hidden path is new to it: the source's is never read.
+      mode_t old = UnderAny(hidden, p) ? 0 : SourceType(lower.get(), p);
       patch += BRIG_TRY(GitDiff(cwd, p, old == S_IFREG || old == S_IFLNK, true));
     }
     std::vector<std::string> gone;
     for (const auto& p : c.deleted) {
+      if (UnderAny(hidden, p)) continue;
       mode_t old = SourceType(lower.get(), p);
       if (old == S_IFDIR) {
         SourceFiles(lower.get(), p, gone);
@@ -300,7 +314,7 @@ Status ExportChanges(int scratch, const std::string& source, const std::string& 
       }
     }
     for (const auto& p : gone) {
-      if (InGitDir(p) || p.find('\n') != std::string::npos) continue;
+      if (InGitDir(p) || UnderAny(hidden, p) || p.find('\n') != std::string::npos) continue;
       patch += BRIG_TRY(GitDiff(cwd, p, true, false));
     }
     return WriteAll(out.get(), "git.diff", patch, dest);

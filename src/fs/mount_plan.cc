@@ -4,11 +4,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "fs/hidden.h"
@@ -245,21 +248,45 @@ Result<Parents> UpperParents(int src, int upper, const struct stat& root, const 
   return p;
 }
 
-// Makes protected path `path` of a copy something the mount plan can hold read-only: if the
-// source has no file or directory there (nothing, or a symlink that may lead anywhere), an
-// empty read-only file in the copy's upper layer takes its place.
-Status PrepareProtected(int src, int upper, const struct stat& root, const std::string& path,
-                        std::vector<std::string>& pins) {
-  Parents p = BRIG_TRY_CTX(UpperParents(src, upper, root, path, &pins), "protect");
-  struct stat st;
-  if (p.lower && fstatat(p.lower.get(), p.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-    return {};
+// What protected path `path` of a copy comes to, made something the mount plan can hold
+// read-only, and returned: the path itself if the source has it (a file, or a directory
+// with only directories on the way), else the first component on the way that is no
+// directory there. One the source lacks, or holds as a symlink that could lead anywhere,
+// becomes an empty read-only file in the copy's upper layer: so a workspace without .git
+// gets an unwritable .git, and no .git/hooks can be made under it. The directories on the
+// way are added to `pins`.
+Result<std::string> PrepareProtected(int src, int upper, const struct stat& root,
+                                     const std::string& path, std::vector<std::string>& pins) {
+  sys::UniqueFd lower(fcntl(src, F_DUPFD_CLOEXEC, 3)), up(fcntl(upper, F_DUPFD_CLOEXEC, 3));
+  if (!lower || !up) return SysError("dup", path);
+  std::vector<std::string> parts;
+  for (std::string_view part : util::Split(path, '/')) parts.emplace_back(part);
+  std::string prefix;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& name = parts[i];
+    prefix += (prefix.empty() ? "" : "/") + name;
+    struct stat st;
+    if (fstatat(lower.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode)) {
+      sys::UniqueFd f(openat(up.get(), name.c_str(),
+                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+      if (!f && errno != EEXIST) return SysError("protect", prefix);
+      if (f && fchown(f.get(), root.st_uid, root.st_gid) < 0) return SysError("protect", prefix);
+      return prefix;
+    }
+    if (!S_ISDIR(st.st_mode) || i + 1 == parts.size()) return prefix;
+    pins.push_back(prefix);
+    if (mkdirat(up.get(), name.c_str(), st.st_mode & 07777) == 0) {
+      if (fchownat(up.get(), name.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+        return SysError("protect", prefix);
+      }
+    } else if (errno != EEXIST) {
+      return SysError("protect", prefix);
+    }
+    up.Reset(openat(up.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    lower.Reset(openat(lower.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!up || !lower) return SysError("protect", prefix);
   }
-  sys::UniqueFd f(openat(p.upper.get(), p.name.c_str(),
-                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-  if (!f || fchown(f.get(), root.st_uid, root.st_gid) < 0) return SysError("protect", path);
-  return {};
+  return prefix;
 }
 
 // Hides `path` from a copy: a whiteout in the upper layer, so the merged tree has nothing
@@ -270,6 +297,54 @@ Status HideInCopy(int src, int upper, const struct stat& root, const std::string
     return SysError("hide", path);
   }
   return {};
+}
+
+// Runs `make` in a mount namespace of brig's own, made for this and left at once, with the
+// detached mount `scratch` attached there at a directory that is not the workspace's nor
+// above it. overlayfs before Linux 6.15 takes a layer only from a mount of the caller's
+// namespace (clone_private_mount), and attaching the scratch tmpfs in brig's own namespace
+// would show it on the host. `make` gets the workspace opened again in that namespace (the
+// same directory: checked). Nothing propagates out of the namespace; when brig leaves it, it
+// goes, and the fds keep what they hold. brig's working directory is kept: relative output
+// paths still mean what they did.
+Result<sys::UniqueFd> InPrivateMountNs(int scratch, const std::string& workspace,
+                                       const struct stat& want,
+                                       const std::function<Result<sys::UniqueFd>(int)>& make) {
+  sys::UniqueFd home(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+  sys::UniqueFd cwd(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!home || !cwd) return SysError("open", "brig's mount namespace");
+  if (unshare(CLONE_NEWNS) < 0) return SysError("unshare", "a mount namespace for the copy");
+  auto back = [&]() -> Status {
+    if (setns(home.get(), CLONE_NEWNS) < 0) return SysError("setns", "brig's mount namespace");
+    if (fchdir(cwd.get()) < 0) return SysError("fchdir", "brig's working directory");
+    return {};
+  };
+  Result<sys::UniqueFd> made = [&]() -> Result<sys::UniqueFd> {
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
+      return SysError("make mounts private", "/");
+    }
+    sys::UniqueFd src(open(workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (!src || fstat(src.get(), &st) < 0) return SysError("open", workspace);
+    if (st.st_dev != want.st_dev || st.st_ino != want.st_ino) {
+      return Fail("open", workspace, "changed while brig was preparing its copy");
+    }
+    const char* at = nullptr;
+    for (const char* dir : {"/dev/shm", "/tmp", "/mnt", "/run"}) {
+      std::string d = dir;
+      struct stat ds;
+      bool above = workspace == d || workspace.rfind(d + "/", 0) == 0;
+      if (!above && stat(dir, &ds) == 0 && S_ISDIR(ds.st_mode)) {
+        at = dir;
+        break;
+      }
+    }
+    if (!at) return Fail("copy", workspace, "no directory to attach brig's scratch space at");
+    BRIG_TRY(sys::MoveMount(scratch, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH));
+    return make(src.get());
+  }();
+  BRIG_TRY(back());
+  return made;
 }
 
 // The copy workspace: an overlay whose lower layer is the source, opened here by brig, and
@@ -298,18 +373,23 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   sys::UniqueFd upper(openat(scratch, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("open", what);
   for (const auto& p : sb.protected_paths) {
-    BRIG_TRY(PrepareProtected(src.get(), upper.get(), st, p, pins));
+    plan.protected_paths.push_back(BRIG_TRY(PrepareProtected(src.get(), upper.get(), st, p, pins)));
   }
+  std::sort(plan.protected_paths.begin(), plan.protected_paths.end());
+  plan.protected_paths.erase(std::unique(plan.protected_paths.begin(), plan.protected_paths.end()),
+                             plan.protected_paths.end());
   for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src.get(), upper.get(), st, p));
   std::string fd = "/proc/self/fd/";
-  sys::UniqueFd merged = BRIG_TRY(NewFs(
-      "overlay",
-      {{"lowerdir", fd + std::to_string(src.get())},
-       {"upperdir", fd + std::to_string(scratch) + "/upper"},
-       {"workdir", fd + std::to_string(scratch) + "/work"},
-       // Nothing that makes the overlay read more from its layers than their own files.
-       {"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "off"}},
-      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, what));
+  sys::UniqueFd merged = BRIG_TRY(InPrivateMountNs(scratch, sb.workspace, st, [&](int lower) {
+    return NewFs("overlay",
+                 {{"lowerdir", fd + std::to_string(lower)},
+                  {"upperdir", fd + std::to_string(scratch) + "/upper"},
+                  {"workdir", fd + std::to_string(scratch) + "/work"},
+                  // Nothing that makes the overlay read more from its layers than their own
+                  // files.
+                  {"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "off"}},
+                 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, what);
+  }));
   plan.copy_merged.Reset(fcntl(merged.get(), F_DUPFD_CLOEXEC, 3));
   if (!plan.copy_merged) return SysError("dup", what);
   Step s = Make(StepKind::kBind, "workspace");
@@ -321,7 +401,7 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   std::sort(pins.begin(), pins.end());
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
   for (const auto& p : pins) plan.steps.push_back(Make(StepKind::kPin, "workspace/" + p));
-  for (const auto& p : sb.protected_paths) {
+  for (const auto& p : plan.protected_paths) {
     plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
   }
   return {};

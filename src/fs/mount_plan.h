@@ -52,6 +52,8 @@ struct MountPlan {
   sys::UniqueFd copy_scratch, copy_merged;
   // The workspace's hidden paths (fs/hidden.h), relative to it.
   std::vector<std::string> hidden;
+  // A copy's protected paths as held read-only (PrepareProtected in mount_plan.cc).
+  std::vector<std::string> protected_paths;
   std::string Describe() const;  // one line a step, for tests and debugging
 };
 

@@ -103,5 +103,34 @@ TEST_F(Hidden, LinksToSecretsLeadNowhere) {
   }
 }
 
+// An export never carries a hidden file's content or name: not in git.diff (what the
+// sandbox wrote at a hidden path is new there), not in the deleted list (a hidden
+// directory the sandbox replaced), not in files/.
+TEST_F(Hidden, AnExportNeverCarriesASecret) {
+  ScratchDir ws, out;
+  Secrets(ws);
+  ASSERT_EQ(RunCommand({"sh", "-c", "cd " + ws.path() + " && git init -q && git -c "
+                        "safe.directory='*' add -A && git -c safe.directory='*' -c "
+                        "user.email=t@test -c user.name=t commit -qm init && chown -R 1234:1234 ."})
+                .exit_code,
+            0);
+  std::string exported = out.path() + "/changes";
+  auto r = Sh("cd /workspace; echo mine > .env; mkdir .ssh; echo mine > .ssh/config; "
+              "rm -r app; echo more >> README",
+              {"--profile", Profile("copy"), "--workspace", ws.path(), "--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string all = RunCommand({"sh", "-c", "cd " + exported + " && find . -type f | sort | "
+                                "xargs cat; find . | sort"}).out;
+  EXPECT_EQ(all.find(kSecret), std::string::npos) << all;
+  for (const char* name : {"id_ed25519", "deep/.npmrc", "app/.netrc", "app/.git-credentials"}) {
+    EXPECT_EQ(all.find(name), std::string::npos) << name << " in\n" << all;
+  }
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/files/.env"), "mine\n");
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/files/.ssh/config"), "mine\n");
+  std::string diff = ReadFileOrEmpty(exported + "/git.diff");
+  EXPECT_NE(diff.find("+more"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("new file mode"), std::string::npos) << diff;
+}
+
 }  // namespace
 }  // namespace brig::testing

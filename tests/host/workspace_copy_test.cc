@@ -276,6 +276,27 @@ TEST_F(WorkspaceCopy, ASymlinkAtAProtectedPathLeadsNowhere) {
   EXPECT_EQ(Snapshot(ws.path()), before);
 }
 
+// A workspace that is no git work tree gets an unwritable .git in the copy (so no hooks or
+// config can be made under it), and one whose .git is a file (a linked worktree) keeps it,
+// read-only.
+TEST_F(WorkspaceCopy, AMissingOrFileGitIsHeldToo) {
+  ScratchDir plain, worktree;
+  plain.Write("a.txt", "hello\n");
+  worktree.Write(".git", "gitdir: /nowhere/.git/worktrees/w\n");
+  for (const auto* ws : {&plain, &worktree}) {
+    RunCommand({"chown", "-R", "1234:1234", ws->path()});
+    std::string before = Snapshot(ws->path());
+    auto r = Sh("cd /workspace; for c in 'mkdir -p .git/hooks' 'git init -q .' 'rm -f .git' "
+                "'echo x > .git' 'mv .git .git2'; do (sh -c \"$c\") 2>/dev/null && echo \"DID $c\"; "
+                "done; stat -c '%F' .git; cat .git; echo done",
+                {"--profile", CopyProfile(), "--workspace", ws->path()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("DID"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("regular"), std::string::npos) << r.out;
+    EXPECT_EQ(Snapshot(ws->path()), before);
+  }
+}
+
 // What brig put at protected paths is not a change of the sandbox's: an export holds only
 // what the workload did.
 TEST_F(WorkspaceCopy, AnExportLeavesProtectedPathsOut) {
