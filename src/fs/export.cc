@@ -114,7 +114,10 @@ Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
           opaque[0] == 'y') {
         std::vector<std::string> kept = Names(sub.get());
         for (const std::string& old : Names(sub_lower.get())) {
-          if (!std::binary_search(kept.begin(), kept.end(), old)) c.deleted.push_back(Join(path, old));
+          std::string gone = Join(path, old);
+          if (!std::binary_search(kept.begin(), kept.end(), old) && !UnderAny(*c.hidden, gone)) {
+            c.deleted.push_back(gone);
+          }
         }
         sub_lower.Reset();
       }

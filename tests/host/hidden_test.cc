@@ -105,7 +105,7 @@ TEST_F(Hidden, LinksToSecretsLeadNowhere) {
 
 // An export never carries a hidden file's content or name: not in git.diff (what the
 // sandbox wrote at a hidden path is new there), not in the deleted list (a hidden
-// directory the sandbox replaced), not in files/.
+// directory the sandbox replaced, or one that held hidden files), not in files/.
 TEST_F(Hidden, AnExportNeverCarriesASecret) {
   ScratchDir ws, out;
   Secrets(ws);
@@ -116,7 +116,7 @@ TEST_F(Hidden, AnExportNeverCarriesASecret) {
             0);
   std::string exported = out.path() + "/changes";
   auto r = Sh("cd /workspace; echo mine > .env; mkdir .ssh; echo mine > .ssh/config; "
-              "rm -r app; echo more >> README",
+              "rm -r app; mkdir app; echo more >> README",
               {"--profile", Profile("copy"), "--workspace", ws.path(), "--export-changes", exported});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string all = RunCommand({"sh", "-c", "cd " + exported + " && find . -type f | sort | "
