@@ -189,7 +189,9 @@ TEST_F(Run, LayersStackOnTheRootfs) {
   }
   l1.Write("etc/os-release", "ID=layer1\n");
   l1.Write("usr/share/layer1", "layer1\n");
-  ASSERT_EQ(mknod((l1.path() + "/usr/share/gone").c_str(), S_IFCHR, makedev(0, 0)), 0);
+  // A whiteout; overlayfs refuses to make one, so where /tmp is itself an overlay (the vm
+  // tier's root) the layer deletes nothing.
+  bool whiteout = mknod((l1.path() + "/usr/share/gone").c_str(), S_IFCHR, makedev(0, 0)) == 0;
   ASSERT_EQ(mkdir((l2.path() + "/etc").c_str(), 0755), 0);
   ASSERT_EQ(mkdir((l2.path() + "/opt").c_str(), 0755), 0);
   l2.Write("etc/os-release", "ID=layer2\n");
@@ -210,7 +212,9 @@ TEST_F(Run, LayersStackOnTheRootfs) {
   std::istringstream listed(RunBrig(ls).out);
   std::set<std::string> share;
   for (std::string e; listed >> e;) share.insert(e);
-  EXPECT_EQ(share, (std::set<std::string>{"base-only", "layer1"})) << "a layer's whiteout deletes";
+  std::set<std::string> want = {"base-only", "layer1"};
+  if (!whiteout) want.insert("gone");
+  EXPECT_EQ(share, want) << "a layer's whiteout deletes";
   for (const char* path : {"/etc/os-release", "/usr/share/new", "/opt/new"}) {
     auto w = run;
     w.insert(w.end(), {"write", path});
