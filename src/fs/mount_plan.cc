@@ -135,15 +135,6 @@ Status AddHostRoot(MountPlan& plan, const config::Sandbox& sb) {
   return {};
 }
 
-// A new filesystem of `type`, detached, with `opts`.
-Result<sys::UniqueFd> NewFs(const char* type,
-                            const std::vector<std::pair<std::string, std::string>>& opts,
-                            uint64_t attrs, const std::string& subject) {
-  sys::UniqueFd fs = BRIG_TRY_CTX(sys::FsOpen(type), subject);
-  for (const auto& [k, v] : opts) BRIG_TRY_CTX(sys::FsConfigString(fs.get(), k, v), subject);
-  BRIG_TRY_CTX(sys::FsConfigCreate(fs.get(), type), subject);
-  return sys::FsMount(fs.get(), attrs, subject);
-}
 
 // A --rootfs directory, with --layer directories stacked on it: each top-level entry comes
 // from the topmost layer that has it; a directory that more than one layer has is an
@@ -490,6 +481,15 @@ void AddProc(MountPlan& plan) {
 }
 
 }  // namespace
+
+Result<sys::UniqueFd> NewFs(const char* type,
+                            const std::vector<std::pair<std::string, std::string>>& opts,
+                            uint64_t attrs, const std::string& subject) {
+  sys::UniqueFd fs = BRIG_TRY_CTX(sys::FsOpen(type), subject);
+  for (const auto& [k, v] : opts) BRIG_TRY_CTX(sys::FsConfigString(fs.get(), k, v), subject);
+  BRIG_TRY_CTX(sys::FsConfigCreate(fs.get(), type), subject);
+  return sys::FsMount(fs.get(), attrs, subject);
+}
 
 Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
   MountPlan plan;

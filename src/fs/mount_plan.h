@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "brig/result.h"
@@ -56,6 +57,12 @@ struct MountPlan {
   std::vector<std::string> protected_paths;
   std::string Describe() const;  // one line a step, for tests and debugging
 };
+
+// A new filesystem of `type` (fsopen, fsconfig, fsmount), detached, with `opts` and the
+// mount attributes `attrs`; errors name `subject`. Both sides use it.
+Result<sys::UniqueFd> NewFs(const char* type,
+                            const std::vector<std::pair<std::string, std::string>>& opts,
+                            uint64_t attrs, const std::string& subject);
 
 // Parent side: builds the plan for `sb`, cloning host sources. Errors name the path.
 Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb);

@@ -15,14 +15,6 @@ namespace {
 
 constexpr uint64_t kRootTmpfsSize = 1 << 20;
 
-Result<sys::UniqueFd> NewFs(const char* type, const std::vector<std::pair<std::string, std::string>>& opts,
-                            uint64_t attrs, const std::string& dest) {
-  sys::UniqueFd fs = BRIG_TRY_CTX(sys::FsOpen(type), dest);
-  for (const auto& [k, v] : opts) BRIG_TRY_CTX(sys::FsConfigString(fs.get(), k, v), dest);
-  BRIG_TRY_CTX(sys::FsConfigCreate(fs.get(), type), dest);
-  return sys::FsMount(fs.get(), attrs, dest);
-}
-
 std::string Octal(uint32_t mode) {
   char buf[16];
   snprintf(buf, sizeof buf, "%o", mode);
