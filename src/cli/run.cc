@@ -77,6 +77,7 @@ v1::AuditEvent StartEvent(const config::Sandbox& sb) {
     s->set_workspace_mode(config::WorkspaceModeName(sb.workspace_mode));
   }
   s->set_rootfs(sb.rootfs);
+  for (const auto& l : sb.layers) s->add_layers(l);
   s->set_seccomp_policy(sb.seccomp_policy);
   s->set_timeout_ms(static_cast<uint32_t>(sb.timeout.count()));
   const cgroup::Limits& l = sb.limits;

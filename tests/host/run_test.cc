@@ -222,6 +222,16 @@ TEST_F(Run, LayersStackOnTheRootfs) {
   }
   EXPECT_EQ(ReadFileOrEmpty(base.path() + "/etc/os-release"), "ID=base\n");
   EXPECT_EQ(ReadFileOrEmpty(l1.path() + "/etc/os-release"), "ID=layer1\n");
+  // The audit names the stack.
+  ScratchDir logs;
+  auto audited = run;
+  audited.insert(audited.begin() + 1, {"--audit-log", logs.path() + "/audit"});
+  audited.insert(audited.end(), {"ls", "/"});
+  ASSERT_EQ(RunBrig(audited).exit_code, 0);
+  EXPECT_NE(ReadFileOrEmpty(logs.path() + "/audit")
+                .find("\"layers\":[\"" + l1.path() + "\",\"" + l2.path() + "\"]"),
+            std::string::npos)
+      << ReadFileOrEmpty(logs.path() + "/audit");
   auto bad = RunBrig({"run", "--layer", l1.path(), "--", "true"});
   EXPECT_EQ(bad.exit_code, 125);
   EXPECT_NE(bad.err.find("--layer '" + l1.path() + "': needs a --rootfs to stack on"),
