@@ -59,12 +59,7 @@ constexpr size_t kMaxCachedNames = 2 * NamePool::kDefaultCapacity;
 enum Token : uint64_t { kHttp = 1, kHttps, kDnsTcp, kDnsUdp, kTimer, kUpstreamUdp, kFirstConn = 16 };
 enum Side : uint64_t { kClient = 0, kUpstreamSide = 1, kDnsClient = 2, kUpstreamTcp = 3 };
 
-std::string Ip(uint32_t host_order) {
-  in_addr a{htonl(host_order)};
-  char b[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &a, b, sizeof b);
-  return b;
-}
+std::string Ip(uint32_t host_order) { return net::Ipv4{host_order}.Str(); }
 
 std::string QtypeName(uint16_t t) {
   switch (t) {

@@ -1,7 +1,6 @@
 #include "egress/upstream.h"
 
-#include <arpa/inet.h>
-
+#include "net/link.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -29,12 +28,7 @@ std::vector<Address> ParseResolvConf(std::string_view text) {
   return out;
 }
 
-std::string Upstream::Str() const {
-  in_addr a{htonl(addr)};
-  char b[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &a, b, sizeof b);
-  return std::string(b) + ":" + std::to_string(port);
-}
+std::string Upstream::Str() const { return net::Ipv4{addr}.Str() + ":" + std::to_string(port); }
 
 Result<Upstream> ParseUpstream(std::string_view s) {
   std::string_view host = s;

@@ -197,46 +197,22 @@ Status AddRootfs(MountPlan& plan, const std::string& rootfs, const std::vector<s
   return {};
 }
 
-// The directories on the way to `path` in a copy, each made a directory of the upper layer
-// (with the source's owner and mode, or the workspace root's where the source has none
-// there, or something else than a directory), so the last component can be made in the
-// upper layer. Returns the upper and lower (or -1) directories that hold the last component,
-// and adds the directories to `pins` if given.
-struct Parents {
-  sys::UniqueFd upper, lower;
-  std::string name;
-};
-Result<Parents> UpperParents(int src, int upper, const struct stat& root, const std::string& path,
-                             std::vector<std::string>* pins) {
-  std::vector<std::string> parts;
-  for (std::string_view part : util::Split(path, '/')) parts.emplace_back(part);
-  Parents p;
-  p.lower.Reset(fcntl(src, F_DUPFD_CLOEXEC, 3));
-  p.upper.Reset(fcntl(upper, F_DUPFD_CLOEXEC, 3));
-  if (!p.lower || !p.upper) return SysError("dup", path);
-  std::string prefix;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    const std::string& name = parts[i];
-    prefix += (prefix.empty() ? "" : "/") + name;
-    if (pins) pins->push_back(prefix);
-    struct stat st;
-    bool dir = p.lower && fstatat(p.lower.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-               S_ISDIR(st.st_mode);
-    const struct stat& like = dir ? st : root;
-    if (mkdirat(p.upper.get(), name.c_str(), like.st_mode & 07777) == 0) {
-      if (fchownat(p.upper.get(), name.c_str(), like.st_uid, like.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
-        return SysError("chown", path);
-      }
-    } else if (errno != EEXIST) {
-      return SysError("mkdir", path);
+// One step down a copy's layers: `name`, a directory of the source with the attributes
+// `st`, is made a directory of the upper layer too (if it is not one already), and `up` and
+// `lower` then hold the two.
+Status Descend(sys::UniqueFd& up, sys::UniqueFd& lower, const std::string& name,
+               const struct stat& st, const std::string& path) {
+  if (mkdirat(up.get(), name.c_str(), st.st_mode & 07777) == 0) {
+    if (fchownat(up.get(), name.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+      return SysError("chown", path);
     }
-    p.upper.Reset(openat(p.upper.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!p.upper) return SysError("open", path);
-    p.lower.Reset(dir ? openat(p.lower.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                      : -1);
+  } else if (errno != EEXIST) {
+    return SysError("mkdir", path);
   }
-  p.name = parts.back();
-  return p;
+  up.Reset(openat(up.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  lower.Reset(openat(lower.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!up || !lower) return SysError("open", path);
+  return {};
 }
 
 // What protected path `path` of a copy comes to, made something the mount plan can hold
@@ -266,25 +242,27 @@ Result<std::string> PrepareProtected(int src, int upper, const struct stat& root
     }
     if (!S_ISDIR(st.st_mode) || i + 1 == parts.size()) return prefix;
     pins.push_back(prefix);
-    if (mkdirat(up.get(), name.c_str(), st.st_mode & 07777) == 0) {
-      if (fchownat(up.get(), name.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
-        return SysError("protect", prefix);
-      }
-    } else if (errno != EEXIST) {
-      return SysError("protect", prefix);
-    }
-    up.Reset(openat(up.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    lower.Reset(openat(lower.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!up || !lower) return SysError("protect", prefix);
+    BRIG_TRY_CTX(Descend(up, lower, name, st, prefix), "protect");
   }
   return prefix;
 }
 
 // Hides `path` from a copy: a whiteout in the upper layer, so the merged tree has nothing
-// there (until the sandbox makes something of its own).
-Status HideInCopy(int src, int upper, const struct stat& root, const std::string& path) {
-  Parents p = BRIG_TRY_CTX(UpperParents(src, upper, root, path, nullptr), "hide");
-  if (mknodat(p.upper.get(), p.name.c_str(), S_IFCHR, makedev(0, 0)) < 0 && errno != EEXIST) {
+// there (until the sandbox makes something of its own). FindHidden reached it through
+// directories only.
+Status HideInCopy(int src, int upper, const std::string& path) {
+  sys::UniqueFd lower(fcntl(src, F_DUPFD_CLOEXEC, 3)), up(fcntl(upper, F_DUPFD_CLOEXEC, 3));
+  if (!lower || !up) return SysError("dup", path);
+  std::vector<std::string> parts;
+  for (std::string_view part : util::Split(path, '/')) parts.emplace_back(part);
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    struct stat st;
+    if (fstatat(lower.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+      return Fail("hide", path, "the source changed while brig was preparing its copy");
+    }
+    BRIG_TRY_CTX(Descend(up, lower, parts[i], st, path), "hide");
+  }
+  if (mknodat(up.get(), parts.back().c_str(), S_IFCHR, makedev(0, 0)) < 0 && errno != EEXIST) {
     return SysError("hide", path);
   }
   return {};
@@ -369,7 +347,7 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   std::sort(plan.protected_paths.begin(), plan.protected_paths.end());
   plan.protected_paths.erase(std::unique(plan.protected_paths.begin(), plan.protected_paths.end()),
                              plan.protected_paths.end());
-  for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src.get(), upper.get(), st, p));
+  for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src.get(), upper.get(), p));
   std::string fd = "/proc/self/fd/";
   sys::UniqueFd merged = BRIG_TRY(InPrivateMountNs(scratch, sb.workspace, st, [&](int lower) {
     return NewFs("overlay",
