@@ -18,6 +18,39 @@ namespace {
 // A record with no entries yet may be one whose brig is between creating and locking it.
 constexpr time_t kEmptyRecordGraceSeconds = 60;
 
+// A value is one line with no space: '%', space, tab and newline are written %XX (a
+// workspace path may hold any of them).
+std::string Escape(std::string_view v) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : v) {
+    if (c == '%' || c == ' ' || c == '\t' || c == '\n') {
+      out += '%';
+      out += kHex[static_cast<unsigned char>(c) >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Unescape(std::string_view v) {
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
+      out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
+      i += 2;
+    } else {
+      out += v[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Record> Record::Create(const std::string& dir, const std::string& id) {
@@ -31,7 +64,7 @@ Result<Record> Record::Create(const std::string& dir, const std::string& id) {
 }
 
 Status Record::Add(std::string_view kind, std::string_view value) {
-  std::string line = std::string(kind) + " " + std::string(value) + "\n";
+  std::string line = std::string(kind) + " " + Escape(value) + "\n";
   if (write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     return SysError("write", path_);
   }
@@ -55,7 +88,7 @@ std::vector<Entry> ParseRecord(std::string_view text) {
   for (std::string_view line : util::Split(text, '\n')) {
     size_t sp = line.find(' ');
     if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size()) continue;
-    out.push_back({std::string(line.substr(0, sp)), std::string(line.substr(sp + 1))});
+    out.push_back({std::string(line.substr(0, sp)), Unescape(line.substr(sp + 1))});
   }
   return out;
 }

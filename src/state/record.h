@@ -39,7 +39,8 @@ class Record {
   }
   ~Record() { Remove(); }
 
-  // Notes a resource before it is created. Kind and value hold no newline or space.
+  // Notes a resource before it is created. The kind holds no space or newline; the value
+  // may hold anything but NUL (it is escaped in the file, and ParseRecord gives it back).
   Status Add(std::string_view kind, std::string_view value);
   // The sandbox is gone and everything in it was removed: unlink, then unlock.
   void Remove();

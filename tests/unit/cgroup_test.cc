@@ -1,9 +1,12 @@
 // Pure parts of the cgroup layer and its inputs: the host layout from mountinfo and
 // /proc/self/cgroup, limit values, --cgroup-parent, and sandbox records.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "cgroup/cgroup.h"
 #include "state/record.h"
+#include "util/files.h"
 #include "util/parse.h"
 
 namespace brig {
@@ -142,6 +145,28 @@ TEST(SandboxRecord, ParseSkipsMalformedLines) {
   EXPECT_EQ(e[0].value, "/sys/fs/cgroup/a b");
   EXPECT_EQ(e[1].kind, "veth");
   EXPECT_EQ(e[1].value, "x");
+}
+
+// A workspace path may hold spaces, newlines and percent signs: each comes back as it went
+// in, and no value can add a line of its own.
+TEST(SandboxRecord, ValuesRoundTripWhateverTheyHold) {
+  char dir[] = "/tmp/brig-record-test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string values[] = {"/a b/c", "/x\ncgroup /sys/fs/cgroup", "100%25 % %zz\t"};
+  {
+    auto r = state::Record::Create(dir, "brig-000000000001");
+    ASSERT_TRUE(r) << r.error().Render();
+    for (const auto& v : values) ASSERT_TRUE(r->Add("placeholder", v));
+    auto text = util::ReadFile(std::string(dir) + "/brig-000000000001");
+    ASSERT_TRUE(text);
+    auto e = state::ParseRecord(*text);
+    ASSERT_EQ(e.size(), 3u) << *text;
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(e[i].kind, "placeholder");
+      EXPECT_EQ(e[i].value, values[i]);
+    }
+  }
+  EXPECT_EQ(rmdir(dir), 0) << "the record removes itself";
 }
 
 }  // namespace
