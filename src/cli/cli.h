@@ -37,6 +37,7 @@ struct RunRequest {
   std::string audit_path;
   std::optional<config::WorkspaceMode> workspace_mode;
   std::string export_changes;
+  std::string copy_dir;
   std::optional<std::chrono::milliseconds> timeout, grace;
   std::optional<uint64_t> tmp_size, rlimit_nofile, rlimit_nproc, rlimit_core;
   std::optional<uint64_t> memory, swap, pids, cpu_milli;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cgroup/cgroup.h"
+#include "fs/host_marks.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "net/network.h"
@@ -38,10 +39,11 @@ std::string Usage() {
   std::ostringstream out;
   out << "Usage: brig gc\n\n"
          "Remove what sandboxes left on the host when their brig died without cleaning up\n"
-         "(SIGKILL, a crash): their cgroups, and the nftables rules, veth and address of\n"
-         "those with a network interface. Prints one line per thing removed. Sandboxes\n"
-         "that are still running are not touched. Run it in the network namespace the\n"
-         "sandboxes ran in.\n\n"
+         "(SIGKILL, a crash): their cgroups, the placeholders at protected paths of\n"
+         "read-write workspaces, the scratch directories of --copy-dir, and the nftables\n"
+         "rules, veth and address of those with a network interface. Prints one line per\n"
+         "thing removed. Sandboxes that are still running are not touched. Run it in the\n"
+         "network namespace the sandboxes ran in.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) UsageRow(out, std::string("  ") + f.name, f.help);
   out << "\nExit status: 0 if everything stale was removed, 1 if something could not be,\n"
@@ -51,7 +53,8 @@ std::string Usage() {
 
 Status Clean(const std::string& id, const std::vector<state::Entry>& entries) {
   for (const auto& e : entries) {
-    if (e.kind != "cgroup" && e.kind != "net") {
+    if (e.kind != "cgroup" && e.kind != "net" && e.kind != fs::kPlaceholderKind &&
+        e.kind != fs::kScratchKind) {
       return Fail("brig gc", id, "unknown resource kind '" + e.kind + "' in its record",
                   ErrorKind::kInternal);
     }
@@ -62,6 +65,13 @@ Status Clean(const std::string& id, const std::vector<state::Entry>& entries) {
     if (e.kind == "cgroup") {
       auto removed = cgroup::RemoveStale(id, e.value);
       if (removed && *removed) printf("removed cgroup %s\n", e.value.c_str());
+      if (!removed && !failed) failed = std::move(removed).error().Wrap(id);
+    } else if (e.kind == fs::kPlaceholderKind || e.kind == fs::kScratchKind) {
+      auto removed = fs::RemoveStaleMark(e.kind, e.value);
+      if (removed && *removed) {
+        printf("removed %s %s (%s)\n", e.kind.c_str(),
+               e.value.substr(e.value.find(":/") + 1).c_str(), id.c_str());
+      }
       if (!removed && !failed) failed = std::move(removed).error().Wrap(id);
     } else {
       auto removed = net::RemoveStaleNet(id, e.value);

@@ -189,6 +189,14 @@ const std::vector<Flag>& Flags() {
        [](RunRequest& r, const std::string& v) { return SetDuration(r.grace, "--grace", v); }},
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
        [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
+      {"--copy-dir", "DIR",
+       "with a copy workspace: keep its changes in a new directory under DIR (on disk, no "
+       "size cap) instead of a tmpfs of --tmp-size",
+       [](RunRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--copy-dir", v, "empty path");
+         r.copy_dir = v;
+         return {};
+       }},
       {"--export-changes", "DIR",
        "with a copy workspace: write what the sandbox changed to DIR, a new directory",
        [](RunRequest& r, const std::string& v) -> Status {
@@ -331,17 +339,26 @@ Status CheckExportDir(config::Sandbox& sb) {
   return CheckOutputOutsideWorkspace(p, "--export-changes", sb.workspace);
 }
 
-// Refuses what this brig cannot enforce yet, rather than run weaker than the profile says
-// (design.md, Invariant 1).
-Status CheckEnforceable(const v1::Profile& p, const std::string& name) {
-  auto refuse = [&](const std::string& what) {
-    return Fail("profile", name, what + " is not supported by this brig yet",
-                ErrorKind::kPolicy);
-  };
-  if (p.isolation() == v1::ISOLATION_NONE) return {};
-  // In a read-only workspace every path is protected already; a copy protects them itself.
-  if (p.filesystem().protected_paths_size() > 0 && p.filesystem().workspace() == v1::WORKSPACE_RW) {
-    return refuse("filesystem.protected_paths in a read-write workspace");
+// --copy-dir: an existing directory outside the workspace, on a filesystem that can hold an
+// overlay's upper layer (overlayfs itself says so when the copy is made). brig makes a
+// directory of its own in it, root's and no one else's.
+Status CheckCopyDir(config::Sandbox& sb) {
+  if (sb.copy_dir.empty()) return {};
+  if (sb.workspace_mode != config::WorkspaceMode::kCopy || sb.workspace.empty()) {
+    return BadInput("--copy-dir", sb.copy_dir,
+                    "needs a copy workspace (--workspace with a profile or --workspace-mode "
+                    "that makes one)");
+  }
+  BRIG_TRY(Canonicalize(sb.copy_dir, "--copy-dir"));
+  struct stat st;
+  if (stat(sb.copy_dir.c_str(), &st) < 0) {
+    return SysError("--copy-dir", sb.copy_dir).WithKind(ErrorKind::kBadInput);
+  }
+  if (!S_ISDIR(st.st_mode)) return BadInput("--copy-dir", sb.copy_dir, "not a directory");
+  const std::string& w = sb.workspace;
+  if (sb.copy_dir == w || sb.copy_dir.rfind(w + "/", 0) == 0) {
+    return BadInput("--copy-dir", sb.copy_dir,
+                    "inside the workspace, whose copy cannot hold its own changes");
   }
   return {};
 }
@@ -471,7 +488,6 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     return BadInput("--allow-host", req.allow_hosts[0],
                     "profile '" + req.profile + "' has posture open, which has no allowlist");
   }
-  BRIG_TRY(CheckEnforceable(profile, req.profile));
   if (sb.isolated) {
     sb.workspace_mode = ModeOf(profile.filesystem().workspace());
     // The posture is the profile's: a flag may restate it, never widen it (Invariant 2).
@@ -488,7 +504,7 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     }
     sb.hidden_paths.assign(profile.filesystem().hidden_paths().begin(),
                            profile.filesystem().hidden_paths().end());
-    if (sb.workspace_mode == config::WorkspaceMode::kCopy) {
+    if (sb.workspace_mode != config::WorkspaceMode::kReadOnly) {
       for (const auto& p : profile.filesystem().protected_paths()) {
         std::string norm;
         for (std::string_view part : util::Split(p, '/')) {
@@ -506,10 +522,10 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     }
     sb.seccomp_policy = BRIG_TRY(config::PolicyFilePath(dir, "seccomp", policy));
   } else if (!sb.rootfs.empty() || !req.layers.empty() || req.workspace_mode ||
-             !req.export_changes.empty()) {
+             !req.export_changes.empty() || !req.copy_dir.empty()) {
     return Fail("profile", req.profile,
                 "ISOLATION_NONE has no root or workspace mounts: --rootfs, --layer, "
-                "--workspace-mode and --export-changes do not apply",
+                "--workspace-mode, --copy-dir and --export-changes do not apply",
                 ErrorKind::kBadInput);
   }
   if (!sb.rootfs.empty()) {
@@ -533,6 +549,8 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   BRIG_TRY(CheckOutputOutsideWorkspace(sb.audit_path, "--audit-log", sb.workspace));
   sb.export_changes = req.export_changes;
   BRIG_TRY(CheckExportDir(sb));
+  sb.copy_dir = req.copy_dir;
+  BRIG_TRY(CheckCopyDir(sb));
   BRIG_TRY(CheckRlimits(sb.rlimits));
   sb.env = BuildEnv(req, host_environ);
   sb.id = RandomId();

@@ -48,14 +48,17 @@ struct Sandbox {
   std::vector<std::string> layers;
   std::string workspace;
   WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
-  // copy: paths of the workspace the sandbox may not change, create, delete or move, in
-  // normalised form ("a/b", no "." or empty components).
+  // rw and copy: paths of the workspace the sandbox may not change, create, delete or
+  // move, in normalised form ("a/b", no "." or empty components).
   std::vector<std::string> protected_paths;
   // The profile's filesystem.hidden_paths entries (fs/hidden.h).
   std::vector<std::string> hidden_paths;
   // copy: where to write what the sandbox changed, at the end (--export-changes); empty:
   // nowhere.
   std::string export_changes;
+  // copy: a directory under which brig makes the copy's scratch space (--copy-dir); empty:
+  // a tmpfs of tmp_size.
+  std::string copy_dir;
   uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
 
   std::chrono::milliseconds timeout{30 * 60 * 1000};

@@ -246,14 +246,14 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   auto started = std::chrono::steady_clock::now();
   if (!sb.isolated) return RunUnconfined(sb, started);
   // Everything that can be refused is refused here, before any process exists.
-  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb), "filesystem");
   security::SeccompProgram seccomp = BRIG_TRY(
       security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
-  // Signals are held from here on, so none ends brig between making the groups and
-  // removing them.
+  // Signals are held from here on, so none ends brig between making something on the host
+  // (placeholders, groups) and removing it.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
   // Whatever the sandbox holds on the host is noted before it is made (brig gc).
   state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
+  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb, record), "filesystem");
   std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
   std::unique_ptr<net::SandboxNet> net;
   if (sb.network) net = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, record));
@@ -354,6 +354,10 @@ Result<Outcome> Run(const config::Sandbox& sb) {
         !s) {
       out.export_error = std::move(s).error();
     }
+  }
+  if (auto s = plan.Finish(); !s) {
+    fprintf(stderr, "brig: %s (brig gc removes what is left)\n", s.error().Render().c_str());
+    keep_record = true;
   }
   if (keep_record) record.Keep();
   return out;

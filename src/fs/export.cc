@@ -15,6 +15,7 @@
 
 #include "sys/fd.h"
 #include "sys/syscalls.h"
+#include "util/files.h"
 
 extern char** environ;
 
@@ -265,11 +266,10 @@ Result<std::string> GitDiff(const std::string& cwd, const std::string& path, boo
   return fixed;
 }
 
-}  // namespace
-
-Status ExportChanges(int scratch, const std::string& source, const std::string& dest,
-                     const std::vector<std::string>& protected_paths,
-                     const std::vector<std::string>& hidden) {
+// ExportChanges into `dest`, a directory it makes.
+Status ExportInto(int scratch, const std::string& source, const std::string& dest,
+                  const std::vector<std::string>& protected_paths,
+                  const std::vector<std::string>& hidden) {
   sys::UniqueFd upper(openat(scratch, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("export: open", "the copy's changes");
   sys::UniqueFd lower(open(source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -325,6 +325,21 @@ Status ExportChanges(int scratch, const std::string& source, const std::string& 
   unlink((cwd + "/o").c_str());
   unlink((cwd + "/n").c_str());
   rmdir(cwd.c_str());
+  return s;
+}
+
+}  // namespace
+
+Status ExportChanges(int scratch, const std::string& source, const std::string& dest,
+                     const std::vector<std::string>& protected_paths,
+                     const std::vector<std::string>& hidden) {
+  // Written beside `dest` and renamed into place whole: a failed export leaves nothing.
+  std::string partial = dest + ".partial-" + std::to_string(getpid());
+  Status s = ExportInto(scratch, source, partial, protected_paths, hidden);
+  if (s && renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, dest.c_str(), RENAME_NOREPLACE) < 0) {
+    s = SysError("export: rename", partial + " to " + dest);
+  }
+  if (!s) (void)util::RemoveTreeAt(AT_FDCWD, partial, partial);
   return s;
 }
 

@@ -268,20 +268,86 @@ Status HideInCopy(int src, int upper, const std::string& path) {
   return {};
 }
 
-// Runs `make` in a mount namespace of brig's own, made for this and left at once, with the
-// detached mount `scratch` attached there at a directory that is not the workspace's nor
-// above it. overlayfs before Linux 6.15 takes a layer only from a mount of the caller's
-// namespace (clone_private_mount), and attaching the scratch tmpfs in brig's own namespace
-// would show it on the host. `make` gets the workspace opened again in that namespace (the
-// same directory: checked). Nothing propagates out of the namespace; when brig leaves it, it
-// goes, and the fds keep what they hold. brig's working directory is kept: relative output
-// paths still mean what they did.
-Result<sys::UniqueFd> InPrivateMountNs(int scratch, const std::string& workspace,
-                                       const struct stat& want,
-                                       const std::function<Result<sys::UniqueFd>(int)>& make) {
+// What protected path `path` of a read-write workspace comes to, held read-only: the path
+// itself if the workspace has it (a file, or a directory with only directories on the
+// way), else the first component on the way that is no directory there. A missing one gets
+// an empty read-only placeholder in the workspace for the sandbox's life (host_marks.h):
+// the mount point that holds it, so nothing can be made there. A symlink is refused: no
+// mount holds the name it stands at, and the sandbox could replace it. The directories on
+// the way are added to `pins`.
+Result<std::string> PrepareProtectedInPlace(MountPlan& plan, state::Record& record, int src,
+                                            const struct stat& root, const std::string& workspace,
+                                            const std::string& path, std::vector<std::string>& pins) {
+  sys::UniqueFd dir(fcntl(src, F_DUPFD_CLOEXEC, 3));
+  if (!dir) return SysError("dup", path);
+  std::vector<std::string> parts;
+  for (std::string_view part : util::Split(path, '/')) parts.emplace_back(part);
+  std::string prefix;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& name = parts[i];
+    prefix += (prefix.empty() ? "" : "/") + name;
+    std::string host = workspace + "/" + prefix;
+    struct stat st;
+    if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      if (errno != ENOENT) return SysError("protect", host);
+      BRIG_TRY_CTX(plan.marks.AddPlaceholder(record, dir.get(), name, host, root.st_uid, root.st_gid),
+                   "protect");
+      return prefix;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      return BadInput("protect", host,
+                      "a symlink at a protected path of a read-write workspace; remove it, or "
+                      "use a copy workspace (--workspace-mode copy)");
+    }
+    if (!S_ISDIR(st.st_mode) || i + 1 == parts.size()) return prefix;
+    pins.push_back(prefix);
+    dir.Reset(openat(dir.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) return SysError("protect", host);
+  }
+  return prefix;
+}
+
+// The steps that hold a writable workspace's protected paths: directories that lead to
+// one are mount points (so they cannot be renamed or removed to put another in their
+// place), parents first; then the paths themselves, read-only.
+void AddProtectSteps(MountPlan& plan, std::vector<std::string>& pins) {
+  std::sort(pins.begin(), pins.end());
+  pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
+  for (const auto& p : pins) plan.steps.push_back(Make(StepKind::kPin, "workspace/" + p));
+  std::sort(plan.protected_paths.begin(), plan.protected_paths.end());
+  plan.protected_paths.erase(std::unique(plan.protected_paths.begin(), plan.protected_paths.end()),
+                             plan.protected_paths.end());
+  for (const auto& p : plan.protected_paths) {
+    plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
+  }
+}
+
+// Runs `make` in a mount namespace of brig's own, made for this and left at once. overlayfs
+// before Linux 6.15 takes a layer only from a mount of the caller's namespace
+// (clone_private_mount), so `make` gets the workspace and the scratch directory opened
+// again in that namespace (the same directories: checked). A detached scratch tmpfs
+// (`scratch_path` empty) is attached there, at a directory that is not the workspace's nor
+// above it: attaching it in brig's own namespace would show it on the host. Nothing
+// propagates out of the namespace; when brig leaves it, it goes, and the fds keep what they
+// hold. brig's working directory is kept: relative output paths still mean what they did.
+Result<sys::UniqueFd> InPrivateMountNs(int scratch, const std::string& scratch_path,
+                                       const std::string& workspace,
+                                       const std::function<Result<sys::UniqueFd>(int, int)>& make) {
   sys::UniqueFd home(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
   sys::UniqueFd cwd(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!home || !cwd) return SysError("open", "brig's mount namespace");
+  // The same directory, opened again here.
+  auto reopen = [](int was, const std::string& path, int flags) -> Result<sys::UniqueFd> {
+    sys::UniqueFd fd(open(path.c_str(), flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st, want;
+    if (!fd || fstat(fd.get(), &st) < 0 || fstat(was, &want) < 0) return SysError("open", path);
+    if (st.st_dev != want.st_dev || st.st_ino != want.st_ino) {
+      return Fail("open", path, "changed while brig was preparing its copy");
+    }
+    return fd;
+  };
+  sys::UniqueFd was(open(workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!was) return SysError("open", workspace);
   if (unshare(CLONE_NEWNS) < 0) return SysError("unshare", "a mount namespace for the copy");
   auto back = [&]() -> Status {
     if (setns(home.get(), CLONE_NEWNS) < 0) return SysError("setns", "brig's mount namespace");
@@ -292,11 +358,10 @@ Result<sys::UniqueFd> InPrivateMountNs(int scratch, const std::string& workspace
     if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
       return SysError("make mounts private", "/");
     }
-    sys::UniqueFd src(open(workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st;
-    if (!src || fstat(src.get(), &st) < 0) return SysError("open", workspace);
-    if (st.st_dev != want.st_dev || st.st_ino != want.st_ino) {
-      return Fail("open", workspace, "changed while brig was preparing its copy");
+    sys::UniqueFd src = BRIG_TRY(reopen(was.get(), workspace, O_PATH));
+    if (!scratch_path.empty()) {
+      sys::UniqueFd dir = BRIG_TRY(reopen(scratch, scratch_path, O_RDONLY));
+      return make(src.get(), dir.get());
     }
     const char* at = nullptr;
     for (const char* dir : {"/dev/shm", "/tmp", "/mnt", "/run"}) {
@@ -310,25 +375,31 @@ Result<sys::UniqueFd> InPrivateMountNs(int scratch, const std::string& workspace
     }
     if (!at) return Fail("copy", workspace, "no directory to attach brig's scratch space at");
     BRIG_TRY(sys::MoveMount(scratch, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH));
-    return make(src.get());
+    return make(src.get(), scratch);
   }();
   BRIG_TRY(back());
   return made;
 }
 
 // The copy workspace: an overlay whose lower layer is the source, opened here by brig, and
-// whose upper and work dirs are in a tmpfs of --tmp-size that no path names. It is mounted
-// by brig on the host, so the source is never written: the sandbox's changes, whiteouts
-// for what it deleted included, land in the tmpfs. Mounting costs the same for any number
-// of files: nothing is copied until the sandbox writes it.
-Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
-  sys::UniqueFd src(open(sb.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!src) return SysError("open", sb.workspace);
-  struct stat st;
-  if (fstat(src.get(), &st) < 0) return SysError("stat", sb.workspace);
+// whose upper and work dirs are in brig's scratch space: a tmpfs of --tmp-size that no path
+// names, or a new directory under --copy-dir. It is mounted by brig on the host, so the
+// source is never written: the sandbox's changes, whiteouts for what it deleted included,
+// land in the scratch space. Mounting costs the same for any number of files: nothing is
+// copied until the sandbox writes it.
+Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& record,
+                        int src, const struct stat& st) {
   const std::string what = "copy of " + sb.workspace;
-  plan.copy_scratch = BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(sb.tmp_size)}, {"mode", "0700"}},
-                                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, what));
+  std::string scratch_path;
+  if (sb.copy_dir.empty()) {
+    plan.copy_scratch = BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(sb.tmp_size)}, {"mode", "0700"}},
+                                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, what));
+  } else {
+    scratch_path = sb.copy_dir + "/" + sb.id;
+    sys::UniqueFd parent(open(sb.copy_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!parent) return SysError("open", sb.copy_dir);
+    plan.copy_scratch = BRIG_TRY(plan.marks.AddScratch(record, parent.get(), sb.id, scratch_path));
+  }
   int scratch = plan.copy_scratch.get();
   // The merged root takes the upper dir's owner and mode: the source's.
   if (mkdirat(scratch, "upper", st.st_mode & 07777) < 0 || mkdirat(scratch, "work", 0700) < 0) {
@@ -342,18 +413,16 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   sys::UniqueFd upper(openat(scratch, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("open", what);
   for (const auto& p : sb.protected_paths) {
-    plan.protected_paths.push_back(BRIG_TRY(PrepareProtected(src.get(), upper.get(), st, p, pins)));
+    plan.protected_paths.push_back(BRIG_TRY(PrepareProtected(src, upper.get(), st, p, pins)));
   }
-  std::sort(plan.protected_paths.begin(), plan.protected_paths.end());
-  plan.protected_paths.erase(std::unique(plan.protected_paths.begin(), plan.protected_paths.end()),
-                             plan.protected_paths.end());
-  for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src.get(), upper.get(), p));
+  for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src, upper.get(), p));
   std::string fd = "/proc/self/fd/";
-  sys::UniqueFd merged = BRIG_TRY(InPrivateMountNs(scratch, sb.workspace, st, [&](int lower) {
+  sys::UniqueFd merged = BRIG_TRY(InPrivateMountNs(scratch, scratch_path, sb.workspace,
+                                                   [&](int lower, int space) {
     return NewFs("overlay",
                  {{"lowerdir", fd + std::to_string(lower)},
-                  {"upperdir", fd + std::to_string(scratch) + "/upper"},
-                  {"workdir", fd + std::to_string(scratch) + "/work"},
+                  {"upperdir", fd + std::to_string(space) + "/upper"},
+                  {"workdir", fd + std::to_string(space) + "/work"},
                   // Nothing that makes the overlay read more from its layers than their own
                   // files.
                   {"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "off"}},
@@ -364,32 +433,29 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb) {
   Step s = Make(StepKind::kBind, "workspace");
   s.tree = std::move(merged);
   plan.steps.push_back(std::move(s));
-  // Directories that lead to a protected path are mount points (so they cannot be renamed
-  // or removed to put another in their place), parents first; then the paths themselves,
-  // read-only.
-  std::sort(pins.begin(), pins.end());
-  pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
-  for (const auto& p : pins) plan.steps.push_back(Make(StepKind::kPin, "workspace/" + p));
-  for (const auto& p : plan.protected_paths) {
-    plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
-  }
+  AddProtectSteps(plan, pins);
   return {};
 }
 
-Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb) {
+Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& record) {
   if (sb.workspace.empty()) {
     plan.steps.push_back(Make(StepKind::kDir, "workspace"));
     return {};
   }
+  sys::UniqueFd src(open(sb.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st;
+  if (!src || fstat(src.get(), &st) < 0) return SysError("open", sb.workspace);
   // What to hide is found before anything is mounted, in the source itself.
   if (!sb.hidden_paths.empty()) {
     std::vector<HiddenPattern> patterns;
     for (const auto& h : sb.hidden_paths) patterns.push_back(BRIG_TRY(ParseHiddenPattern(h)));
-    sys::UniqueFd src(open(sb.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!src) return SysError("open", sb.workspace);
-    plan.hidden = BRIG_TRY_CTX(FindHidden(src.get(), patterns), sb.workspace);
+    sys::UniqueFd dir(openat(src.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return SysError("open", sb.workspace);
+    plan.hidden = BRIG_TRY_CTX(FindHidden(dir.get(), patterns), sb.workspace);
   }
-  if (sb.workspace_mode == config::WorkspaceMode::kCopy) return AddCopyWorkspace(plan, sb);
+  if (sb.workspace_mode == config::WorkspaceMode::kCopy) {
+    return AddCopyWorkspace(plan, sb, record, src.get(), st);
+  }
   uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   uint64_t clr = 0;
   if (sb.workspace_mode == config::WorkspaceMode::kReadOnly) {
@@ -398,8 +464,14 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb) {
     clr |= MOUNT_ATTR_RDONLY;
   }
   Step s = Make(StepKind::kBind, "workspace");
-  s.tree = BRIG_TRY(CloneTree(AT_FDCWD, sb.workspace, set, clr, sb.workspace));
+  s.tree = BRIG_TRY(CloneTree(src.get(), "", set, clr, sb.workspace));
   plan.steps.push_back(std::move(s));
+  std::vector<std::string> pins;
+  for (const auto& p : sb.protected_paths) {
+    plan.protected_paths.push_back(
+        BRIG_TRY(PrepareProtectedInPlace(plan, record, src.get(), st, sb.workspace, p, pins)));
+  }
+  AddProtectSteps(plan, pins);
   return {};
 }
 
@@ -469,14 +541,14 @@ Result<sys::UniqueFd> NewFs(const char* type,
   return sys::FsMount(fs.get(), attrs, subject);
 }
 
-Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
+Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb, state::Record& record) {
   MountPlan plan;
   if (sb.rootfs.empty()) {
     BRIG_TRY(AddHostRoot(plan, sb));
   } else {
     BRIG_TRY(AddRootfs(plan, sb.rootfs, sb.layers));
   }
-  BRIG_TRY(AddWorkspace(plan, sb));
+  BRIG_TRY(AddWorkspace(plan, sb, record));
   Step tmp = Make(StepKind::kTmpfs, "tmp");
   tmp.size = sb.tmp_size;
   tmp.mode = 01777;
@@ -489,6 +561,12 @@ Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb) {
     for (const auto& h : plan.hidden) plan.steps.push_back(Make(StepKind::kHide, "workspace/" + h));
   }
   return plan;
+}
+
+Status MountPlan::Finish() {
+  copy_merged.Reset();
+  copy_scratch.Reset();
+  return marks.Remove();
 }
 
 std::string MountPlan::Describe() const {

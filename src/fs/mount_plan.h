@@ -12,6 +12,8 @@
 
 #include "brig/result.h"
 #include "config/sandbox.h"
+#include "fs/host_marks.h"
+#include "state/record.h"
 #include "sys/fd.h"
 
 namespace brig::fs {
@@ -29,7 +31,7 @@ enum class StepKind {
   kReadOnly,   // re-attach dest onto itself read-only, recursively (OCI readonly path)
   kSealRoRecursive,  // make the mount at dest read-only (used for /dev after population)
   kPin,        // re-attach dest onto itself, so it cannot be renamed or removed
-  kProtect,    // the same, read-only: a protected path of a copy workspace
+  kProtect,    // the same, read-only: a protected path of a writable workspace
   kHide,       // a hidden path of a bound workspace: an empty read-only tmpfs over a
                // directory, the sandbox's /dev/null over a file; a symlink is left as it is
 };
@@ -46,16 +48,23 @@ struct Step {
 };
 
 struct MountPlan {
+  // What the plan put on the host (placeholders, a --copy-dir scratch directory); declared
+  // first, so it goes last, after the mounts that use it.
+  HostMarks marks;
   std::vector<Step> steps;
-  // A copy workspace (WorkspaceMode::kCopy): brig's scratch tmpfs, whose "upper" holds
-  // what the sandbox changed, and the merged tree the sandbox sees. Both detached mounts,
-  // alive while these are open, so the changes can be exported after the sandbox is gone.
+  // A copy workspace (WorkspaceMode::kCopy): brig's scratch space, whose "upper" holds
+  // what the sandbox changed (a detached tmpfs, or a directory under --copy-dir), and the
+  // merged tree the sandbox sees (a detached mount, alive while this is open), so the
+  // changes can be exported after the sandbox is gone.
   sys::UniqueFd copy_scratch, copy_merged;
   // The workspace's hidden paths (fs/hidden.h), relative to it.
   std::vector<std::string> hidden;
-  // A copy's protected paths as held read-only (PrepareProtected in mount_plan.cc).
+  // The protected paths as held read-only (PrepareProtected in mount_plan.cc).
   std::vector<std::string> protected_paths;
   std::string Describe() const;  // one line a step, for tests and debugging
+  // Once the sandbox is gone (and its changes exported): lets go of the copy and removes
+  // the marks.
+  Status Finish();
 };
 
 // A new filesystem of `type` (fsopen, fsconfig, fsmount), detached, with `opts` and the
@@ -64,8 +73,9 @@ Result<sys::UniqueFd> NewFs(const char* type,
                             const std::vector<std::pair<std::string, std::string>>& opts,
                             uint64_t attrs, const std::string& subject);
 
-// Parent side: builds the plan for `sb`, cloning host sources. Errors name the path.
-Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb);
+// Parent side: builds the plan for `sb`, cloning host sources. What it makes on the host
+// is noted in `record` first. Errors name the path.
+Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb, state::Record& record);
 
 // OCI runtime-spec defaults (runc's example spec) for /proc.
 extern const char* const kMaskedPaths[];

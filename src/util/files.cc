@@ -1,9 +1,12 @@
 // Whole-file helpers for the parent and brig init (both single-threaded).
 #include "util/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <vector>
 
 #include "sys/fd.h"
 
@@ -71,6 +74,29 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t 
     Error e = SysError("write", path);
     unlink(tmp.c_str());
     return e;
+  }
+  return {};
+}
+
+Status RemoveTreeAt(int dirfd, const std::string& name, const std::string& path) {
+  if (unlinkat(dirfd, name.c_str(), 0) == 0 || errno == ENOENT) return {};
+  if (errno != EISDIR) return SysError("remove", path);
+  sys::UniqueFd dir(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return SysError("open", path);
+  // Names first, then the directory stream is closed: one fd a level while descending.
+  std::vector<std::string> names;
+  {
+    DIR* d = fdopendir(fcntl(dir.get(), F_DUPFD_CLOEXEC, 3));
+    if (!d) return SysError("opendir", path);
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(std::move(n));
+    }
+    closedir(d);
+  }
+  for (const auto& n : names) BRIG_TRY(RemoveTreeAt(dir.get(), n, path + "/" + n));
+  if (unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) < 0 && errno != ENOENT) {
+    return SysError("remove", path);
   }
   return {};
 }

@@ -19,5 +19,8 @@ Status WriteFile(const std::string& path, const std::string& data);
 // Writes `data` to `path` atomically: a temporary file beside it, fsync, rename. Concurrent
 // writers of the same path each rename a complete file; the last one wins.
 Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t mode = 0644);
+// Removes `name` in `dirfd` and, if it is a directory, everything in it, never following a
+// symlink (`path` names it in errors). Meant for a tree no one else writes any more.
+Status RemoveTreeAt(int dirfd, const std::string& name, const std::string& path);
 
 }  // namespace brig::util

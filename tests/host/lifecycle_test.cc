@@ -15,10 +15,6 @@ using namespace std::chrono_literals;
 
 class Lifecycle : public HostTest {};
 
-void SettleUntilGone(const std::string& marker) {
-  for (int i = 0; i < 50 && !FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
-}
-
 TEST_F(Lifecycle, TimeoutKillsDetachedDaemons) {
   auto r = RunBrig({"run", "--timeout", "2s", "--", "setsid", "sh", "-c", "sleep 1237 &"});
   EXPECT_EQ(r.exit_code, 124) << r.err;

@@ -30,20 +30,6 @@ TEST_F(Profile, WideningFromTheCommandLineRunsNothing) {
   EXPECT_NE(access((ws.path() + "/ran").c_str(), F_OK), 0);
 }
 
-TEST_F(Profile, UnsupportedPosturesAreRefusedNotWeakened) {
-  // trusted-code-write: protected paths in a read-write workspace.
-  ScratchDir ws, out;
-  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
-  std::string result = out.path() + "/r.json";
-  auto r = RunBrig({"run", "--profile", "trusted-code-write", "--workspace", ws.path(), "--result",
-                    result, "--", "touch", "/workspace/ran"});
-  EXPECT_EQ(r.exit_code, 125);
-  EXPECT_NE(r.err.find("not supported by this brig yet"), std::string::npos) << r.err;
-  EXPECT_NE(ReadFileOrEmpty(result).find("\"error_code\":\"policy_denied\""), std::string::npos)
-      << ReadFileOrEmpty(result);
-  EXPECT_NE(access((ws.path() + "/ran").c_str(), F_OK), 0);
-}
-
 TEST_F(Profile, AProfileFileByPath) {
   ScratchDir dir;
   std::string path = dir.Write("short.textproto",

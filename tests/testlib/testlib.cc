@@ -15,6 +15,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace brig::testing {
 namespace {
@@ -220,6 +221,12 @@ std::vector<pid_t> FindProcesses(const std::string& needle) {
   }
   closedir(d);
   return found;
+}
+
+void SettleUntilGone(const std::string& needle) {
+  for (int i = 0; i < 50 && !FindProcesses(needle).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 namespace {

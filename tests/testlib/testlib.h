@@ -71,6 +71,8 @@ std::string DiffResidue(const Residue& before, const Residue& after);
 // Processes on the host whose whole command line (arguments joined by spaces) or whose
 // comm is `needle`.
 std::vector<pid_t> FindProcesses(const std::string& needle);
+// Waits up to a second for every process matching `needle` to be gone.
+void SettleUntilGone(const std::string& needle);
 
 std::string ReadFileOrEmpty(const std::string& path);
 

@@ -193,15 +193,6 @@ TEST(Profiles, UnknownProfileNamesTheKnownOnes) {
   EXPECT_NE(r.error().Render().find("untrusted-code-read"), std::string::npos);
 }
 
-TEST(Profiles, WhatCannotBeEnforcedIsRefused) {
-  // Protected paths in a read-write workspace: the source itself would need mount points.
-  auto r = Resolve({"--profile", "trusted-code-write", "true"});
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kPolicy);
-  EXPECT_EQ(r.error().Render(), "profile 'trusted-code-write': filesystem.protected_paths in a "
-                                "read-write workspace is not supported by this brig yet");
-}
-
 TEST(Profiles, UntrustedCodeWriteIsACopyWithItsProtectedPaths) {
   brig::testing::ScratchDir dir;
   ASSERT_EQ(chown(dir.path().c_str(), 1234, 1234), 0);
@@ -212,6 +203,17 @@ TEST(Profiles, UntrustedCodeWriteIsACopyWithItsProtectedPaths) {
   EXPECT_EQ(sb->protected_paths, (std::vector<std::string>{".git/hooks", ".git/config",
                                                            ".gitmodules", ".husky", ".brig"}));
   EXPECT_TRUE(sb->network);
+}
+
+TEST(Profiles, TrustedCodeWriteIsReadWriteWithItsProtectedPaths) {
+  brig::testing::ScratchDir dir;
+  ASSERT_EQ(chown(dir.path().c_str(), 1234, 1234), 0);
+  auto sb = Resolve({"--profile", "trusted-code-write", "--workspace", dir.path(),
+                     "--dns-upstream", "198.51.100.53", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kReadWrite);
+  EXPECT_EQ(sb->protected_paths, (std::vector<std::string>{".git/hooks", ".git/config",
+                                                           ".gitmodules", ".husky", ".brig"}));
 }
 
 TEST(Profiles, NoneIsExplicitAndUnconfined) {

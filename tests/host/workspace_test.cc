@@ -1,10 +1,14 @@
-// The copy workspace (issue 7, "--workspace-mode copy"): the sandbox works on an overlay
-// over the source, and the source is byte for byte what it was afterwards: contents, modes,
-// owners, mtimes and xattrs. --export-changes writes what changed, and its git diff applies
-// in the source to give what the sandbox left. Each test tries to change the source.
+// The writable workspaces (issue 7). A copy ("--workspace-mode copy"): the sandbox works on
+// an overlay over the source, and the source is byte for byte what it was afterwards:
+// contents, modes, owners, mtimes and xattrs. --export-changes writes what changed, and its
+// git diff applies in the source to give what the sandbox left. Each test tries to change
+// the source. A read-write workspace: the protected paths hold there too, and what brig
+// puts in the source to hold them is gone afterwards, even after a SIGKILL (brig gc).
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "host/host_fixture.h"
 
@@ -331,6 +336,208 @@ TEST_F(WorkspaceCopy, ABadExportDirIsRefusedBeforeAnythingRuns) {
   EXPECT_EQ(ro.exit_code, 125);
   EXPECT_NE(ro.err.find("needs a copy workspace"), std::string::npos) << ro.err;
   EXPECT_NE(access((out.path() + "/c").c_str(), F_OK), 0);
+}
+
+// A directory for --copy-dir: a scratch directory on /tmp's filesystem (this host's disk),
+// or, where /tmp is itself an overlay (the vm tier), which cannot hold an upper layer, one
+// on /run's tmpfs.
+class CopyDir {
+ public:
+  CopyDir() {
+    struct statfs fs;
+    if (statfs("/tmp", &fs) == 0 && fs.f_type == 0x794c7630 /* OVERLAYFS_SUPER_MAGIC */) {
+      char tmpl[] = "/run/brig-test.XXXXXX";
+      path_ = mkdtemp(tmpl) ? tmpl : "";
+      own_ = true;
+    } else {
+      path_ = dir_.path();
+    }
+  }
+  ~CopyDir() {
+    if (own_) RunCommand({"rm", "-rf", path_});
+  }
+  const std::string& path() const { return path_; }
+  // What is in it now, a name a line.
+  std::string List() const { return RunCommand({"ls", "-A", path_}).out; }
+
+ private:
+  ScratchDir dir_;
+  std::string path_;
+  bool own_ = false;
+};
+
+// --copy-dir: the changes live on disk under a directory of brig's (root's, 0700), past the
+// --tmp-size a tmpfs copy has; they export as they do from a tmpfs, the source is
+// unchanged, and the directory is gone afterwards.
+TEST_F(WorkspaceCopy, ACopyDirHoldsTheChangesOnDiskAndGoes) {
+  ScratchDir ws, out;
+  Populate(ws);
+  CopyDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  std::string before = Snapshot(ws.path());
+  std::string exported = out.path() + "/changes";
+  auto r = Copy(ws.path(),
+                "set -e; head -c 3000000 /dev/zero > big; stat -c %s big; " + std::string(kChanges),
+                {"--copy-dir", dir.path(), "--tmp-size", "1M", "--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "3000000\nhello\nmore\n");
+  EXPECT_EQ(Snapshot(ws.path()), before);
+  EXPECT_EQ(dir.List(), "") << "the scratch directory outlived the run";
+  struct stat st;
+  ASSERT_EQ(stat((exported + "/files/big").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 3000000);
+  EXPECT_EQ(ReadFileOrEmpty(exported + "/deleted"), "gone\nkeep.txt\nsub/deep.txt\n");
+}
+
+// While the sandbox runs, no one but root can enter its scratch directory; after a SIGKILL
+// of brig it is left, and brig gc removes it.
+TEST_F(WorkspaceCopy, ACopyDirIsRootsAloneAndBrigGcRemovesIt) {
+  ScratchDir ws, logs;
+  Populate(ws);
+  CopyDir dir;
+  std::string marker = "sleep 6" + std::to_string(getpid() % 1000);
+  pid_t pid = SpawnBrig({"run", "--profile", RwProfile(), "--workspace", ws.path(),
+                         "--workspace-mode", "copy", "--copy-dir", dir.path(), "--",
+                         "sh", "-c", "echo x > made; exec " + marker},
+                        logs.path());
+  for (int i = 0; i < 200 && FindProcesses(marker).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::string name = dir.List();
+  kill(pid, SIGKILL);
+  WaitExit(pid);
+  ASSERT_EQ(name.rfind("brig-", 0), 0u) << name;
+  name.pop_back();
+  struct stat st;
+  ASSERT_EQ(lstat((dir.path() + "/" + name).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  SettleUntilGone(marker);
+  auto gc = RunBrig({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_NE(gc.out.find("removed scratch " + dir.path() + "/" + name), std::string::npos) << gc.out;
+  EXPECT_EQ(dir.List(), "");
+}
+
+TEST_F(WorkspaceCopy, ABadCopyDirIsRefusedBeforeAnythingRuns) {
+  ScratchDir ws, other;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  std::string file = other.Write("file", "x");
+  for (const auto& [dir, why] : std::vector<std::pair<std::string, std::string>>{
+           {other.path() + "/missing", "No such file or directory"},
+           {file, "not a directory"},
+           {ws.path(), "inside the workspace"}}) {
+    auto r = Copy(ws.path(), "touch /tmp/ran; echo RAN", {"--copy-dir", dir});
+    EXPECT_EQ(r.exit_code, 125) << dir;
+    EXPECT_NE(r.err.find("--copy-dir"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  auto rw = Sh("echo RAN", {"--profile", RwProfile(), "--workspace", ws.path(), "--copy-dir",
+                            other.path()});
+  EXPECT_EQ(rw.exit_code, 125);
+  EXPECT_NE(rw.err.find("needs a copy workspace"), std::string::npos) << rw.err;
+  EXPECT_EQ(other.path().empty() ? "" : RunCommand({"ls", other.path()}).out, "file\n");
+}
+
+// The read-write workspace with trusted-code-write's protected paths.
+class WorkspaceRw : public WorkspaceCopy {
+ protected:
+  static std::string Profile() {
+    return SourceRoot() + "/tests/host/profiles/workspace-rw-protected.textproto";
+  }
+};
+
+// The same attacks as on a copy: none changes a protected path, wherever it is or is not
+// in the workspace, while the rest of the workspace is written for real (rm -rf .git
+// removes all of it that is not protected). Afterwards the workspace holds the sandbox's
+// changes and nothing of brig's.
+TEST_F(WorkspaceRw, ProtectedPathsResistEveryWayToChangeThem) {
+  ScratchDir ws;
+  GitSource(ws);
+  std::string hooks = Snapshot(ws.path() + "/.git/hooks");
+  std::string config = ReadFileOrEmpty(ws.path() + "/.git/config");
+  const char* const attacks[] = {
+      "echo '[core]' >> .git/config", "echo evil > .git/hooks/pre-commit",
+      "echo evil > .git/hooks/post-checkout", "rm -f .git/config", "rm -rf .git/hooks",
+      "mv .git .git-old", "mv .git/hooks .git/hooks-old", "rm -rf .git", "rm -f .husky",
+      "mkdir .husky", "echo x > .husky/pre-commit", "echo '[submodule]' > .gitmodules",
+      "rm -f .gitmodules", "mkdir -p .brig/x", "chmod 777 .git/hooks", "mv .brig brig2",
+      "ln .husky hardlink", "chmod 644 .husky", "touch .git/hooks/pre-commit"};
+  std::string script = "cd /workspace; ";
+  for (const char* cmd : attacks) {
+    script += std::string("if (") + cmd + ") 2>/dev/null; then echo 'CHANGED: " + cmd + "'; fi; ";
+  }
+  script += "stat -c '%n %F %s' .husky .brig .gitmodules; echo ok > a.txt";
+  auto r = Sh(script, {"--profile", Profile(), "--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ".husky regular empty file 0\n.brig regular empty file 0\n"
+                   ".gitmodules regular empty file 0\n");
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/a.txt"), "ok\n") << "the workspace is written";
+  EXPECT_EQ(Snapshot(ws.path() + "/.git/hooks"), hooks);
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.git/config"), config);
+  EXPECT_EQ(RunCommand({"ls", "-A", ws.path()}).out, ".git\na.txt\n");
+  EXPECT_EQ(RunCommand({"ls", "-A", ws.path() + "/.git"}).out, "config\nhooks\n");
+}
+
+// A workspace without .git gets an unwritable .git for the run, and a symlink planted at a
+// protected path is refused before anything runs, with the placeholders made before it
+// removed again.
+TEST_F(WorkspaceRw, AMissingGitIsHeldAndASymlinkIsRefused) {
+  ScratchDir plain;
+  plain.Write("a.txt", "hello\n");
+  RunCommand({"chown", "-R", "1234:1234", plain.path()});
+  auto r = Sh("cd /workspace; for c in 'mkdir -p .git/hooks' 'git init -q .' 'rm -f .git'; do "
+              "(sh -c \"$c\") 2>/dev/null && echo \"DID $c\"; done; stat -c '%F' .git",
+              {"--profile", Profile(), "--workspace", plain.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "regular empty file\n");
+  EXPECT_EQ(RunCommand({"ls", "-A", plain.path()}).out, "a.txt\n");
+
+  ScratchDir ws;
+  GitSource(ws);
+  ASSERT_EQ(symlink("/etc", (ws.path() + "/.husky").c_str()), 0);
+  std::string before = Snapshot(ws.path());
+  auto refused = Sh("echo RAN; touch /workspace/ran",
+                    {"--profile", Profile(), "--workspace", ws.path()});
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find(ws.path() + "/.husky': a symlink at a protected path"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(Snapshot(ws.path()), before) << "a placeholder was left behind";
+}
+
+// After a SIGKILL of brig the placeholders are still in the workspace; brig gc removes
+// them, but never a file the workspace's owner put there since.
+TEST_F(WorkspaceRw, BrigGcRemovesPlaceholdersAndNothingElse) {
+  ScratchDir ws, logs;
+  GitSource(ws);
+  std::string before = Snapshot(ws.path());
+  std::string marker = "sleep 7" + std::to_string(getpid() % 1000);
+  pid_t pid = SpawnBrig({"run", "--profile", Profile(), "--workspace", ws.path(), "--", "sh",
+                         "-c", "exec " + marker},
+                        logs.path());
+  for (int i = 0; i < 200 && FindProcesses(marker).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::string during = RunCommand({"ls", "-A", ws.path()}).out;
+  kill(pid, SIGKILL);
+  WaitExit(pid);
+  SettleUntilGone(marker);
+  EXPECT_EQ(during, ".brig\n.git\n.gitmodules\n.husky\na.txt\n");
+  // The owner replaces one placeholder with a file of their own.
+  ASSERT_EQ(unlink((ws.path() + "/.brig").c_str()), 0);
+  ws.Write(".brig", "mine\n", 0444);
+  auto gc = RunBrig({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_NE(gc.out.find("removed placeholder " + ws.path() + "/.husky"), std::string::npos)
+      << gc.out;
+  EXPECT_EQ(gc.out.find(".brig"), std::string::npos) << gc.out;
+  EXPECT_EQ(RunCommand({"ls", "-A", ws.path()}).out, ".brig\n.git\na.txt\n");
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.brig"), "mine\n");
+  ASSERT_EQ(unlink((ws.path() + "/.brig").c_str()), 0);
+  EXPECT_EQ(Snapshot(ws.path()), before);
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+#include "fs/host_marks.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "util/files.h"
+
+namespace brig::fs {
+namespace {
+
+// A record value: "DEV:INO:PATH", the device and inode of the directory the mark was made
+// in, then the mark's own path.
+std::string Encode(const struct stat& dir, const std::string& path) {
+  return std::to_string(dir.st_dev) + ":" + std::to_string(dir.st_ino) + ":" + path;
+}
+
+Status Note(state::Record& record, const char* kind, int dir, const std::string& path) {
+  struct stat st;
+  if (fstat(dir, &st) < 0) return SysError("stat", path);
+  return record.Add(kind, Encode(st, path));
+}
+
+// Whether `name` in `dir` is still the placeholder brig made: an empty regular file, mode
+// 0444, with no other name. Anything else there is the workspace owner's, and stays.
+bool IsPlaceholder(int dir, const std::string& name) {
+  struct stat st;
+  return fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+         (st.st_mode & 07777) == 0444 && st.st_size == 0 && st.st_nlink == 1;
+}
+
+// Whether `name` in `dir` is a scratch directory brig made: root's, and no one else's to
+// enter.
+bool IsScratch(int dir, const std::string& name) {
+  struct stat st;
+  return fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+         st.st_uid == 0 && (st.st_mode & 077) == 0;
+}
+
+Status RemoveOne(int dir, bool scratch, const std::string& name, const std::string& path) {
+  if (scratch) {
+    if (!IsScratch(dir, name)) return {};
+    return util::RemoveTreeAt(dir, name, path);
+  }
+  if (!IsPlaceholder(dir, name)) return {};
+  if (unlinkat(dir, name.c_str(), 0) < 0 && errno != ENOENT) return SysError("remove", path);
+  return {};
+}
+
+}  // namespace
+
+Status HostMarks::AddPlaceholder(state::Record& record, int dir, const std::string& name,
+                                 const std::string& path, uid_t uid, gid_t gid) {
+  sys::UniqueFd held(fcntl(dir, F_DUPFD_CLOEXEC, 3));
+  if (!held) return SysError("dup", path);
+  BRIG_TRY(Note(record, kPlaceholderKind, dir, path));
+  sys::UniqueFd f(
+      openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+  if (!f) return SysError("create placeholder", path);
+  marks_.push_back({false, std::move(held), name, path});
+  if (fchown(f.get(), uid, gid) < 0 || fchmod(f.get(), 0444) < 0) {
+    return SysError("create placeholder", path);
+  }
+  return {};
+}
+
+Result<sys::UniqueFd> HostMarks::AddScratch(state::Record& record, int dir, const std::string& name,
+                                            const std::string& path) {
+  sys::UniqueFd held(fcntl(dir, F_DUPFD_CLOEXEC, 3));
+  if (!held) return SysError("dup", path);
+  BRIG_TRY(Note(record, kScratchKind, dir, path));
+  if (mkdirat(dir, name.c_str(), 0700) < 0) return SysError("mkdir", path);
+  marks_.push_back({true, std::move(held), name, path});
+  sys::UniqueFd made(openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!made) return SysError("open", path);
+  return made;
+}
+
+Status HostMarks::Remove() {
+  Status first;
+  while (!marks_.empty()) {
+    Mark& m = marks_.back();
+    if (auto s = RemoveOne(m.dir.get(), m.scratch, m.name, m.path); !s && first) first = s;
+    marks_.pop_back();
+  }
+  return first;
+}
+
+Result<bool> RemoveStaleMark(const std::string& kind, const std::string& value) {
+  bool scratch = kind == kScratchKind;
+  size_t a = value.find(':'), b = a == std::string::npos ? a : value.find(':', a + 1);
+  if (b == std::string::npos || value.size() <= b + 2 || value[b + 1] != '/') {
+    return Fail("brig gc", value, "not a " + kind + " entry");
+  }
+  std::string path = value.substr(b + 1);
+  size_t slash = path.rfind('/');
+  std::string parent = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
+  sys::UniqueFd dir(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st;
+  if (!dir || fstat(dir.get(), &st) < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;  // gone with its directory
+    return SysError("open", parent);
+  }
+  if (value.compare(0, b + 1, std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":") !=
+      0) {
+    return false;  // another directory now: not brig's to touch
+  }
+  bool there = scratch ? IsScratch(dir.get(), name) : IsPlaceholder(dir.get(), name);
+  BRIG_TRY(RemoveOne(dir.get(), scratch, name, path));
+  return there;
+}
+
+}  // namespace brig::fs

@@ -1,0 +1,61 @@
+// What a sandbox's filesystem puts on the host for its lifetime, outside brig's detached
+// mounts: an empty read-only placeholder at each protected path a read-write workspace
+// lacks (the mount point that holds the path), and a copy workspace's scratch directory
+// under --copy-dir. Each is noted in the sandbox's record before it is made, removed once
+// the sandbox is gone, and by brig gc (RemoveStaleMark) after brig itself died.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+#include "state/record.h"
+#include "sys/fd.h"
+
+namespace brig::fs {
+
+// The kinds of record entries (state/record.h) that name marks.
+inline constexpr char kPlaceholderKind[] = "placeholder";
+inline constexpr char kScratchKind[] = "scratch";
+
+class HostMarks {
+ public:
+  HostMarks() = default;
+  HostMarks(HostMarks&&) = default;
+  HostMarks& operator=(HostMarks&& o) noexcept {
+    if (this != &o) {
+      (void)Remove();
+      marks_ = std::move(o.marks_);
+    }
+    return *this;
+  }
+  ~HostMarks() { (void)Remove(); }
+
+  // Makes an empty file, mode 0444, owned by uid:gid, at `name` in the directory `dir`;
+  // `path` names it on the host. Fails with EEXIST if something is there.
+  Status AddPlaceholder(state::Record& record, int dir, const std::string& name,
+                        const std::string& path, uid_t uid, gid_t gid);
+  // Makes the directory `name`, 0700, in `dir` (`path` names it) and returns it, opened.
+  Result<sys::UniqueFd> AddScratch(state::Record& record, int dir, const std::string& name,
+                                   const std::string& path);
+  // Removes what was made, once the sandbox is gone: a placeholder only if it is still the
+  // empty file brig made, a scratch directory with everything in it. Idempotent.
+  Status Remove();
+
+ private:
+  struct Mark {
+    bool scratch;
+    sys::UniqueFd dir;  // where it was made, held so a rename above cannot redirect removal
+    std::string name, path;
+  };
+  std::vector<Mark> marks_;
+};
+
+// brig gc: removes what a record entry of kPlaceholderKind or kScratchKind names, if the
+// directory it was made in is still the one noted and it is still what brig made. Returns
+// whether something was removed.
+Result<bool> RemoveStaleMark(const std::string& kind, const std::string& value);
+
+}  // namespace brig::fs
