@@ -81,8 +81,9 @@ TEST_F(Hidden, WritingThroughAHiddenPathChangesNothing) {
   EXPECT_NE(access((ws.path() + "/.ssh/new").c_str(), F_OK), 0);
 }
 
-// A link in the workspace to a secret elsewhere on the host leads, inside, only to what
-// the sandbox sees there (the host's /root, /home and the rest are not in its root); a
+// A link in the workspace to a secret elsewhere on the host, to /etc/shadow, up and out of
+// the workspace or to /proc/self/root leads, inside, only to what the sandbox sees there
+// (the host's /root, /home and the rest are not in its root), in every workspace mode; a
 // hidden path that is a link is hidden too in a copy.
 TEST_F(Hidden, LinksToSecretsLeadNowhere) {
   ScratchDir ws, elsewhere;
@@ -91,9 +92,11 @@ TEST_F(Hidden, LinksToSecretsLeadNowhere) {
   ASSERT_EQ(symlink((elsewhere.path() + "/id_rsa").c_str(), (ws.path() + "/key-link").c_str()), 0);
   ASSERT_EQ(symlink((elsewhere.path() + "/id_rsa").c_str(), (ws.path() + "/.envrc").c_str()), 0);
   ASSERT_EQ(symlink("/etc/shadow", (ws.path() + "/shadow").c_str()), 0);
-  for (const std::string mode : {"copy", "ro"}) {
-    auto r = Sh("cd /workspace; cat key-link .envrc shadow /proc/self/root/etc/shadow 2>&1; "
-                "ls -A",
+  ASSERT_EQ(symlink("../../../../../../..", (ws.path() + "/up").c_str()), 0);
+  ASSERT_EQ(symlink("/proc/self/root", (ws.path() + "/root").c_str()), 0);
+  for (const std::string mode : {"copy", "ro", "rw"}) {
+    auto r = Sh("cd /workspace; cat key-link .envrc shadow /proc/self/root/etc/shadow "
+                "up/etc/shadow root/etc/shadow up" + elsewhere.path() + "/id_rsa 2>&1; ls -A",
                 {"--profile", Profile(mode), "--workspace", ws.path()});
     EXPECT_EQ(r.out.find(kSecret), std::string::npos) << mode << ": " << r.out;
     EXPECT_EQ(r.out.find("root:"), std::string::npos) << mode << ": " << r.out;

@@ -1,7 +1,7 @@
 // Hostile workspace content (issue 7, "Hostile content is neutralised"): what a workspace
 // may hold to reach past the sandbox, tried from inside in every workspace mode. Symlinks
 // and planted links at protected or hidden paths, device nodes and set-id programs have
-// their own tests (workspace_copy_test.cc, hidden_test.cc); these are hard links to host
+// their own tests (workspace_test.cc, hidden_test.cc); these are hard links to host
 // files and FIFOs.
 #include <sys/stat.h>
 #include <unistd.h>
