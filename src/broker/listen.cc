@@ -1,0 +1,131 @@
+#include "broker/listen.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <string>
+
+#include "sys/syscalls.h"
+#include "util/parse.h"
+
+namespace brig::broker {
+namespace {
+
+constexpr int kBacklog = 128;
+
+fs::Step Dir(std::string dest) {
+  fs::Step s;
+  s.kind = fs::StepKind::kDir;
+  s.dest = std::move(dest);
+  return s;
+}
+
+// Enters a network namespace for as long as it lives, then returns to brig's own.
+class InNetns {
+ public:
+  static Result<InNetns> Enter(pid_t pid) {
+    InNetns n;
+    n.home_.Reset(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!n.home_) return SysError("open", "/proc/self/ns/net");
+    std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+    sys::UniqueFd there(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!there) return SysError("open", path);
+    if (setns(there.get(), CLONE_NEWNET) < 0) return SysError("setns", path);
+    return n;
+  }
+  InNetns(InNetns&&) = default;
+  // brig cannot go on in the sandbox's namespace: every later socket would be made there.
+  ~InNetns() {
+    if (home_ && setns(home_.get(), CLONE_NEWNET) < 0) abort();
+  }
+
+ private:
+  InNetns() = default;
+  sys::UniqueFd home_;
+};
+
+}  // namespace
+
+Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Listeners& out) {
+  out.local.resize(brokers.size());
+  sys::UniqueFd dir;
+  for (size_t i = 0; i < brokers.size(); ++i) {
+    const Config& c = brokers[i];
+    if (c.unix_path.empty()) continue;
+    std::string what = "broker " + c.name + ": unix socket";
+    if (!dir) {
+      dir = BRIG_TRY(fs::NewFs("tmpfs", {{"size", "64k"}, {"mode", "0755"}},
+                               MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                               "broker sockets"));
+    }
+    std::string name = "s" + std::to_string(i);
+    sys::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s) return SysError("socket", what);
+    sockaddr_un a = {};
+    a.sun_family = AF_UNIX;
+    std::string at = "/proc/self/fd/" + std::to_string(dir.get()) + "/" + name;
+    at.copy(a.sun_path, sizeof a.sun_path - 1);
+    if (bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return SysError("bind", what);
+    // The workload's uid is unmapped on the host side of the inode: anyone may connect.
+    if (fchmodat(dir.get(), name.c_str(), 0666, 0) < 0) return SysError("chmod", what);
+    if (listen(s.get(), kBacklog) < 0) return SysError("listen", what);
+    auto tree = sys::OpenTree(dir.get(), name, OPEN_TREE_CLONE);
+    if (!tree) {
+      if (tree.error().err == EINVAL) {
+        return Fail("open_tree", what,
+                    "this kernel cannot clone a file of a detached tmpfs, which a unix broker "
+                    "needs; use port= instead",
+                    ErrorKind::kPolicy);
+      }
+      return std::move(tree).error().Wrap(what);
+    }
+    std::string dest;
+    std::vector<std::string_view> parts = util::Split(std::string_view(c.unix_path).substr(1), '/');
+    for (size_t p = 0; p + 1 < parts.size(); ++p) {
+      dest += (dest.empty() ? "" : "/") + std::string(parts[p]);
+      plan.steps.push_back(Dir(dest));
+    }
+    fs::Step bind_step;
+    bind_step.kind = fs::StepKind::kBind;
+    bind_step.dest = c.unix_path.substr(1);
+    bind_step.is_dir = false;
+    bind_step.tree = std::move(*tree);
+    plan.steps.push_back(std::move(bind_step));
+    out.local[i] = std::move(s);
+  }
+  return {};
+}
+
+Status ListenTcp(const std::vector<Config>& brokers, pid_t pid, Listeners& out) {
+  out.tcp.resize(brokers.size());
+  bool any = false;
+  for (const Config& c : brokers) any |= c.port != 0;
+  if (!any) return {};
+  InNetns in = BRIG_TRY(InNetns::Enter(pid));
+  for (size_t i = 0; i < brokers.size(); ++i) {
+    const Config& c = brokers[i];
+    if (c.port == 0) continue;
+    std::string what = "broker " + c.name + ": 127.0.0.1:" + std::to_string(c.port) +
+                       " in the sandbox";
+    sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s) return SysError("socket", what);
+    int one = 1;
+    (void)setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(c.port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return SysError("bind", what);
+    if (listen(s.get(), kBacklog) < 0) return SysError("listen", what);
+    out.tcp[i] = std::move(s);
+  }
+  return {};
+}
+
+}  // namespace brig::broker

@@ -1,0 +1,34 @@
+// Where a broker's listeners are made: the supervisor makes them all and holds them; no
+// brig process runs inside the sandbox for a broker (issue 8).
+//
+// A TCP port is a socket the supervisor opens inside the sandbox's network namespace
+// (setns there and back), on 127.0.0.1, once brig init has brought loopback up. A unix
+// socket is bound in a detached tmpfs that no path on the host names and reaches the
+// sandbox as a file bind in the mount plan, at the path the broker gives.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "brig/result.h"
+#include "broker/spec.h"
+#include "fs/mount_plan.h"
+#include "sys/fd.h"
+
+namespace brig::broker {
+
+// The listening sockets, one slot per broker; -1 where the broker has none of that kind.
+struct Listeners {
+  std::vector<sys::UniqueFd> tcp, local;  // local: unix sockets
+};
+
+// Before clone: every unix socket, listening, and the steps that put each at its path in
+// the sandbox (appended to `plan`: its directories, then a file bind).
+Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Listeners& out);
+// After brig init is Ready (loopback is up) and before the workload starts: every TCP
+// port, in the network namespace of `pid`.
+Status ListenTcp(const std::vector<Config>& brokers, pid_t pid, Listeners& out);
+
+}  // namespace brig::broker

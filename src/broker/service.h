@@ -1,0 +1,53 @@
+// A sandbox's brokers at work (design.md, Broker; issue 8): the supervisor accepts on each
+// broker's listeners (broker/listen.h) and forwards to the broker's target on the host.
+// An http broker reads each request head (broker/http.h), drops client-sent copies of the
+// headers it sets, sets them with values read on the host and the attribution
+// "<sandbox id>/<attempt>", and passes bodies and responses on as they come (keep-alive,
+// chunked, server-sent events), originating TLS itself for an https target. A tcp broker
+// splices bytes. Upgrade, CONNECT and malformed heads get an immediate 501 or 400 and a
+// close; a target that cannot be reached, a 502.
+//
+// Everything runs in the supervisor's single-threaded event loop, behind one epoll fd:
+// no thread, no process. Close() ends every connection, both sides, at once. Every request
+// (tcp: every connection) is one audit event: never a body, a query or a header value.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+#include "broker/listen.h"
+#include "broker/spec.h"
+#include "config/brig.pb.h"
+
+namespace brig::broker {
+
+using AuditSink = std::function<void(v1::AuditEvent)>;
+
+class Service {
+ public:
+  // `brokers` as resolved (header values read); `listeners` as ListenUnix and ListenTcp
+  // made them; `attribution` is "<sandbox id>/<attempt>".
+  static Result<std::unique_ptr<Service>> Start(std::vector<Config> brokers, Listeners listeners,
+                                                std::string attribution, AuditSink audit);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Readable when something needs attention; then call Handle().
+  int fd() const;
+  void Handle();
+  // Closes every connection (each gets its audit event) and the listeners.
+  void Close();
+  std::vector<v1::BrokerTraffic> Summary() const;
+
+  class Impl;
+
+ private:
+  explicit Service(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace brig::broker
