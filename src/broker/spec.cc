@@ -21,7 +21,7 @@ constexpr size_t kMaxHeaderValue = 8192;
 constexpr size_t kMaxHeaders = 32;
 
 Error Bad(std::string_view what, std::string why) {
-  return BadInput(std::string(what), "", std::move(why));
+  return BadInput(what.empty() ? "spec" : std::string(what), "", std::move(why));
 }
 
 bool IsNameChar(char c) {
@@ -391,12 +391,9 @@ Status Lookup(Config& c) {
 
 }  // namespace
 
-Status Resolve(std::vector<Config>& brokers, char** environ) {
-  for (Config& c : brokers) {
-    for (Header& h : c.headers) BRIG_TRY_CTX(ReadValue(h, environ), "broker " + c.name);
-    BRIG_TRY_CTX(Lookup(c), "broker " + c.name);
-  }
-  return {};
+Status Resolve(Config& c, char** environ) {
+  for (Header& h : c.headers) BRIG_TRY(ReadValue(h, environ));
+  return Lookup(c);
 }
 
 }  // namespace brig::broker

@@ -68,9 +68,9 @@ Result<v1::Broker> ParseSpec(std::string_view name_and_spec);
 Result<Config> Check(const v1::Broker& b);
 // All of a run's brokers together: names, ports and unix paths distinct.
 Status CheckAll(const std::vector<Config>& brokers);
-// Reads every header's value (from `environ`, or a file on the host) and resolves each
-// target's host name. Errors name the broker and the header or target.
-Status Resolve(std::vector<Config>& brokers, char** environ);
+// Reads every header's value (from `environ`, or a file on the host) and resolves the
+// target's host name. Errors name the header or the target.
+Status Resolve(Config& broker, char** environ);
 
 // A header name as RFC 9110 allows it (a token); a value without CR, LF or NUL.
 bool IsHeaderName(std::string_view s);

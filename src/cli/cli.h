@@ -45,6 +45,9 @@ struct RunRequest {
   std::string subnet;
   std::vector<std::string> allow_hosts;  // --allow-host, added to the profile's allowlist
   std::string dns_upstream;              // --dns-upstream: instead of /etc/resolv.conf's
+  // --broker NAME=SPEC, as given and as parsed, in order.
+  std::vector<std::pair<std::string, v1::Broker>> brokers;
+  uint32_t attempt = 1;  // --attempt
   std::vector<std::string> pass_env;
   std::vector<std::string> set_env;
   bool help = false;

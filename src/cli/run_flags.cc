@@ -10,6 +10,7 @@
 #include <functional>
 #include <sstream>
 
+#include "broker/spec.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "config/brig.pb.h"
@@ -165,6 +166,27 @@ const std::vector<Flag>& Flags() {
        [](RunRequest& r, const std::string& v) -> Status {
          BRIG_TRY(egress::ParseUpstream(v));
          r.dns_upstream = v;
+         return {};
+       }},
+      {"--broker", "NAME=SPEC",
+       "a broker (repeatable): SPEC is port=PORT and/or unix=/PATH inside, to=TARGET "
+       "(unix:/PATH, tcp:HOST:PORT, http(s)://HOST[:PORT]) on the host, and "
+       "header=NAME:env:VAR or NAME:file:/PATH, attribution=NAME, mode=http|tcp",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto b = broker::ParseSpec(v);
+         if (!b) return BadInput("--broker", v, b.error().Render());
+         if (auto c = broker::Check(*b); !c) return BadInput("--broker", v, c.error().Render());
+         r.brokers.emplace_back(v, std::move(*b));
+         return {};
+       }},
+      {"--attempt", "N",
+       "which attempt at the phase this run is (default 1); brokers send <sandbox id>/N",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto n = util::ParseLimit(v);
+         if (!n || *n == 0 || *n > UINT32_MAX) {
+           return BadInput("--attempt", v, "expected a number from 1 to 4294967295");
+         }
+         r.attempt = static_cast<uint32_t>(*n);
          return {};
        }},
       {"--env", "K=V", "set K to V in the sandbox (repeatable)",
@@ -381,6 +403,37 @@ Result<egress::Policy> EgressPolicy(const v1::Network& n, const RunRequest& req)
   return p;
 }
 
+// The profile's brokers, then the run's: each checked against the others, its header
+// values read from brig's environment or files and its target resolved, before anything
+// starts. Brokers are operator wiring, as --allow-host is, allowed in every posture: they
+// reach only the targets named here, and nothing of theirs enters the sandbox.
+Status ResolveBrokers(const v1::Profile& profile, const RunRequest& req, char** environ,
+                      config::Sandbox& sb) {
+  if (!sb.isolated && !req.brokers.empty()) {
+    return BadInput("--broker", req.brokers[0].first,
+                    "profile '" + req.profile + "' has no sandbox (ISOLATION_NONE) to broker into");
+  }
+  for (const auto& b : profile.brokers()) {
+    broker::Config c = BRIG_TRY_CTX(broker::Check(b), "profile '" + req.profile + "': broker " + b.name());
+    BRIG_TRY_CTX(broker::Resolve(c, environ), "profile '" + req.profile + "': broker " + b.name());
+    sb.brokers.push_back(std::move(c));
+    BRIG_TRY_CTX(broker::CheckAll(sb.brokers), "profile '" + req.profile + "'");
+  }
+  for (const auto& [spec, b] : req.brokers) {
+    auto c = broker::Check(b);
+    if (!c) return BadInput("--broker", spec, c.error().Render());
+    if (auto s = broker::Resolve(*c, environ); !s) {
+      return BadInput("--broker", spec, s.error().Render());
+    }
+    sb.brokers.push_back(std::move(*c));
+    if (auto s = broker::CheckAll(sb.brokers); !s) {
+      return BadInput("--broker", spec, s.error().Render());
+    }
+  }
+  sb.attempt = req.attempt;
+  return {};
+}
+
 // The profile's limits, then the run's overrides (the only things a run may change).
 void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb) {
   sb.timeout = req.timeout.value_or(*util::ParseDuration(l.timeout()));
@@ -488,6 +541,7 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     return BadInput("--allow-host", req.allow_hosts[0],
                     "profile '" + req.profile + "' has posture open, which has no allowlist");
   }
+  BRIG_TRY(ResolveBrokers(profile, req, host_environ, sb));
   if (sb.isolated) {
     sb.workspace_mode = ModeOf(profile.filesystem().workspace());
     // The posture is the profile's: a flag may restate it, never widen it (Invariant 2).
@@ -563,7 +617,8 @@ std::string RunUsage() {
          "Run CMD in a new sandbox whose posture the profile fixes (default\n"
          "untrusted-code-read: new namespaces, a read-only root and workspace, no network,\n"
          "no capabilities, the default seccomp policy). A run may change limits and paths,\n"
-         "and add hosts to an allowlist (--allow-host); never the posture itself.\n\n"
+         "add hosts to an allowlist (--allow-host) and add brokers (--broker); never the\n"
+         "posture itself.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),

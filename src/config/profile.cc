@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "broker/spec.h"
 #include "config/textproto.h"
 #include "egress/allowlist.h"
 #include "fs/hidden.h"
@@ -72,9 +73,9 @@ Status Validate(const v1::Profile& p, const std::string& file) {
     case v1::ISOLATION_NONE:
       // No isolation means nothing else to say: a profile that lists walls it cannot
       // have would mislead whoever reads it.
-      if (p.has_filesystem() || p.has_network() || p.has_security()) {
+      if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0) {
         return Field(file, "isolation",
-                     "ISOLATION_NONE takes no filesystem, network or security settings");
+                     "ISOLATION_NONE takes no filesystem, network, security or broker settings");
       }
       return {};
     case v1::ISOLATION_SANDBOX:
@@ -114,6 +115,15 @@ Status Validate(const v1::Profile& p, const std::string& file) {
   for (const auto& a : p.network().allow_addresses()) {
     if (auto floor = egress::Floor::WithExceptions({a}); !floor) {
       return Field(file, "network.allow_addresses", "'" + a + "': " + floor.error().detail);
+    }
+  }
+  std::vector<broker::Config> brokers;
+  for (const auto& b : p.brokers()) {
+    auto c = broker::Check(b);
+    if (!c) return Field(file, "brokers", "'" + b.name() + "': " + c.error().Render());
+    brokers.push_back(std::move(*c));
+    if (auto all = broker::CheckAll(brokers); !all) {
+      return Field(file, "brokers", "'" + b.name() + "': " + all.error().Render());
     }
   }
   if (p.security().seccomp_policy().empty()) {

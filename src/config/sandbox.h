@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/spec.h"
 #include "cgroup/cgroup.h"
 #include "egress/policy.h"
 #include "net/link.h"
@@ -75,6 +76,10 @@ struct Sandbox {
   std::optional<net::Subnet> network;
   // With an interface: what its resolver and proxy allow.
   egress::Policy egress;
+  // The profile's brokers, then --broker's, header values read (any posture).
+  std::vector<broker::Config> brokers;
+  // --attempt: with the id, the attribution brokers set ("<id>/<attempt>").
+  uint32_t attempt = 1;
 
   std::string seccomp_policy;  // path of the policy file
   std::string result_path;

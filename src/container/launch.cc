@@ -21,6 +21,8 @@
 #include "security/caps.h"
 #include "security/seccomp_cache.h"
 #include "audit/audit.h"
+#include "broker/listen.h"
+#include "broker/service.h"
 #include "egress/service.h"
 #include "fs/export.h"
 #include "net/network.h"
@@ -121,6 +123,16 @@ void IntoGroup(sys::CloneArgs& ca, const cgroup::Group& group) {
   if (group.v2_fd() < 0) return;
   ca.flags |= CLONE_INTO_CGROUP;
   ca.cgroup_fd = group.v2_fd();
+}
+
+// The brokers serve from before the workload's first instruction; their TCP ports are made
+// in the sandbox's network namespace now that init has brought loopback up.
+Result<std::unique_ptr<broker::Service>> StartBrokers(const config::Sandbox& sb, pid_t pid,
+                                                      broker::Listeners listeners,
+                                                      broker::AuditSink audit) {
+  BRIG_TRY_CTX(broker::ListenTcp(sb.brokers, pid, listeners), "brokers");
+  return broker::Service::Start(sb.brokers, std::move(listeners),
+                                sb.id + "/" + std::to_string(sb.attempt), std::move(audit));
 }
 
 // Once no process of the sandbox is left: what the cgroup saw, then the cgroup goes.
@@ -254,6 +266,11 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // Whatever the sandbox holds on the host is noted before it is made (brig gc).
   state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
   fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb, record), "filesystem");
+  // A broker's unix socket is bound now, so the plan can put it in the sandbox.
+  broker::Listeners broker_listeners;
+  if (!sb.brokers.empty()) {
+    BRIG_TRY_CTX(broker::ListenUnix(sb.brokers, plan, broker_listeners), "brokers");
+  }
   std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
   std::unique_ptr<net::SandboxNet> net;
   if (sb.network) net = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, record));
@@ -297,14 +314,14 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   }
   // The resolver and proxy serve from before the workload's first packet. splice(2) has
   // no MSG_NOSIGNAL; ignoring SIGPIPE only now keeps the workload's disposition default.
+  auto audit_sink = [&sb](v1::AuditEvent e) {
+    if (auto s = audit::Append(sb.audit_path, sb.id, std::move(e)); !s) {
+      fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
+    }
+  };
+  if (net || !sb.brokers.empty()) signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<egress::Service> egress;
   if (net) {
-    signal(SIGPIPE, SIG_IGN);
-    auto audit_sink = [&sb](v1::AuditEvent e) {
-      if (auto s = audit::Append(sb.audit_path, sb.id, std::move(e)); !s) {
-        fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
-      }
-    };
     auto started_egress =
         egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v, audit_sink);
     if (!started_egress) {
@@ -313,6 +330,15 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     }
     egress = std::move(*started_egress);
   }
+  std::unique_ptr<broker::Service> brokers;
+  if (!sb.brokers.empty()) {
+    auto started_brokers = StartBrokers(sb, pid, std::move(broker_listeners), audit_sink);
+    if (!started_brokers) {
+      Abort(pidfd.get());
+      return std::move(started_brokers).error();
+    }
+    brokers = std::move(*started_brokers);
+  }
   if (auto s = SendMessage(parent_end.get(), Msg::kStart); !s) {
     Abort(pidfd.get());
     return std::move(s).error();
@@ -320,9 +346,13 @@ Result<Outcome> Run(const config::Sandbox& sb) {
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq, 0, group.get()};
-  if (egress) {
-    in.extra_fds = {egress->fd()};
-    in.on_extra = [&](int) { egress->Handle(); };
+  if (egress) in.extra_fds.push_back(egress->fd());
+  if (brokers) in.extra_fds.push_back(brokers->fd());
+  if (!in.extra_fds.empty()) {
+    in.on_extra = [&](int fd) {
+      if (egress && fd == egress->fd()) egress->Handle();
+      if (brokers && fd == brokers->fd()) brokers->Handle();
+    };
   }
   auto lo = supervise::Supervise(in);
   if (!lo) {
@@ -332,9 +362,15 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // The network first: closing brig's netfilter socket at exit waits for the kernel to
   // retire this last transaction (an RCU grace period), which the cgroup's removal and
   // the result's writing then overlap.
+  // Every broker connection, both sides, ends with the sandbox.
+  if (brokers) brokers->Close();
   if (egress) {
     egress->Close();
     out.network = egress->Summary();
+  }
+  if (brokers) {
+    if (!out.network) out.network.emplace();
+    for (v1::BrokerTraffic& t : brokers->Summary()) *out.network->add_brokers() = std::move(t);
   }
   bool keep_record = false;
   if (net) {
