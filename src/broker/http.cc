@@ -224,7 +224,8 @@ ResponseFramer::Step ResponseFramer::Feed(std::string_view in) {
   size_t n = http_parser_execute(&parser_, &settings_, in.data(), in.size());
   if (!Paused(parser_) && HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
     malformed_ = true;
-    why_ = std::string("malformed response: ") + http_errno_description(HTTP_PARSER_ERRNO(&parser_));
+    why_ =
+        std::string("malformed response: ") + http_errno_description(HTTP_PARSER_ERRNO(&parser_));
     return {};
   }
   return Finish(n);

@@ -111,8 +111,8 @@ Status ListenTcp(const std::vector<Config>& brokers, pid_t pid, Listeners& out) 
   for (size_t i = 0; i < brokers.size(); ++i) {
     const Config& c = brokers[i];
     if (c.port == 0) continue;
-    std::string what = "broker " + c.name + ": 127.0.0.1:" + std::to_string(c.port) +
-                       " in the sandbox";
+    std::string what =
+        "broker " + c.name + ": 127.0.0.1:" + std::to_string(c.port) + " in the sandbox";
     sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!s) return SysError("socket", what);
     int one = 1;

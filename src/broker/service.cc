@@ -35,10 +35,14 @@ constexpr uint64_t kFirstConn = 1 << 20;
 
 std::string StatusText(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    default: return "Bad Gateway";
+    case 400:
+      return "Bad Request";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    default:
+      return "Bad Gateway";
   }
 }
 

@@ -68,8 +68,8 @@ Status CheckPath(std::string_view p, std::string_view what) {
 bool IsHostName(std::string_view h) {
   if (h.empty() || h.size() > 253) return false;
   for (char c : h) {
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '-' || c == '.')) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '.')) {
       return false;
     }
   }
@@ -82,10 +82,12 @@ Status ParseHostPort(std::string_view s, uint16_t default_port, Target& t) {
   std::string_view host = s, port;
   if (!s.empty() && s[0] == '[') {
     size_t close = s.find(']');
-    if (close == std::string_view::npos) return Bad("to", "unclosed '[' in '" + std::string(s) + "'");
+    if (close == std::string_view::npos)
+      return Bad("to", "unclosed '[' in '" + std::string(s) + "'");
     host = s.substr(0, close + 1);
     std::string_view rest = s.substr(close + 1);
-    if (!rest.empty() && rest[0] != ':') return Bad("to", "'" + std::string(s) + "': junk after ']'");
+    if (!rest.empty() && rest[0] != ':')
+      return Bad("to", "'" + std::string(s) + "': junk after ']'");
     if (!rest.empty()) port = rest.substr(1);
     in6_addr a6;
     std::string inner(host.substr(1, host.size() - 2));
@@ -147,8 +149,8 @@ Status CheckSource(std::string_view from) {
     return {};
   }
   if (from.substr(0, 5) == "file:") return CheckPath(from.substr(5), "header file");
-  return Bad("header", "the value's source '" + std::string(from) +
-                           "' is neither env:VAR nor file:/PATH");
+  return Bad("header",
+             "the value's source '" + std::string(from) + "' is neither env:VAR nor file:/PATH");
 }
 
 // Inside paths a broker's socket may not take: where the kernel's or the workspace's
@@ -156,7 +158,8 @@ Status CheckSource(std::string_view from) {
 bool ReservedInside(const std::string& p) {
   for (const char* r : {"/proc", "/sys", "/dev", "/workspace"}) {
     std::string_view rv(r);
-    if (p == rv || (p.size() > rv.size() && p.compare(0, rv.size(), rv) == 0 && p[rv.size()] == '/')) {
+    if (p == rv ||
+        (p.size() > rv.size() && p.compare(0, rv.size(), rv) == 0 && p[rv.size()] == '/')) {
       return true;
     }
   }
@@ -186,10 +189,14 @@ std::string Target::Authority() const {
 
 std::string Target::Str() const {
   switch (kind) {
-    case kUnix: return "unix:" + path;
-    case kTcp: return "tcp:" + host + ":" + std::to_string(port);
-    case kHttp: return "http://" + Authority();
-    case kHttps: return "https://" + Authority();
+    case kUnix:
+      return "unix:" + path;
+    case kTcp:
+      return "tcp:" + host + ":" + std::to_string(port);
+    case kHttp:
+      return "http://" + Authority();
+    case kHttps:
+      return "https://" + Authority();
   }
   return {};
 }
@@ -221,7 +228,8 @@ Result<v1::Broker> ParseSpec(std::string_view s) {
       b.set_to(std::string(value));
     } else if (key == "header") {
       size_t colon = value.find(':');
-      if (colon == std::string_view::npos) return Bad("header", "expected NAME:env:VAR or NAME:file:/PATH");
+      if (colon == std::string_view::npos)
+        return Bad("header", "expected NAME:env:VAR or NAME:file:/PATH");
       v1::BrokerHeader* h = b.add_headers();
       h->set_name(std::string(value.substr(0, colon)));
       h->set_from(std::string(value.substr(colon + 1)));
@@ -239,8 +247,8 @@ Result<v1::Broker> ParseSpec(std::string_view s) {
         return Bad("mode", "'" + std::string(value) + "' is neither http nor tcp");
       }
     } else {
-      return Bad("", "unknown key '" + std::string(key) +
-                         "' (port, unix, to, header, attribution, mode)");
+      return Bad(
+          "", "unknown key '" + std::string(key) + "' (port, unix, to, header, attribution, mode)");
     }
   }
   return b;
@@ -269,9 +277,9 @@ Result<Config> Check(const v1::Broker& b) {
   bool http_target = c.to.kind == Target::kHttp || c.to.kind == Target::kHttps;
   bool http_keys = b.headers_size() > 0 || !b.attribution_header().empty();
   if (b.mode() == v1::BROKER_TCP && (http_target || http_keys)) {
-    return Bad("mode", std::string("tcp, but ") +
-                           (http_target ? "the target is an http(s) URL"
-                                        : "headers and attribution are HTTP's"));
+    return Bad("mode",
+               std::string("tcp, but ") + (http_target ? "the target is an http(s) URL"
+                                                       : "headers and attribution are HTTP's"));
   }
   c.http = b.mode() == v1::BROKER_HTTP || http_target || http_keys;
   if (b.headers_size() > static_cast<int>(kMaxHeaders)) {

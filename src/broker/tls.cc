@@ -39,8 +39,8 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(sys::UniqueFd fd, SSL_CTX* ctx,
   SSL* ssl = SSL_new(ctx);
   if (!ssl) return Fail("TLS", host, OpensslError("SSL_new"));
   std::unique_ptr<Upstream> u(new Upstream(std::move(fd), ssl));
-  bool literal = !host.empty() && (host[0] == '[' || host.find_first_not_of("0123456789.") ==
-                                                         std::string::npos);
+  bool literal = !host.empty() &&
+                 (host[0] == '[' || host.find_first_not_of("0123456789.") == std::string::npos);
   std::string bare = host[0] == '[' ? host.substr(1, host.size() - 2) : host;
   // SNI carries names only; an address literal is checked against the certificate's IP SANs.
   if (!literal && SSL_set_tlsext_host_name(ssl, bare.c_str()) != 1) {

@@ -25,9 +25,10 @@ std::string Why(const std::string& s) {
 }
 
 TEST(BrokerSpec, ReadsEveryKey) {
-  auto c = Spec("model=port=8080,unix=/run/brig/model.sock,to=https://API.example.com,"
-                "header=x-api-key:env:MODEL_KEY,header=Authorization:file:/etc/brig/tok,"
-                "attribution=x-run");
+  auto c = Spec(
+      "model=port=8080,unix=/run/brig/model.sock,to=https://API.example.com,"
+      "header=x-api-key:env:MODEL_KEY,header=Authorization:file:/etc/brig/tok,"
+      "attribution=x-run");
   ASSERT_TRUE(c) << c.error().Render();
   EXPECT_EQ(c->name, "model");
   EXPECT_EQ(c->port, 8080);
@@ -221,7 +222,10 @@ TEST(BrokerHttp, KeepAliveChunkedBodiesPassAsTheyCame) {
 TEST(BrokerHttp, RefusesUpgradeConnectAndMalformedHeads) {
   EXPECT_EQ(FeedRequests(ModelRewrite(),
                          "GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\n"
-                         "Upgrade: websocket\r\n\r\n", 100).refusal, 501);
+                         "Upgrade: websocket\r\n\r\n",
+                         100)
+                .refusal,
+            501);
   Framed connect = FeedRequests(ModelRewrite(), "CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 100);
   EXPECT_EQ(connect.refusal, 501);
   EXPECT_EQ(connect.out, "");
@@ -239,7 +243,7 @@ TEST(BrokerHttp, RefusesUpgradeConnectAndMalformedHeads) {
 TEST(BrokerHttp, ResponsesEndWhereTheyEnd) {
   ResponseFramer f;
   f.Expect(false);
-  f.Expect(true);   // HEAD: no body, whatever Content-Length says
+  f.Expect(true);  // HEAD: no body, whatever Content-Length says
   f.Expect(false);
   std::string in =
       "HTTP/1.1 100 Continue\r\n\r\n"

@@ -1,0 +1,337 @@
+// Brokers against a real upstream (issue 8, "Tests"): a small HTTP server of the test's own
+// (python3, on the host's loopback and on a unix socket in a scratch directory) writes
+// down every request that reaches it, headers and all, and what happens to its streams.
+// The clients are real programs inside the sandbox (curl, python3), under the default
+// profile: posture none, no interface at all.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "host/host_fixture.h"
+
+namespace brig::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The upstream: every request is one line "REQ METHOD PATH" and one "HDR name: value" a
+// header. /events sends event 1, then waits for a request to /second before it sends
+// event 2 (a broker that held the stream back would never let the client ask); /hang
+// sends one event and notes "EOF /hang" when its client goes away.
+constexpr char kUpstream[] = R"py(import http.server, os, socket, socketserver, sys, threading, time
+port_file, sock_path, log_path = sys.argv[1:4]
+log_lock = threading.Lock()
+second = threading.Event()
+def note(line):
+    with log_lock, open(log_path, "a") as f:
+        f.write(line + "\n")
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def reply(self, body):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        note("REQ GET " + self.path)
+        for k, v in self.headers.items():
+            note("HDR %s: %s" % (k.lower(), v))
+        if self.path == "/events":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            def chunk(b):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+                self.wfile.flush()
+            chunk(b"data: 1\n\n")
+            if second.wait(15):
+                chunk(b"data: 2\n\n")
+            else:
+                note("TIMEOUT waiting for /second")
+            chunk(b"")
+        elif self.path == "/second":
+            second.set()
+            self.reply(b"second\n")
+        elif self.path == "/hang":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b"data: 1\n\n")
+            self.wfile.flush()
+            self.connection.settimeout(30)
+            try:
+                self.connection.recv(1)
+            except OSError:
+                pass
+            note("EOF /hang %.3f" % time.time())
+        else:
+            self.reply(b"hello from upstream\n")
+    do_POST = do_GET
+class Tcp(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+class Unix(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+tcp = Tcp(("127.0.0.1", 0), H)
+unix = Unix(sock_path, H)
+threading.Thread(target=unix.serve_forever, daemon=True).start()
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(tcp.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+tcp.serve_forever()
+)py";
+
+std::string Lines(const std::string& path) { return ReadFileOrEmpty(path); }
+
+bool Contains(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
+
+// The upstream server, in a scratch directory; killed when it goes out of scope.
+class Upstream {
+ public:
+  Upstream() {
+    script_ = dir_.Write("upstream.py", kUpstream);
+    pid_ = fork();
+    if (pid_ == 0) {
+      int devnull = open("/dev/null", O_RDWR);
+      dup2(devnull, 0);
+      dup2(devnull, 1);
+      execlp("python3", "python3", script_.c_str(), (dir_.path() + "/port").c_str(), sock().c_str(),
+             log().c_str(), nullptr);
+      _exit(99);
+    }
+    for (int i = 0; i < 100 && port_ == 0; ++i) {
+      std::this_thread::sleep_for(50ms);
+      std::string p = ReadFileOrEmpty(dir_.path() + "/port");
+      if (!p.empty()) port_ = std::atoi(p.c_str());
+    }
+  }
+  ~Upstream() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  std::string sock() const { return dir_.path() + "/upstream.sock"; }
+  std::string log() const { return dir_.path() + "/requests.log"; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  ScratchDir dir_;
+  std::string script_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// A value only brig's environment holds, for as long as it lives.
+class HostSecret {
+ public:
+  HostSecret() {
+    unsigned char b[12];
+    if (getrandom(b, sizeof b, 0) != sizeof b) abort();
+    value_ = "brig-test-secret-";
+    for (unsigned char c : b) value_ += "0123456789abcdef"[c & 15];
+    setenv("BRIG_TEST_BROKER_KEY", value_.c_str(), 1);
+  }
+  ~HostSecret() { unsetenv("BRIG_TEST_BROKER_KEY"); }
+  const std::string& value() const { return value_; }
+
+ private:
+  std::string value_;
+};
+
+class BrokerTest : public HostTest {
+ protected:
+  void SetUp() override {
+    HostTest::SetUp();
+    if (IsSkipped()) return;
+    if (!NeedRoot().empty()) GTEST_SKIP() << NeedRoot();
+    if (system("command -v python3 >/dev/null && command -v curl >/dev/null") != 0) {
+      GTEST_SKIP() << "needs python3 and curl on the host (tools/deps.txt)";
+    }
+  }
+};
+
+// The injected header, the replaced copy and the attribution arrive upstream; the secret
+// reaches nothing inside the sandbox: no process's environment or command line, no file,
+// not the workload's output, not the audit log.
+TEST_F(BrokerTest, SetsHeadersTheSandboxCannotSee) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0) << "the upstream did not start";
+  HostSecret secret;
+  ScratchDir out;
+  std::string audit = out.path() + "/audit.jsonl", result = out.path() + "/result.json";
+  std::string script =
+      "curl -sS -H 'x-api-key: forged-by-sandbox' -H 'X-Brig-Attribution: forged/9' "
+      "http://127.0.0.1:8080/v1/models?key=q http://127.0.0.1:8080/again || exit 3; "
+      "echo '== environ and cmdline'; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do "
+      "cat $f 2>/dev/null | tr '\\0' '\\n'; done; "
+      "echo '== files'; grep -rlsF brig-test-secret- / --exclude-dir=proc --exclude-dir=sys; "
+      "echo '== end'";
+  RunOutput r =
+      Sh(script, {"--broker",
+                  "model=port=8080,to=" + up.url() + ",header=x-api-key:env:BRIG_TEST_BROKER_KEY",
+                  "--attempt", "3", "--audit-log", audit, "--result", result});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "hello from upstream")) << r.out;
+  // Each grep hit would be a line between these two.
+  EXPECT_TRUE(Contains(r.out, "== files\n== end")) << r.out;
+  EXPECT_FALSE(Contains(r.out, secret.value()));
+  EXPECT_FALSE(Contains(r.err, secret.value()));
+  std::string audit_text = ReadFileOrEmpty(audit);
+  EXPECT_FALSE(Contains(audit_text, secret.value()));
+  EXPECT_TRUE(Contains(audit_text, R"("broker_request":{"broker":"model","method":"GET",)"
+                                   R"("host":"127.0.0.1:)" +
+                                       std::to_string(up.port()) +
+                                       R"(","path":"/v1/models","status":200)"))
+      << audit_text;
+  std::string res = ReadFileOrEmpty(result);
+  size_t at = res.find("\"sandbox_id\":\"");
+  ASSERT_NE(at, std::string::npos) << res;
+  std::string id = res.substr(at + 14, res.find('"', at + 14) - at - 14);
+  EXPECT_TRUE(Contains(res, R"("brokers":[{"name":"model","connections":1,"requests":2,)")) << res;
+
+  std::string log = Lines(up.log());
+  EXPECT_TRUE(Contains(log, "REQ GET /v1/models?key=q\n")) << log;
+  EXPECT_TRUE(Contains(log, "HDR x-api-key: " + secret.value() + "\n")) << log;
+  EXPECT_FALSE(Contains(log, "forged")) << log;
+  EXPECT_TRUE(Contains(log, "HDR x-brig-attribution: " + id + "/3\n")) << log;
+  // One copy each per request, of two requests.
+  size_t keys = 0;
+  for (size_t p = log.find("HDR x-api-key:"); p != std::string::npos;
+       p = log.find("HDR x-api-key:", p + 1)) {
+    ++keys;
+  }
+  EXPECT_EQ(keys, 2u) << log;
+}
+
+// Event 2 is sent only after the client, having read event 1, asks for /second: a broker
+// that buffered the response would leave the client waiting until its timeout.
+TEST_F(BrokerTest, ServerSentEventsArriveAsTheyCome) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  std::string client = R"py(
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 8080), timeout=8)
+s.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+got = b""
+while b"data: 1" not in got:
+    b = s.recv(4096)
+    if not b: sys.exit("closed before event 1")
+    got += b
+print("event 1")
+t = socket.create_connection(("127.0.0.1", 8080), timeout=8)
+t.sendall(b"GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+print(t.recv(4096).split(b"\r\n")[0].decode())
+while b"0\r\n\r\n" not in got:
+    b = s.recv(4096)
+    if not b: break
+    got += b
+print("event 2" if b"data: 2" in got else "no event 2")
+)py";
+  RunOutput r = RunBrig({"run", "--broker", "events=port=8080,to=" + up.url() + ",mode=http", "--",
+                         "python3", "-c", client});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "event 1\nHTTP/1.1 200 OK\nevent 2\n") << r.err;
+  EXPECT_FALSE(Contains(Lines(up.log()), "TIMEOUT")) << Lines(up.log());
+}
+
+// Posture none: no interface, yet the broker's unix socket reaches the host's.
+TEST_F(BrokerTest, UnixSocketBrokerUnderPostureNone) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  RunOutput r =
+      Sh("ip -o link 2>/dev/null | grep -v ': lo:' ; test -S /run/brig/api.sock || exit 4; "
+         "curl -sS --unix-socket /run/brig/api.sock http://anything/unix",
+         {"--broker", "api=unix=/run/brig/api.sock,to=unix:" + up.sock() + ",mode=http"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "hello from upstream\n") << r.err;
+  std::string log = Lines(up.log());
+  EXPECT_TRUE(Contains(log, "REQ GET /unix\n")) << log;
+  EXPECT_TRUE(Contains(log, "HDR x-brig-attribution: brig-")) << log;
+}
+
+// A timeout ends the sandbox mid-stream: the upstream's side closes at once with it.
+TEST_F(BrokerTest, EndingTheSandboxClosesItsConnections) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  auto start = std::chrono::system_clock::now();
+  RunOutput r = RunBrig({"run", "--timeout", "2s", "--broker", "s=port=8080,to=" + up.url(), "--",
+                         "curl", "-sSN", "http://127.0.0.1:8080/hang"});
+  double ended =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(Contains(r.out, "data: 1")) << r.out;
+  std::string log;
+  for (int i = 0; i < 40 && !Contains(log, "EOF /hang"); ++i) {
+    std::this_thread::sleep_for(50ms);
+    log = Lines(up.log());
+  }
+  size_t at = log.find("EOF /hang ");
+  ASSERT_NE(at, std::string::npos) << "the upstream never saw its client go\n" << log;
+  double eof = std::atof(log.c_str() + at + 10);
+  EXPECT_LT(eof, ended + 0.5) << "the upstream's connection outlived brig";
+  EXPECT_LT(eof - std::chrono::duration<double>(start.time_since_epoch()).count(), 4.0);
+}
+
+// Upgrade and CONNECT are refused at once, and so is a head that is no HTTP.
+TEST_F(BrokerTest, RefusesUpgradeAndMalformedRequests) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  RunOutput r = Sh(
+      "curl -s -o /dev/null -w '%{http_code}\\n' -H 'Connection: Upgrade' -H 'Upgrade: websocket' "
+      "http://127.0.0.1:8080/ws; "
+      "printf 'NOT HTTP AT ALL\\r\\n\\r\\n' | curl -s telnet://127.0.0.1:8080 | head -n 1",
+      {"--broker", "m=port=8080,to=" + up.url()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "501\nHTTP/1.1 400 Bad Request")) << r.out;
+  EXPECT_FALSE(Contains(Lines(up.log()), "/ws")) << Lines(up.log());
+}
+
+// Every malformed or conflicting spec: 125, one line naming --broker, its value and why,
+// and nothing ran.
+TEST_F(BrokerTest, MalformedSpecIsRefusedBeforeAnythingStarts) {
+  ScratchDir dir;
+  unsetenv("BRIG_TEST_UNSET_KEY");
+  struct Case {
+    std::vector<std::string> args;
+    std::string why;
+  } cases[] = {
+      {{"--broker", "m=port=0,to=tcp:127.0.0.1:1"}, "'0' is not 1-65535"},
+      {{"--broker", "m=port=1,to=tcp:127.0.0.1:1,flavour=x"}, "unknown key 'flavour'"},
+      {{"--broker", "m=port=1,to=unix:rel.sock"}, "is not absolute"},
+      {{"--broker", "m=port=1,to=http://127.0.0.1:1,header=x-k:env:BRIG_TEST_UNSET_KEY"},
+       "$BRIG_TEST_UNSET_KEY is not set"},
+      {{"--broker", "m=port=1,to=http://127.0.0.1:1,header=x-k:file:" + dir.path() + "/none"},
+       "No such file"},
+      {{"--broker", "m=port=1,to=http://127.0.0.1:1,header=x k:env:HOME"},
+       "not an HTTP header name"},
+      {{"--broker", "a=port=81,to=tcp:127.0.0.1:1", "--broker", "b=port=81,to=tcp:127.0.0.1:1"},
+       "81 is taken by another broker"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.insert(args.end(), {"--", "/bin/sh", "-c", "echo started"});
+    RunOutput r = RunBrig(args);
+    EXPECT_EQ(r.exit_code, 125) << c.why;
+    EXPECT_EQ(r.out, "") << c.why;
+    EXPECT_TRUE(Contains(r.err, "--broker '" + c.args.back() + "'")) << r.err;
+    EXPECT_TRUE(Contains(r.err, c.why)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace brig::testing
