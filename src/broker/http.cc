@@ -26,6 +26,8 @@ bool Paused(const http_parser& p) { return HTTP_PARSER_ERRNO(&p) == HPE_PAUSED; 
 // ---- requests ---------------------------------------------------------------------------
 
 RequestFramer::RequestFramer(const Rewrite* rewrite) : rewrite_(rewrite) {
+  // The parser counts a head's bytes across calls, so the bound holds however they came.
+  http_parser_set_max_header_size(kMaxHead);
   http_parser_init(&parser_, HTTP_REQUEST);
   http_parser_settings_init(&settings_);
   settings_.on_message_begin = OnBegin;
@@ -115,19 +117,15 @@ RequestFramer::Step RequestFramer::Feed(std::string_view in, std::string& out) {
   parser_.data = this;
   in_message_ = true;
   size_t n = http_parser_execute(&parser_, &settings_, in.data(), in.size());
-  if (in_body_) {
-    out.append(in.data(), n);
-  } else {
-    head_bytes_ += n;
-  }
+  if (in_body_) out.append(in.data(), n);
   step.consumed = n;
+  if (HTTP_PARSER_ERRNO(&parser_) == HPE_HEADER_OVERFLOW) {
+    Refuse(431, "the request head is larger than " + std::to_string(kMaxHead) + " bytes");
+    return step;
+  }
   if (!Paused(parser_) && HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
     Refuse(400, std::string("malformed request: ") +
                     http_errno_description(HTTP_PARSER_ERRNO(&parser_)));
-    return step;
-  }
-  if (!in_body_ && head_bytes_ > kMaxHead) {
-    Refuse(431, "the request head is larger than " + std::to_string(kMaxHead) + " bytes");
     return step;
   }
   if (headers_done_) {
@@ -144,7 +142,6 @@ RequestFramer::Step RequestFramer::Feed(std::string_view in, std::string& out) {
         return step;
       }
     }
-    head_bytes_ = 0;
     ReadHead();
     bool upgrade = false;
     for (const auto& [name, value] : fields_) {

@@ -74,7 +74,6 @@ class RequestFramer {
   http_parser_settings settings_;
   bool in_message_ = false, in_body_ = false, headers_done_ = false, message_done_ = false;
   bool last_was_value_ = false;
-  size_t head_bytes_ = 0;
   std::string url_;
   std::vector<std::pair<std::string, std::string>> fields_;
   RequestHead head_;
