@@ -286,6 +286,13 @@ void Service::Impl::UpstreamFailed(Conn& c, const std::string& why) {
   if (!Http(c)) return Finish(c.id, why);
   // A response under way cannot be turned into a 502: it is cut short with the connection.
   if (!c.ex.empty() && c.ex.front().down > 0) return Finish(c.id, why);
+  // What never left counts for no request (the newest were framed last).
+  uint64_t unsent = c.to_up.size();
+  for (auto e = c.ex.rbegin(); e != c.ex.rend() && unsent > 0; ++e) {
+    uint64_t d = std::min<uint64_t>(e->up, unsent);
+    e->up -= d;
+    unsent -= d;
+  }
   c.connecting.Reset();
   c.up.reset();
   c.up_events = 0;

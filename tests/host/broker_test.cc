@@ -302,6 +302,72 @@ TEST_F(BrokerTest, RefusesUpgradeAndMalformedRequests) {
   EXPECT_FALSE(Contains(Lines(up.log()), "/ws")) << Lines(up.log());
 }
 
+// An https target: brig speaks TLS itself, verifying the certificate against the CA store
+// (here the test's own CA, named by SSL_CERT_FILE in brig's environment); without that CA
+// the request gets a 502 and nothing reaches the server.
+TEST_F(BrokerTest, OriginatesVerifiedTls) {
+  ScratchDir dir;
+  std::string d = dir.path();
+  std::string make =
+      "cd " + d +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt "
+      "-days 1 -subj '/CN=brig test CA' && openssl req -newkey rsa:2048 -nodes -keyout srv.key "
+      "-out srv.csr -subj /CN=localhost && printf 'subjectAltName=DNS:localhost\n' > ext && "
+      "openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out srv.crt "
+      "-days 1 -extfile ext";
+  if (system((make + " >/dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "openssl cannot make a CA";
+  dir.Write("tls.py", R"py(import http.server, os, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        body = ("tls %s key=%s host=%s\n" % (self.path, self.headers.get("x-api-key"),
+                                              self.headers.get("host"))).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1] + "/srv.crt", sys.argv[1] + "/srv.key")
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+open(sys.argv[1] + "/port.tmp", "w").write(str(s.server_address[1]))
+os.rename(sys.argv[1] + "/port.tmp", sys.argv[1] + "/port")
+s.serve_forever()
+)py");
+  pid_t server = fork();
+  if (server == 0) {
+    execlp("python3", "python3", (d + "/tls.py").c_str(), d.c_str(), nullptr);
+    _exit(99);
+  }
+  std::string port;
+  for (int i = 0; i < 100 && port.empty(); ++i) {
+    std::this_thread::sleep_for(50ms);
+    port = ReadFileOrEmpty(d + "/port");
+  }
+  HostSecret secret;
+  std::vector<std::string> args = {
+      "run",
+      "--broker",
+      "m=port=8080,to=https://localhost:" + port + ",header=x-api-key:env:BRIG_TEST_BROKER_KEY",
+      "--",
+      "curl",
+      "-sS",
+      "http://127.0.0.1:8080/over-tls"};
+  setenv("SSL_CERT_FILE", (d + "/ca.crt").c_str(), 1);
+  RunOutput trusted = RunBrig(args);
+  unsetenv("SSL_CERT_FILE");
+  RunOutput untrusted = RunBrig(args);
+  kill(server, SIGKILL);
+  waitpid(server, nullptr, 0);
+  ASSERT_FALSE(port.empty()) << "the https upstream did not start";
+  EXPECT_EQ(trusted.exit_code, 0) << trusted.err;
+  EXPECT_EQ(trusted.out, "tls /over-tls key=" + secret.value() + " host=localhost:" + port + "\n");
+  EXPECT_TRUE(Contains(untrusted.out, "brig broker: TLS to https://localhost:" + port +
+                                          ": certificate: unable to get local issuer"))
+      << untrusted.out;
+}
+
 // Every malformed or conflicting spec: 125, one line naming --broker, its value and why,
 // and nothing ran.
 TEST_F(BrokerTest, MalformedSpecIsRefusedBeforeAnythingStarts) {
