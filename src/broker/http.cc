@@ -131,16 +131,18 @@ RequestFramer::Step RequestFramer::Feed(std::string_view in, std::string& out) {
   if (headers_done_) {
     headers_done_ = false;
     http_parser_pause(&parser_, 0);
-    // The parser stops on the head's last LF; it belongs to the head, which is not passed on
-    // as it came but rebuilt.
-    if (n < in.size() && in[n] == '\n') {
-      size_t m = http_parser_execute(&parser_, &settings_, in.data() + n, 1);
-      step.consumed += m;
-      if (!Paused(parser_) && HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
-        Refuse(400, std::string("malformed request: ") +
-                        http_errno_description(HTTP_PARSER_ERRNO(&parser_)));
-        return step;
-      }
+    // The parser stops on the head's last byte, still unread; it belongs to the head, which
+    // is rebuilt rather than passed on. The parser takes any byte after the last CR there;
+    // brig wants the LF, so that what it frames is what a strict target would.
+    if (n >= in.size() || in[n] != '\n') {
+      Refuse(400, "malformed request: the head does not end in CRLF CRLF");
+      return step;
+    }
+    step.consumed += http_parser_execute(&parser_, &settings_, in.data() + n, 1);
+    if (!Paused(parser_) && HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
+      Refuse(400, std::string("malformed request: ") +
+                      http_errno_description(HTTP_PARSER_ERRNO(&parser_)));
+      return step;
     }
     ReadHead();
     bool upgrade = false;

@@ -47,7 +47,8 @@ class RequestFramer {
     bool done = false;    // a request ended
   };
   // Parses from `in` up to the end of the next head or request, whichever comes first;
-  // appends what goes upstream to `out`. Call again with the rest.
+  // appends what goes upstream to `out`. Call again with the rest (a step may end a head
+  // or a request having consumed nothing).
   Step Feed(std::string_view in, std::string& out);
   // The latest request's head (after a Step with `head`).
   const RequestHead& head() const { return head_; }
@@ -98,7 +99,7 @@ class ResponseFramer {
     int status = 0;     // its status
   };
   // Parses from `in` up to the end of the next final response; all of `consumed` goes to
-  // the client as it is.
+  // the client as it is. Call again with the rest, as for requests.
   Step Feed(std::string_view in);
   // The upstream closed: ends a response whose body runs to the close.
   Step Eof();

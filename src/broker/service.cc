@@ -357,7 +357,7 @@ void Service::Impl::ReadClient(Conn& c) {
         traffic_[c.b].set_requests(traffic_[c.b].requests() + 1);
         return;
       }
-      if (s.consumed == 0) break;
+      if (s.consumed == 0 && !s.head && !s.done) break;
       in.remove_prefix(s.consumed);
     }
   }
@@ -392,7 +392,7 @@ void Service::Impl::ReadUpstream(Conn& c) {
         Audit(c, c.ex.front(), s.status, "");
         c.ex.pop_front();
       }
-      if (s.consumed == 0) break;
+      if (s.consumed == 0 && !s.done) break;
       in.remove_prefix(s.consumed);
     }
   }

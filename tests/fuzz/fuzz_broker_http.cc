@@ -41,7 +41,7 @@ Run Requests(const brig::broker::Rewrite& rw, std::string_view in, size_t piece)
       }
       r.done += s.done;
       r.consumed += s.consumed;
-      if (s.consumed == 0) break;
+      if (s.consumed == 0 && !s.head && !s.done) break;
       chunk.remove_prefix(s.consumed);
     }
   }
@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto s = f.Feed(chunk);
       FUZZ_CHECK(s.consumed <= chunk.size());
       ended += s.done;
-      if (s.consumed == 0) break;
+      if (s.consumed == 0 && !s.done) break;
       chunk.remove_prefix(s.consumed);
     }
   }

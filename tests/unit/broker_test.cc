@@ -159,7 +159,7 @@ Framed FeedRequests(const Rewrite& rw, const std::string& in, size_t piece) {
       auto s = f.Feed(chunk, r.out);
       if (s.head) r.heads.push_back(f.head());
       r.done += s.done;
-      if (s.consumed == 0) break;
+      if (s.consumed == 0 && !s.head && !s.done) break;
       chunk.remove_prefix(s.consumed);
     }
   }
@@ -231,6 +231,11 @@ TEST(BrokerHttp, RefusesUpgradeConnectAndMalformedHeads) {
   EXPECT_EQ(connect.out, "");
   EXPECT_EQ(FeedRequests(ModelRewrite(), "GET / HTTP/1.1\r\nBad Header\r\n\r\n", 100).refusal, 400);
   EXPECT_EQ(FeedRequests(ModelRewrite(), "\x16\x03\x01\x02\x00", 100).refusal, 400);
+  // http-parser takes any byte after the head's last CR; brig does not (found by fuzzing).
+  for (size_t piece : {size_t{1}, size_t{5}, size_t{100}}) {
+    EXPECT_EQ(FeedRequests(ModelRewrite(), "GET / HTTP/1.1\r\nHost: h\r\n\r-x", piece).refusal,
+              400);
+  }
   // After a good request, a bad one: the good one went on whole, nothing of the bad one.
   Framed r = FeedRequests(ModelRewrite(), "GET /ok HTTP/1.1\r\nHost: h\r\n\r\nJUNK\r\n\r\n", 3);
   EXPECT_EQ(r.done, 1);
