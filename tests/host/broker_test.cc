@@ -265,6 +265,34 @@ TEST_F(BrokerTest, UnixSocketBrokerUnderPostureNone) {
   EXPECT_TRUE(Contains(log, "HDR x-brig-attribution: brig-")) << log;
 }
 
+// A profile's broker (tests/host/profiles/broker-only.textproto), with posture broker-only;
+// a run adds one more with --broker, and a port another broker of the profile has is
+// refused.
+TEST_F(BrokerTest, ProfileBrokersUnderPostureBrokerOnly) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  HostSecret secret;
+  const std::string link = "/tmp/brig-broker-test.sock";
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(up.sock().c_str(), link.c_str()), 0);
+  std::string profile = SourceRoot() + "/tests/host/profiles/broker-only.textproto";
+  RunOutput r =
+      Sh("curl -sS http://127.0.0.1:8080/from-profile && "
+         "curl -sS http://127.0.0.1:8081/from-flag",
+         {"--profile", profile, "--broker", "extra=port=8081,to=" + up.url()});
+  RunOutput clash = Sh("true", {"--profile", profile, "--broker", "c=port=8080,to=" + up.url()});
+  unlink(link.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from upstream\nhello from upstream\n");
+  std::string log = Lines(up.log());
+  EXPECT_TRUE(Contains(log, "REQ GET /from-profile\n")) << log;
+  EXPECT_TRUE(Contains(log, "HDR x-api-key: " + secret.value() + "\n")) << log;
+  EXPECT_TRUE(Contains(log, "HDR x-run: brig-")) << log;
+  EXPECT_TRUE(Contains(log, "REQ GET /from-flag\n")) << log;
+  EXPECT_EQ(clash.exit_code, 125);
+  EXPECT_TRUE(Contains(clash.err, "8080 is taken by another broker")) << clash.err;
+}
+
 // A timeout ends the sandbox mid-stream: the upstream's side closes at once with it.
 TEST_F(BrokerTest, EndingTheSandboxClosesItsConnections) {
   Upstream up;

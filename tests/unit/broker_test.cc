@@ -8,6 +8,7 @@
 
 #include "broker/http.h"
 #include "broker/spec.h"
+#include "config/profile.h"
 #include "testlib/testlib.h"
 
 namespace brig::broker {
@@ -138,6 +139,31 @@ TEST(BrokerSpec, HeaderValuesComeFromTheHost) {
   EXPECT_NE(Resolve(unreadable, env).error().Render().find("No such file"), std::string::npos);
   auto injected = *Spec("m=port=1,to=unix:/x,header=k:file:" + crlf);
   EXPECT_NE(Resolve(injected, env).error().Render().find("CR, LF or NUL"), std::string::npos);
+}
+
+TEST(BrokerSpec, ProfilesCheckTheirBrokers) {
+  const std::string base =
+      "isolation: ISOLATION_SANDBOX filesystem { workspace: WORKSPACE_RO } "
+      "network { posture: POSTURE_NONE } security { seccomp_policy: \"default\" } ";
+  auto ok =
+      config::ParseProfile(base +
+                               "brokers { name: \"m\" port: 8080 to: \"https://api.example.com\" "
+                               "headers { name: \"x-api-key\" from: \"env:MODEL_KEY\" } }",
+                           "p");
+  EXPECT_TRUE(ok) << ok.error().Render();
+  auto bad = config::ParseProfile(base + "brokers { name: \"m\" port: 8080 to: \"ftp://x\" }", "p");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().Render().find("brokers"), std::string::npos) << bad.error().Render();
+  auto twice = config::ParseProfile(base +
+                                        "brokers { name: \"a\" port: 1 to: \"unix:/x\" } "
+                                        "brokers { name: \"b\" port: 1 to: \"unix:/x\" }",
+                                    "p");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().Render().find("taken"), std::string::npos);
+  auto none = config::ParseProfile(
+      "isolation: ISOLATION_NONE brokers { name: \"m\" port: 1 to: \"unix:/x\" }", "p");
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().Render().find("broker"), std::string::npos);
 }
 
 // ---- framing ------------------------------------------------------------------------------
