@@ -10,6 +10,8 @@
 #include <sys/un.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sys/syscalls.h"
 #include "util/parse.h"
@@ -55,6 +57,7 @@ class InNetns {
 Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Listeners& out) {
   out.local.resize(brokers.size());
   sys::UniqueFd dir;
+  std::vector<std::pair<size_t, std::string>> trees;  // broker, socket name in `dir`
   for (size_t i = 0; i < brokers.size(); ++i) {
     const Config& c = brokers[i];
     if (c.unix_path.empty()) continue;
@@ -75,16 +78,22 @@ Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Liste
     // The workload's uid is unmapped on the host side of the inode: anyone may connect.
     if (fchmodat(dir.get(), name.c_str(), 0666, 0) < 0) return SysError("chmod", what);
     if (listen(s.get(), kBacklog) < 0) return SysError("listen", what);
-    auto tree = sys::OpenTree(dir.get(), name, OPEN_TREE_CLONE);
-    if (!tree) {
-      if (tree.error().err == EINVAL) {
-        return Fail("open_tree", what,
-                    "this kernel cannot clone a file of a detached tmpfs, which a unix broker "
-                    "needs; use port= instead",
-                    ErrorKind::kPolicy);
-      }
-      return std::move(tree).error().Wrap(what);
-    }
+    trees.push_back({i, name});
+    out.local[i] = std::move(s);
+  }
+  if (!dir) return {};
+  // Each socket is cloned from where the tmpfs is attached in a private namespace, all in
+  // one: kernels before 6.15 clone only mounts of the caller's namespace.
+  std::vector<sys::UniqueFd> cloned;
+  BRIG_TRY_CTX(fs::InPrivateMountNs(dir.get(), "", [&]() -> Status {
+                 for (const auto& [i, name] : trees) {
+                   cloned.push_back(BRIG_TRY(sys::OpenTree(dir.get(), name, OPEN_TREE_CLONE)));
+                 }
+                 return {};
+               }),
+               "broker sockets");
+  for (size_t k = 0; k < trees.size(); ++k) {
+    const Config& c = brokers[trees[k].first];
     std::string dest;
     std::vector<std::string_view> parts = util::Split(std::string_view(c.unix_path).substr(1), '/');
     for (size_t p = 0; p + 1 < parts.size(); ++p) {
@@ -95,9 +104,8 @@ Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Liste
     bind_step.kind = fs::StepKind::kBind;
     bind_step.dest = c.unix_path.substr(1);
     bind_step.is_dir = false;
-    bind_step.tree = std::move(*tree);
+    bind_step.tree = std::move(cloned[k]);
     plan.steps.push_back(std::move(bind_step));
-    out.local[i] = std::move(s);
   }
   return {};
 }

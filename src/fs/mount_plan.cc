@@ -322,65 +322,6 @@ void AddProtectSteps(MountPlan& plan, std::vector<std::string>& pins) {
   }
 }
 
-// Runs `make` in a mount namespace of brig's own, made for this and left at once. overlayfs
-// before Linux 6.15 takes a layer only from a mount of the caller's namespace
-// (clone_private_mount), so `make` gets the workspace and the scratch directory opened
-// again in that namespace (the same directories: checked). A detached scratch tmpfs
-// (`scratch_path` empty) is attached there, at a directory that is not the workspace's nor
-// above it: attaching it in brig's own namespace would show it on the host. Nothing
-// propagates out of the namespace; when brig leaves it, it goes, and the fds keep what they
-// hold. brig's working directory is kept: relative output paths still mean what they did.
-Result<sys::UniqueFd> InPrivateMountNs(int scratch, const std::string& scratch_path,
-                                       const std::string& workspace,
-                                       const std::function<Result<sys::UniqueFd>(int, int)>& make) {
-  sys::UniqueFd home(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
-  sys::UniqueFd cwd(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!home || !cwd) return SysError("open", "brig's mount namespace");
-  // The same directory, opened again here.
-  auto reopen = [](int was, const std::string& path, int flags) -> Result<sys::UniqueFd> {
-    sys::UniqueFd fd(open(path.c_str(), flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st, want;
-    if (!fd || fstat(fd.get(), &st) < 0 || fstat(was, &want) < 0) return SysError("open", path);
-    if (st.st_dev != want.st_dev || st.st_ino != want.st_ino) {
-      return Fail("open", path, "changed while brig was preparing its copy");
-    }
-    return fd;
-  };
-  sys::UniqueFd was(open(workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!was) return SysError("open", workspace);
-  if (unshare(CLONE_NEWNS) < 0) return SysError("unshare", "a mount namespace for the copy");
-  auto back = [&]() -> Status {
-    if (setns(home.get(), CLONE_NEWNS) < 0) return SysError("setns", "brig's mount namespace");
-    if (fchdir(cwd.get()) < 0) return SysError("fchdir", "brig's working directory");
-    return {};
-  };
-  Result<sys::UniqueFd> made = [&]() -> Result<sys::UniqueFd> {
-    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
-      return SysError("make mounts private", "/");
-    }
-    sys::UniqueFd src = BRIG_TRY(reopen(was.get(), workspace, O_PATH));
-    if (!scratch_path.empty()) {
-      sys::UniqueFd dir = BRIG_TRY(reopen(scratch, scratch_path, O_RDONLY));
-      return make(src.get(), dir.get());
-    }
-    const char* at = nullptr;
-    for (const char* dir : {"/dev/shm", "/tmp", "/mnt", "/run"}) {
-      std::string d = dir;
-      struct stat ds;
-      bool above = workspace == d || workspace.rfind(d + "/", 0) == 0;
-      if (!above && stat(dir, &ds) == 0 && S_ISDIR(ds.st_mode)) {
-        at = dir;
-        break;
-      }
-    }
-    if (!at) return Fail("copy", workspace, "no directory to attach brig's scratch space at");
-    BRIG_TRY(sys::MoveMount(scratch, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH));
-    return make(src.get(), scratch);
-  }();
-  BRIG_TRY(back());
-  return made;
-}
-
 // The copy workspace: an overlay whose lower layer is the source, opened here by brig, and
 // whose upper and work dirs are in brig's scratch space: a tmpfs of --tmp-size that no path
 // names, or a new directory under --copy-dir. It is mounted by brig on the host, so the
@@ -416,17 +357,35 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Recor
     plan.protected_paths.push_back(BRIG_TRY(PrepareProtected(src, upper.get(), st, p, pins)));
   }
   for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src, upper.get(), p));
-  std::string fd = "/proc/self/fd/";
-  sys::UniqueFd merged = BRIG_TRY(InPrivateMountNs(scratch, scratch_path, sb.workspace,
-                                                   [&](int lower, int space) {
-    return NewFs("overlay",
-                 {{"lowerdir", fd + std::to_string(lower)},
-                  {"upperdir", fd + std::to_string(space) + "/upper"},
-                  {"workdir", fd + std::to_string(space) + "/work"},
-                  // Nothing that makes the overlay read more from its layers than their own
-                  // files.
-                  {"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "off"}},
-                 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, what);
+  // overlayfs before Linux 6.15 takes a layer only from a mount of the caller's namespace
+  // (clone_private_mount): the workspace and a --copy-dir directory are opened again in
+  // the private one (the same directories: checked), and the scratch tmpfs is attached
+  // there, not above the workspace.
+  auto reopen = [](int was, const std::string& path, int flags) -> Result<sys::UniqueFd> {
+    sys::UniqueFd fd(open(path.c_str(), flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat now, want;
+    if (!fd || fstat(fd.get(), &now) < 0 || fstat(was, &want) < 0) return SysError("open", path);
+    if (now.st_dev != want.st_dev || now.st_ino != want.st_ino) {
+      return Fail("open", path, "changed while brig was preparing its copy");
+    }
+    return fd;
+  };
+  sys::UniqueFd merged;
+  BRIG_TRY(InPrivateMountNs(scratch_path.empty() ? scratch : -1, sb.workspace, [&]() -> Status {
+    sys::UniqueFd lower = BRIG_TRY(reopen(src, sb.workspace, O_PATH));
+    sys::UniqueFd space;
+    if (!scratch_path.empty()) space = BRIG_TRY(reopen(scratch, scratch_path, O_RDONLY));
+    std::string fd = "/proc/self/fd/";
+    std::string up = fd + std::to_string(space ? space.get() : scratch);
+    merged = BRIG_TRY(NewFs("overlay",
+                            {{"lowerdir", fd + std::to_string(lower.get())},
+                             {"upperdir", up + "/upper"},
+                             {"workdir", up + "/work"},
+                             // Nothing that makes the overlay read more from its layers than
+                             // their own files.
+                             {"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "off"}},
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, what));
+    return {};
   }));
   plan.copy_merged.Reset(fcntl(merged.get(), F_DUPFD_CLOEXEC, 3));
   if (!plan.copy_merged) return SysError("dup", what);
@@ -539,6 +498,36 @@ Result<sys::UniqueFd> NewFs(const char* type,
   for (const auto& [k, v] : opts) BRIG_TRY_CTX(sys::FsConfigString(fs.get(), k, v), subject);
   BRIG_TRY_CTX(sys::FsConfigCreate(fs.get(), type), subject);
   return sys::FsMount(fs.get(), attrs, subject);
+}
+
+Status InPrivateMountNs(int detached, const std::string& avoid, const std::function<Status()>& fn) {
+  sys::UniqueFd home(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+  sys::UniqueFd cwd(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!home || !cwd) return SysError("open", "brig's mount namespace");
+  if (unshare(CLONE_NEWNS) < 0) return SysError("unshare", "a mount namespace of brig's own");
+  Status made = [&]() -> Status {
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
+      return SysError("make mounts private", "/");
+    }
+    if (detached >= 0) {
+      const char* at = nullptr;
+      for (const char* dir : {"/dev/shm", "/tmp", "/mnt", "/run"}) {
+        std::string d = dir;
+        struct stat ds;
+        bool above = !avoid.empty() && (avoid == d || avoid.rfind(d + "/", 0) == 0);
+        if (!above && stat(dir, &ds) == 0 && S_ISDIR(ds.st_mode)) {
+          at = dir;
+          break;
+        }
+      }
+      if (!at) return Fail("attach", "a detached mount", "no directory to attach it at");
+      BRIG_TRY(sys::MoveMount(detached, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH));
+    }
+    return fn();
+  }();
+  if (setns(home.get(), CLONE_NEWNS) < 0) return SysError("setns", "brig's mount namespace");
+  if (fchdir(cwd.get()) < 0) return SysError("fchdir", "brig's working directory");
+  return made;
 }
 
 Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb, state::Record& record) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,14 @@ struct MountPlan {
 Result<sys::UniqueFd> NewFs(const char* type,
                             const std::vector<std::pair<std::string, std::string>>& opts,
                             uint64_t attrs, const std::string& subject);
+
+// Runs `fn` in a mount namespace of brig's own, made for this and left at once, with the
+// detached mount `detached` (unless -1) attached there at a directory that is neither
+// `avoid` nor above it. Mounts made there are seen nowhere else and go when brig leaves;
+// fds and detached trees made there stay. Kernels before 6.15 clone or stack (overlayfs)
+// only mounts of the caller's namespace: this is how brig gives them one that no host path
+// shows. brig's working directory is kept.
+Status InPrivateMountNs(int detached, const std::string& avoid, const std::function<Status()>& fn);
 
 // Parent side: builds the plan for `sb`, cloning host sources. What it makes on the host
 // is noted in `record` first. Errors name the path.
