@@ -14,6 +14,7 @@
 #include "broker/http.h"
 #include "broker/tls.h"
 #include "egress/relay.h"
+#include "sys/syscalls.h"
 
 namespace brig::broker {
 namespace {
@@ -178,12 +179,7 @@ Status Service::Impl::Init() {
 }
 
 void Service::Impl::Interest(int fd, uint64_t token, uint32_t& current, uint32_t want) {
-  if (want == current || fd < 0) return;
-  epoll_event ev = {};
-  ev.events = want;
-  ev.data.u64 = token;
-  int op = current == 0 ? EPOLL_CTL_ADD : want == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-  if (epoll_ctl(ep_.get(), op, fd, &ev) == 0) current = want;
+  sys::EpollInterest(ep_.get(), fd, token, current, want);
 }
 
 void Service::Impl::Handle() {

@@ -22,6 +22,7 @@
 #include "egress/relay.h"
 #include "egress/tls.h"
 #include "egress/upstream.h"
+#include "sys/syscalls.h"
 #include "util/files.h"
 
 namespace brig::egress {
@@ -287,14 +288,7 @@ Status Service::Impl::Init() {
 }
 
 void Service::Impl::Interest(int fd, uint64_t token, uint32_t& current, uint32_t want) {
-  // Nothing wanted means out of the set: a hung-up socket would otherwise be reported
-  // again and again while its direction waits for the other side.
-  if (want == current) return;
-  epoll_event ev = {};
-  ev.events = want;
-  ev.data.u64 = token;
-  int op = current == 0 ? EPOLL_CTL_ADD : want == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-  if (epoll_ctl(ep_.get(), op, fd, &ev) == 0) current = want;
+  sys::EpollInterest(ep_.get(), fd, token, current, want);
 }
 
 v1::HostTraffic* Service::Impl::Host(const std::string& name) {

@@ -132,4 +132,13 @@ Status EpollWatch(int ep, int fd) {
   return {};
 }
 
+void EpollInterest(int ep, int fd, uint64_t token, uint32_t& current, uint32_t want) {
+  if (want == current || fd < 0) return;
+  epoll_event ev = {};
+  ev.events = want;
+  ev.data.u64 = token;
+  int op = current == 0 ? EPOLL_CTL_ADD : want == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+  if (epoll_ctl(ep, op, fd, &ev) == 0) current = want;
+}
+
 }  // namespace brig::sys

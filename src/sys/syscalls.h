@@ -28,6 +28,11 @@ Result<pid_t> Clone3(const CloneArgs& args);
 
 // Adds `fd` to epoll set `ep` for readability, with the fd itself as the event's data.
 Status EpollWatch(int ep, int fd);
+// Makes `fd`'s events in epoll set `ep` be `want` (0: out of the set), with `token` as the
+// event's data; `current` is what they are now, and is updated when epoll_ctl succeeds.
+// Nothing wanted means out of the set: a hung-up socket would otherwise be reported again
+// and again while its direction waits for the other side.
+void EpollInterest(int ep, int fd, uint64_t token, uint32_t& current, uint32_t want);
 
 Result<UniqueFd> Openat2(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve,
                          uint64_t mode = 0);
