@@ -359,11 +359,11 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
+  // Every broker connection, both sides, ends with the sandbox.
+  if (brokers) brokers->Close();
   // The network first: closing brig's netfilter socket at exit waits for the kernel to
   // retire this last transaction (an RCU grace period), which the cgroup's removal and
   // the result's writing then overlap.
-  // Every broker connection, both sides, ends with the sandbox.
-  if (brokers) brokers->Close();
   if (egress) {
     egress->Close();
     out.network = egress->Summary();
