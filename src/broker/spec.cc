@@ -338,15 +338,9 @@ Status ReadValue(Header& h, char** environ) {
   std::string value;
   if (from.substr(0, 4) == "env:") {
     std::string_view var = from.substr(4);
-    bool found = false;
-    for (char** e = environ; e && *e; ++e) {
-      std::string_view kv(*e);
-      if (kv.size() > var.size() && kv.substr(0, var.size()) == var && kv[var.size()] == '=') {
-        value = std::string(kv.substr(var.size() + 1));
-        found = true;
-      }
-    }
+    auto found = util::EnvLookup(environ, var);
     if (!found) return Bad("header " + h.name, "$" + std::string(var) + " is not set");
+    value = std::string(*found);
   } else {
     std::string path(from.substr(5));
     auto text = util::ReadFile(path);

@@ -474,12 +474,7 @@ std::vector<std::string> BuildEnv(const RunRequest& req, char** host_environ) {
     env.push_back(kv);
   };
   for (const auto& k : req.pass_env) {
-    for (char** e = host_environ; e && *e; ++e) {
-      std::string_view kv(*e);
-      if (kv.size() > k.size() && kv.compare(0, k.size(), k) == 0 && kv[k.size()] == '=') {
-        set(std::string(kv));
-      }
-    }
+    if (auto v = util::EnvLookup(host_environ, k)) set(k + "=" + std::string(*v));
   }
   for (const auto& kv : req.set_env) set(kv);
   return env;

@@ -139,6 +139,17 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
   }
 }
 
+std::optional<std::string_view> EnvLookup(char** environ, std::string_view key) {
+  std::optional<std::string_view> found;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (kv.size() > key.size() && kv.substr(0, key.size()) == key && kv[key.size()] == '=') {
+      found = kv.substr(key.size() + 1);
+    }
+  }
+  return found;
+}
+
 bool IsEnvName(std::string_view s) {
   if (s.empty() || isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s) {

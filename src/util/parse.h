@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,5 +30,7 @@ Result<uint64_t> ParseLimit(std::string_view s);
 std::vector<std::string_view> Split(std::string_view s, char sep);
 // A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.
 bool IsEnvName(std::string_view s);
+// The value of `key` in an environ array (the last "key=value" entry), if it is set.
+std::optional<std::string_view> EnvLookup(char** environ, std::string_view key);
 
 }  // namespace brig::util
