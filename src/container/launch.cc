@@ -135,13 +135,17 @@ Result<std::unique_ptr<broker::Service>> StartBrokers(const config::Sandbox& sb,
                                 sb.id + "/" + std::to_string(sb.attempt), std::move(audit));
 }
 
-// Once no process of the sandbox is left: what the cgroup saw, then the cgroup goes.
+// Once no process of the sandbox is left: what the cgroup saw, then the cgroup goes (or,
+// if it stays busy, is left to brig gc: `keep_record`).
 Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_point started,
-                 cgroup::Group& group) {
+                 cgroup::Group& group, bool& keep_record) {
   Outcome out;
   out.oom_killed = lo.oom_event || group.OomKilled();
   out.cgroup_usage = group.ReadUsage();
-  group.Remove();
+  if (auto s = group.Remove(); !s) {
+    fprintf(stderr, "brig: %s (brig gc removes what is left)\n", s.error().Render().c_str());
+    keep_record = true;
+  }
   out.workload_status = lo.workload_status;
   out.error = std::move(lo.error);
   out.timed_out = lo.timed_out;
@@ -243,7 +247,10 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
     Abort(pidfd.get());
     return std::move(lo).error();
   }
-  return FromLoop(std::move(*lo), started, *group);
+  bool keep_record = false;
+  out = FromLoop(std::move(*lo), started, *group, keep_record);
+  if (keep_record) record.Keep();
+  return out;
 }
 
 }  // namespace
@@ -381,7 +388,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     }
   }
   std::optional<v1::NetworkSummary> network = std::move(out.network);
-  out = FromLoop(std::move(*lo), started, *group);
+  out = FromLoop(std::move(*lo), started, *group, keep_record);
   out.network = std::move(network);
   // The sandbox is gone; its copy's changes are still in brig's scratch tmpfs.
   if (!sb.export_changes.empty()) {
