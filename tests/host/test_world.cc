@@ -766,9 +766,9 @@ std::string TestWorld::TearDown() {
   }
   spawned_.clear();
   // A brig killed here leaves its record, cgroups and rules to brig gc (which must run in
-  // the world). The workload dies with brig; give it a moment.
+  // the world). The workload dies with brig, and the record's lock with it.
   if (killed_brig && world_fd_ >= 0) {
-    for (int i = 0; i < 100 && !FindProcesses("brig-init").empty(); ++i) usleep(20000);
+    SettleUntilGone("brig-init");
     Brig({"gc"});
   }
   problems += StopWebServers();
