@@ -882,10 +882,7 @@ TEST_F(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
     });
   });
   // Once the upstream has answered, the name moves.
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!UpstreamAsked("rebind.allowed.test") && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  Eventually([&] { return UpstreamAsked("rebind.allowed.test"); });
   world_.Dns().SetA("rebind.allowed.test", {kPrivate});
   size_t asked = Upstream().size();
   ws_.Write("go", "");

@@ -617,7 +617,7 @@ std::string TestWorld::Build() {
   if (auto r = Connect(kInternet, kWorldAddr, 8080); r != "ok") {
     return std::string("the internet host cannot reach the world: ") + r;
   }
-  for (int i = 0; i < 100 && AllHits().size() < 2; ++i) usleep(10000);
+  Eventually([&] { return AllHits().size() >= 2; });
   if (AllHits().size() != 2)
     return "the servers did not see the wiring check:\n" + Lines(AllHits());
   ClearHits();
@@ -709,12 +709,14 @@ std::string TestWorld::BuildServices(const std::vector<std::string>& cert_names)
     _exit(99);
   }
   if (web_pid_ < 0) return "cannot fork the web servers";
-  for (int i = 0; i < 500 && ReadFileOrEmpty(log).find("ready\n") == std::string::npos; ++i) {
-    if (waitpid(web_pid_, nullptr, WNOHANG) == web_pid_) {
-      web_pid_ = -1;
-      return "the web servers died: " + ReadFileOrEmpty(err);
-    }
-    usleep(20000);
+  bool died = false;
+  Eventually([&] {
+    died = waitpid(web_pid_, nullptr, WNOHANG) == web_pid_;
+    return died || ReadFileOrEmpty(log).find("ready\n") != std::string::npos;
+  });
+  if (died) {
+    web_pid_ = -1;
+    return "the web servers died: " + ReadFileOrEmpty(err);
   }
   if (ReadFileOrEmpty(log).find("ready\n") == std::string::npos) {
     return "the web servers did not start: " + ReadFileOrEmpty(err);
@@ -729,7 +731,7 @@ std::string TestWorld::StopWebServers() {
   kill(web_pid_, SIGTERM);
   int status = 0;
   pid_t got = 0;
-  for (int i = 0; i < 250 && (got = waitpid(web_pid_, &status, WNOHANG)) == 0; ++i) usleep(20000);
+  Eventually([&] { return (got = waitpid(web_pid_, &status, WNOHANG)) != 0; });
   if (got == 0) {
     problems = "the web servers did not end on SIGTERM; killed them\n";
     kill(web_pid_, SIGKILL);

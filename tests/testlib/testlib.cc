@@ -336,8 +336,9 @@ bool OwnRecord(const std::string& id) {
   return holder == 0 || ParentOf(holder) == 0 || IsOwnDescendant(holder);
 }
 
-// Whether this test could have made the cgroup `dir`: it is empty, or a process in it was
-// started by this test.
+// Whether this test could have made the cgroup `dir` (named after its sandbox's id): a
+// process in it was started by this test, or it is empty and its sandbox's record is the
+// test's or gone. (Another brig's groups are empty too while it starts, under its record.)
 bool OwnGroup(const std::string& dir) {
   std::istringstream procs(ReadFileOrEmpty(dir + "/cgroup.procs"));
   bool empty = true;
@@ -345,7 +346,9 @@ bool OwnGroup(const std::string& dir) {
     empty = false;
     if (IsOwnDescendant(pid)) return true;
   }
-  return empty;
+  if (!empty) return false;
+  std::string id = dir.substr(dir.rfind('/') + 1);
+  return access(("/run/brig/sandboxes/" + id).c_str(), F_OK) < 0 || OwnRecord(id);
 }
 
 // Mount points this test could have made: under its own scratch directories, or under
