@@ -323,7 +323,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   std::unique_ptr<egress::Service> egress;
   if (net) {
     auto started_egress =
-        egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v, audit_sink);
+        egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v,
+                               net->address().subnet, audit_sink);
     if (!started_egress) {
       Abort(pidfd.get());
       return std::move(started_egress).error();

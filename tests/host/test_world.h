@@ -23,7 +23,8 @@
 // and change the mount table the host fixture compares. Commands enter them with
 // `nsenter --net=/proc/<test pid>/fd/<fd>` (not `ip netns exec`, which remounts /sys and
 // hides /sys/fs/cgroup from brig). Nothing is ever addressed outside 198.51.100.0/24 and
-// brig's own subnet, and the world has no route anywhere else.
+// brig's own subnet, but for the host addresses a test gives the world itself (11.0.0.1,
+// host_address_test.cc), and the world has no route anywhere else.
 #pragma once
 
 #include <sys/types.h>
