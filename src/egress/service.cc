@@ -111,11 +111,7 @@ sockaddr_in Sockaddr(uint32_t addr, uint16_t port) {
 class Service::Impl {
  public:
   Impl(Policy p, const net::Listeners& l, uint32_t sandbox, net::Subnet bridge, AuditSink audit)
-      : policy_(std::move(p)),
-        l_(l),
-        sandbox_(sandbox),
-        bridge_(bridge),
-        audit_(std::move(audit)) {
+      : policy_(std::move(p)), l_(l), sandbox_(sandbox), bridge_(bridge), audit_(std::move(audit)) {
     uint64_t seed = 0;
     (void)!getrandom(&seed, sizeof seed, 0);
     rng_.seed(seed ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count()));

@@ -61,10 +61,10 @@ class Bridge : public HostTest {
   }
 
   std::vector<std::string> RunArgs(const std::string& script) {
-    return {"run",           "--profile", SourceRoot() + "/tests/host/profiles/egress.textproto",
-            "--workspace",   ws_.path(),  "--dns-upstream",
-            kDnsHost,        "--env",     "RES_OPTIONS=timeout:2 attempts:1",
-            "--",            "sh",        "-c",
+    return {"run",         "--profile", SourceRoot() + "/tests/host/profiles/egress.textproto",
+            "--workspace", ws_.path(),  "--dns-upstream",
+            kDnsHost,      "--env",     "RES_OPTIONS=timeout:2 attempts:1",
+            "--",          "sh",        "-c",
             script};
   }
 
@@ -79,8 +79,9 @@ class Bridge : public HostTest {
   // The bridge's addr_assign_type (0 permanent, 1 random, 2 stolen, 3 set by user), read
   // from a sysfs of the world's own, mounted in a mount namespace of the command's own.
   std::string AssignType() {
-    auto r = world_.InWorld({"unshare", "-m", "sh", "-c",
-                             "mount -t sysfs sysfs /sys && cat /sys/class/net/brig0/addr_assign_type"});
+    auto r =
+        world_.InWorld({"unshare", "-m", "sh", "-c",
+                        "mount -t sysfs sysfs /sys && cat /sys/class/net/brig0/addr_assign_type"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out;
   }
@@ -89,8 +90,8 @@ class Bridge : public HostTest {
   void Tell(const std::string& name) {
     std::string path = ws_.path() + "/" + name;
     int fd = -1;
-    ASSERT_TRUE(Eventually([&] { return (fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; },
-                           20s))
+    ASSERT_TRUE(Eventually(
+        [&] { return (fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; }, 20s))
         << "no sandbox reads " << name;
     EXPECT_EQ(write(fd, "go\n", 3), 3);
     close(fd);
@@ -136,8 +137,8 @@ TEST_F(Bridge, ASandboxKeepsItsGatewayWhileAnotherWithTheLowestMacComesAndGoes) 
   EXPECT_EQ(Mac("brig0"), mac) << "a port that joined changed the bridge's address";
   // A's neighbour entry for the gateway goes, as it does whenever it expires (15 to 45 s
   // after it was last confirmed): A learns the gateway's MAC again now, while B runs.
-  std::string init = ReadFileOrEmpty("/proc/" + std::to_string(a) + "/task/" +
-                                     std::to_string(a) + "/children");
+  std::string init =
+      ReadFileOrEmpty("/proc/" + std::to_string(a) + "/task/" + std::to_string(a) + "/children");
   ASSERT_FALSE(init.empty()) << "brig " << a << " has no child";
   auto flush = RunCommand({"nsenter", "-t", init.substr(0, init.find(' ')), "-n", "ip", "neigh",
                            "flush", "dev", "eth0"});

@@ -59,7 +59,8 @@ std::vector<v1::AuditEvent> ReadAudit(const std::string& path) {
 }
 
 // The lines of `audit` for a name: its A queries and its connections.
-std::vector<v1::DnsQuery> AQueries(const std::vector<v1::AuditEvent>& audit, const std::string& name) {
+std::vector<v1::DnsQuery> AQueries(const std::vector<v1::AuditEvent>& audit,
+                                   const std::string& name) {
   std::vector<v1::DnsQuery> out;
   for (const auto& e : audit) {
     if (e.has_dns_query() && e.dns_query().name() == name && e.dns_query().qtype() == "A") {
@@ -107,9 +108,9 @@ class HostAddress : public HostTest {
 
   std::vector<std::string> RunArgs(const std::string& profile, const std::string& script,
                                    const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"run",          "--profile",    profile, "--workspace",
-                                     ws_.path(),     "--dns-upstream", kDnsHost, "--audit-log",
-                                     audit_path_};
+    std::vector<std::string> args = {"run",         "--profile",   profile,
+                                     "--workspace", ws_.path(),    "--dns-upstream",
+                                     kDnsHost,      "--audit-log", audit_path_};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "sh", "-c", script});
     return args;
@@ -132,10 +133,9 @@ constexpr char kFetch[] = R"sh(fetch() {
 // the sandbox got the host's 200 through brig's proxy.
 TEST_F(HostAddress, AnAllowedNameThatResolvesToTheHostIsRefused) {
   AddHostAddress();
-  auto r = world_.Brig(RunArgs(Profile("egress"),
-                               std::string(kFetch) + "echo getent $(getent hosts " + kName +
-                                   " >/dev/null; echo $?); echo http $(fetch http://" + kName +
-                                   "/)"));
+  auto r = world_.Brig(RunArgs(
+      Profile("egress"), std::string(kFetch) + "echo getent $(getent hosts " + kName +
+                             " >/dev/null; echo $?); echo http $(fetch http://" + kName + "/)"));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_TRUE(Contains(r.out, "getent 2\n")) << r.out;  // no address for the name
   EXPECT_FALSE(Contains(r.out, "code=200")) << "the sandbox reached the host's own service:\n"
@@ -165,15 +165,17 @@ TEST_F(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
   // pool address brig gave out, and ask again.
   std::string script = std::string(kFetch) + "a=$(getent ahostsv4 " + kName +
                        " | head -n 1 | cut -d ' ' -f 1); echo \"resolved $a\"; read go < "
-                       "/workspace/go; echo http $(fetch --resolve " + kName + ":80:$a http://" +
-                       kName + "/); echo https $(fetch -k --resolve " + kName + ":443:$a https://" +
-                       kName + "/); echo getent $(getent hosts " + kName + " >/dev/null; echo $?)";
+                       "/workspace/go; echo http $(fetch --resolve " +
+                       kName + ":80:$a http://" + kName + "/); echo https $(fetch -k --resolve " +
+                       kName + ":443:$a https://" + kName + "/); echo getent $(getent hosts " +
+                       kName + " >/dev/null; echo $?)";
   pid_t brig = world_.SpawnBrig(RunArgs(Profile("egress"), script), out_.path());
   std::string stdout_path = out_.path() + "/stdout";
   ASSERT_TRUE(Eventually([&] { return Contains(ReadFileOrEmpty(stdout_path), "resolved"); }, 20s))
       << ReadFileOrEmpty(stdout_path) << ReadFileOrEmpty(out_.path() + "/stderr");
   EXPECT_TRUE(Contains(ReadFileOrEmpty(stdout_path), "resolved 198.1"))
-      << "the name did not resolve while it was nobody's:\n" << ReadFileOrEmpty(stdout_path);
+      << "the name did not resolve while it was nobody's:\n"
+      << ReadFileOrEmpty(stdout_path);
   AddHostAddress();
   {
     int fd = open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
@@ -219,15 +221,16 @@ TEST_F(HostAddress, AllowAddressesCannotExceptTheHost) {
   std::string profile = ReadFileOrEmpty(Profile("egress"));
   const std::string field = "allow_addresses: \"198.51.100.0/24\"";
   ASSERT_NE(profile.find(field), std::string::npos) << profile;
-  profile.replace(profile.find(field), field.size(),
-                  field + "\n  allow_addresses: \"11.0.0.1/32\"\n  allow_addresses: \"11.213.0.0/16\"");
+  profile.replace(
+      profile.find(field), field.size(),
+      field + "\n  allow_addresses: \"11.0.0.1/32\"\n  allow_addresses: \"11.213.0.0/16\"");
   ScratchDir dir;
   std::string script = std::string(kFetch);
   for (const char* name : {kName, "gateway.allowed.test", "peer.allowed.test"}) {
     script += std::string("echo ") + name + " $(fetch http://" + name + "/); ";
   }
-  auto r = world_.Brig(RunArgs(dir.Write("host.textproto", profile), script,
-                               {"--subnet", kSubnet}));
+  auto r =
+      world_.Brig(RunArgs(dir.Write("host.textproto", profile), script, {"--subnet", kSubnet}));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_FALSE(Contains(r.out, "code=")) << r.out;  // no name even resolved
   ASSERT_NE(host_, nullptr);
