@@ -180,7 +180,8 @@ class Service::Impl {
     std::string name;
     std::vector<uint32_t> addrs;
     size_t next_addr = 0;
-    std::string host_floor;  // why an address was passed over as the host's own
+    std::string host_floor;  // why the first address passed over as the host's own was
+    size_t host_addrs = 0;   // how many were
     uint32_t address = 0;
     Clock::time_point start, deadline, last;
     uint64_t seen_bytes = 0;
@@ -954,6 +955,7 @@ void Service::Impl::TryConnect(Conn& c) {
     // resolved.
     if (std::string why = HostFloor(a); !why.empty()) {
       if (c.host_floor.empty()) c.host_floor = std::move(why);
+      ++c.host_addrs;
       continue;
     }
     sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -970,7 +972,7 @@ void Service::Impl::TryConnect(Conn& c) {
     Interest(c.upstream.get(), c.id << 2 | kUpstreamSide, c.upstream_events, EPOLLOUT);
     return;
   }
-  if (!c.host_floor.empty()) return Refuse(c, "floor", c.host_floor);
+  if (c.host_addrs == c.addrs.size()) return Refuse(c, "floor", c.host_floor);
   std::string tried;
   for (uint32_t a : c.addrs) tried += (tried.empty() ? "" : ", ") + Ip(a);
   Refuse(c, "upstream_failed", "cannot connect to " + tried + " port " + std::to_string(c.port));
