@@ -329,8 +329,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   if (net || !sb.brokers.empty()) signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<egress::Service> egress;
   if (net) {
-    auto started_egress =
-        egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v, audit_sink);
+    auto started_egress = egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v,
+                                                 net->address().subnet, audit_sink);
     if (!started_egress) {
       Abort(pidfd.get());
       return std::move(started_egress).error();

@@ -200,6 +200,20 @@ std::string WireName(const std::string& name) {
   return out;
 }
 
+// Reads a request head from `fd` (for at most 5 s) and sends `reply`.
+void Respond(int fd, const std::string& reply) {
+  std::string head;
+  char buf[4096];
+  while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 5000) <= 0) return;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return;
+    head.append(buf, static_cast<size_t>(n));
+  }
+  (void)!send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+}
+
 }  // namespace
 
 std::string Lines(const std::vector<std::string>& lines) {
@@ -210,8 +224,8 @@ std::string Lines(const std::vector<std::string>& lines) {
 
 // ---- CountingServer --------------------------------------------------------------------
 
-CountingServer::CountingServer(int fd, bool tcp, std::string label)
-    : fd_(fd), tcp_(tcp), label_(std::move(label)) {
+CountingServer::CountingServer(int fd, bool tcp, std::string label, std::string reply)
+    : fd_(fd), tcp_(tcp), label_(std::move(label)), reply_(std::move(reply)) {
   if (pipe2(stop_, O_CLOEXEC) < 0) abort();
   thread_ = std::thread([this] { Loop(); });
 }
@@ -250,6 +264,7 @@ void CountingServer::Loop() {
       int c = accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &pl, SOCK_CLOEXEC);
       if (c < 0) continue;
       getsockname(c, reinterpret_cast<sockaddr*>(&local), &ll);
+      if (!reply_.empty()) Respond(c, reply_);
       close(c);
       hit = "tcp " + Endpoint(peer) + " -> " + Endpoint(local);
     } else {
@@ -529,6 +544,18 @@ CountingServer* TestWorld::Serve(Where w, bool tcp, uint16_t port) {
   std::string label = std::string(w == kWorld ? "world" : "internet") + (tcp ? " tcp/" : " udp/") +
                       std::to_string(port);
   servers_.push_back(std::make_unique<CountingServer>(fd, tcp, label));
+  return servers_.back().get();
+}
+
+CountingServer* TestWorld::ServeHttp(Where w, const std::string& addr, uint16_t port,
+                                     const std::string& body) {
+  int fd = Listen(Fd(w), true, addr.c_str(), port);
+  if (fd < 0) return nullptr;
+  std::string label = std::string(w == kWorld ? "world" : "internet") + " http " + addr + ":" +
+                      std::to_string(port);
+  std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\nConnection: close\r\n\r\n" + body;
+  servers_.push_back(std::make_unique<CountingServer>(fd, true, label, reply));
   return servers_.back().get();
 }
 
