@@ -30,16 +30,6 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds limit) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return done();
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 class Bridge : public HostTest {
  protected:
   void SetUp() override {
@@ -91,14 +81,14 @@ class Bridge : public HostTest {
     std::string path = ws_.path() + "/" + name;
     int fd = -1;
     ASSERT_TRUE(Eventually(
-        [&] { return (fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; }, 20s))
+        [&] { return (fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; }))
         << "no sandbox reads " << name;
     EXPECT_EQ(write(fd, "go\n", 3), 3);
     close(fd);
   }
 
   bool Says(const ScratchDir& dir, const std::string& what) {
-    return Eventually([&] { return Contains(ReadFileOrEmpty(dir.path() + "/stdout"), what); }, 20s);
+    return Eventually([&] { return Contains(ReadFileOrEmpty(dir.path() + "/stdout"), what); });
   }
 
   TestWorld world_;
@@ -149,7 +139,7 @@ TEST_F(Bridge, ASandboxKeepsItsGatewayWhileAnotherWithTheLowestMacComesAndGoes) 
   Tell("b");
   EXPECT_EQ(world_.Wait(b), 0) << ReadFileOrEmpty(b_dir.path() + "/stderr");
   // The sandbox's namespace, and with it its veth, goes asynchronously.
-  ASSERT_TRUE(Eventually([&] { return world_.Links("bv").size() == 1; }, 20s))
+  ASSERT_TRUE(Eventually([&] { return world_.Links("bv").size() == 1; }))
       << Lines(world_.Links("bv"));
   EXPECT_EQ(Mac("brig0"), mac) << "a port that left changed the bridge's address";
   Tell("a");  // phase 3: after B

@@ -37,16 +37,6 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds limit) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return done();
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 std::vector<v1::AuditEvent> ReadAudit(const std::string& path) {
   std::vector<v1::AuditEvent> out;
   std::istringstream in(ReadFileOrEmpty(path));
@@ -171,7 +161,7 @@ TEST_F(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
                        kName + " >/dev/null; echo $?)";
   pid_t brig = world_.SpawnBrig(RunArgs(Profile("egress"), script), out_.path());
   std::string stdout_path = out_.path() + "/stdout";
-  ASSERT_TRUE(Eventually([&] { return Contains(ReadFileOrEmpty(stdout_path), "resolved"); }, 20s))
+  ASSERT_TRUE(Eventually([&] { return Contains(ReadFileOrEmpty(stdout_path), "resolved"); }))
       << ReadFileOrEmpty(stdout_path) << ReadFileOrEmpty(out_.path() + "/stderr");
   EXPECT_TRUE(Contains(ReadFileOrEmpty(stdout_path), "resolved 198.1"))
       << "the name did not resolve while it was nobody's:\n"
