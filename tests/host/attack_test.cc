@@ -143,11 +143,19 @@ TEST_F(Attack, TerminalInjectionFails) {
 // and runc mask show nothing inside: each reads as empty or is not there. The list is
 // written here, not taken from brig, so a path brig forgets fails.
 TEST_F(Attack, MaskedKernelPathsShowNothingOfTheHost) {
-  const char* const masked[] = {
-      "/proc/acpi",        "/proc/asound",       "/proc/interrupts",  "/proc/kcore",
-      "/proc/keys",        "/proc/latency_stats", "/proc/sched_debug", "/proc/scsi",
-      "/proc/timer_list",  "/proc/timer_stats",  "/sys/firmware",     "/sys/devices/virtual/powercap",
-      "/sys/devices/system/cpu/cpu0/thermal_throttle"};
+  const char* const masked[] = {"/proc/acpi",
+                                 "/proc/asound",
+                                 "/proc/interrupts",
+                                 "/proc/kcore",
+                                 "/proc/keys",
+                                 "/proc/latency_stats",
+                                 "/proc/sched_debug",
+                                 "/proc/scsi",
+                                 "/proc/timer_list",
+                                 "/proc/timer_stats",
+                                 "/sys/firmware",
+                                 "/sys/devices/virtual/powercap",
+                                 "/sys/devices/system/cpu/cpu0/thermal_throttle"};
   std::string host = ReadFileOrEmpty("/proc/interrupts");
   ASSERT_NE(host, "") << "the host shows no interrupt table to compare with";
   std::string script;

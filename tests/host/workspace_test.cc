@@ -608,7 +608,7 @@ TEST_F(WorkspaceRw, ALocalGitCloneWorksAndItsSourceStaysAsItWas) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "2\n");
   EXPECT_EQ(Snapshot(src.path()), before);
-  EXPECT_EQ(RunCommand({"git", "-c", "safe.directory=*", "-C", src.path(), "fsck", "-q"}).exit_code, 0);
+  EXPECT_EQ(RunCommand({"git", "-c", "safe.directory=*", "-C", src.path(), "fsck"}).exit_code, 0);
 }
 
 }  // namespace
