@@ -611,5 +611,30 @@ TEST_F(WorkspaceRw, ALocalGitCloneWorksAndItsSourceStaysAsItWas) {
   EXPECT_EQ(RunCommand({"git", "-c", "safe.directory=*", "-C", src.path(), "fsck"}).exit_code, 0);
 }
 
+
+// Past 1,000 files that are hard links to files outside, the run is refused before
+// anything runs, naming the first and the count; nothing is left in the workspace.
+TEST_F(WorkspaceRw, TooManyHardLinksOutsideAreRefused) {
+  ScratchDir ws, store;
+  for (int i = 0; i < 1001; ++i) {
+    std::string name = "f" + std::to_string(i);
+    store.Write(name, "x\n");
+    ASSERT_EQ(link((store.path() + "/" + name).c_str(), (ws.path() + "/" + name).c_str()), 0);
+  }
+  RunCommand({"chown", "-R", "1234:1234", ws.path(), store.path()});
+  auto r = Sh("echo RAN", {"--profile", RwProfile(), "--workspace", ws.path()});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("1001 files of the read-write workspace are hard links to files "
+                       "outside it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(ws.path() + "/f"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--workspace-mode copy"), std::string::npos) << r.err;
+  auto copy = Copy(ws.path(), "echo evil >> f1; echo RAN");
+  EXPECT_EQ(copy.out, "RAN\n") << copy.err;
+  EXPECT_EQ(ReadFileOrEmpty(store.path() + "/f1"), "x\n");
+}
+
 }  // namespace
 }  // namespace brig::testing
