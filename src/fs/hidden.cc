@@ -20,8 +20,8 @@ bool Glob(const std::string& glob, std::string_view name) {
 
 // Whether `parts`, which hold a "**", match `path`: "**" takes any number of components,
 // and at the end at least one (gitignore: "a/**" is everything inside a). Dynamic
-// programming over (pattern, path) suffixes, so many "**" cost no more than
-// parts x path x path.
+// programming over (pattern, path) suffixes, so any number of "**" costs parts x path
+// steps, not the exponential of a backtracking match.
 bool MatchGlobstar(const std::vector<std::string>& parts,
                    const std::vector<std::string_view>& path) {
   const size_t n = path.size();
@@ -72,8 +72,7 @@ struct Walker {
     struct stat st;
     if (fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return;
     if (!S_ISREG(st.st_mode) || st.st_nlink < 2) return;
-    auto [it, fresh] = inodes.try_emplace(st.st_ino, Names{st.st_nlink, 0});
-    ++it->second.seen;
+    ++inodes.try_emplace(st.st_ino, Names{st.st_nlink, 0}).first->second.seen;
     multi.emplace_back(sub, st.st_ino);
   }
 

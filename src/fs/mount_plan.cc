@@ -401,20 +401,17 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Recor
 // a hidden path): each is held read-only, as a protected path is, so no write through the
 // workspace reaches an inode outside it. A mount each, and mounts cost more the more a
 // namespace has (measured: 1,000 add about 40 ms to a start, 4,000 half a second, 10,000
-// two seconds): past kMaxHeldLinks the run is refused, naming the first and the count.
+// two seconds): past kMaxHeldLinks the run is refused, naming the first and the count,
+// before anything is made.
 constexpr size_t kMaxHeldLinks = 1000;
 
-Status HoldLinkedOut(MountPlan& plan, const std::string& workspace,
-                     const std::vector<std::string>& linked_out) {
-  if (linked_out.size() > kMaxHeldLinks) {
-    return BadInput("workspace", workspace + "/" + linked_out.front(),
-                    std::to_string(linked_out.size()) +
-                        " files of the read-write workspace are hard links to files outside "
-                        "it, more than the " + std::to_string(kMaxHeldLinks) +
-                        " brig holds read-only; use a copy workspace (--workspace-mode copy)");
-  }
-  for (const auto& p : linked_out) plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
-  return {};
+Status CheckLinkedOut(const std::string& workspace, const std::vector<std::string>& linked_out) {
+  if (linked_out.size() <= kMaxHeldLinks) return {};
+  return BadInput("workspace", workspace + "/" + linked_out.front(),
+                  std::to_string(linked_out.size()) +
+                      " files of the read-write workspace are hard links to files outside "
+                      "it, more than the " + std::to_string(kMaxHeldLinks) +
+                      " brig holds read-only; use a copy workspace (--workspace-mode copy)");
 }
 
 Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& record) {
@@ -437,6 +434,7 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& r
     if (!dir) return SysError("open", sb.workspace);
     scan = BRIG_TRY_CTX(ScanWorkspace(dir.get(), patterns, rw), sb.workspace);
     plan.hidden = std::move(scan.hidden);
+    BRIG_TRY(CheckLinkedOut(sb.workspace, scan.linked_out));
   }
   if (sb.workspace_mode == config::WorkspaceMode::kCopy) {
     return AddCopyWorkspace(plan, sb, record, src.get(), st);
@@ -457,7 +455,10 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& r
         BRIG_TRY(PrepareProtectedInPlace(plan, record, src.get(), st, sb.workspace, p, pins)));
   }
   AddProtectSteps(plan, pins);
-  return HoldLinkedOut(plan, sb.workspace, scan.linked_out);
+  for (const auto& p : scan.linked_out) {
+    plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
+  }
+  return {};
 }
 
 Status AddDev(MountPlan& plan, const config::Sandbox& sb) {
