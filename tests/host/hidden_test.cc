@@ -198,5 +198,26 @@ TEST_F(Hidden, ShippedProfilesHoldEditorAndAgentSettings) {
   }
 }
 
+
+// .envrc is both hidden (.env*) and protected in the shipped writable profiles: it reads as
+// nothing and stays as it was on the host in every mode; in a copy it is an empty
+// read-only file.
+TEST_F(Hidden, AnEnvrcIsHiddenAndHeldInEveryMode) {
+  ScratchDir profiles;
+  for (const auto& [name, mode] : kShipped) {
+    ScratchDir ws;
+    ws.Write(".envrc", std::string("export TOKEN=") + kSecret + "\n");
+    RunCommand({"chown", "-R", "1234:1234", ws.path()});
+    auto r = Sh("cd /workspace; cat .envrc; (echo evil > .envrc) 2>/dev/null; cat .envrc; "
+                "stat -c '%s' .envrc",
+                {"--profile", Shipped(name, profiles), "--workspace", ws.path()});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    EXPECT_EQ(r.out.find(kSecret), std::string::npos) << mode << ": " << r.out;
+    EXPECT_EQ(r.out.find("evil"), std::string::npos) << mode << ": " << r.out;
+    EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.envrc"),
+              std::string("export TOKEN=") + kSecret + "\n");
+  }
+}
+
 }  // namespace
 }  // namespace brig::testing
