@@ -129,7 +129,7 @@ struct Walker {
 
 bool HiddenPattern::Matches(const std::vector<std::string_view>& path, bool is_dir) const {
   if (dir_only && !is_dir) return false;
-  if (anywhere) return Glob(parts[0], path.back());
+  if (anywhere) return literal ? parts[0] == path.back() : Glob(parts[0], path.back());
   if (globstar) return MatchGlobstar(parts, path);
   if (path.size() != parts.size()) return false;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -156,6 +156,7 @@ Result<HiddenPattern> ParseHiddenPattern(std::string_view entry) {
     p.globstar |= part == "**";
   }
   p.anywhere = p.parts.size() == 1;
+  p.literal = p.anywhere && p.parts[0].find_first_of("*?[\\") == std::string::npos;
   return p;
 }
 

@@ -27,6 +27,7 @@ struct HiddenPattern {
   bool dir_only = false;           // written with a trailing "/"
   bool anywhere = false;           // one component: at any depth
   bool globstar = false;           // a "**" component
+  bool literal = false;            // anywhere, and no wildcard: compared, not globbed
 
   // Whether the entry at `path` (components from the workspace's top) matches.
   bool Matches(const std::vector<std::string_view>& path, bool is_dir) const;
