@@ -193,6 +193,12 @@ TEST(Profiles, UnknownProfileNamesTheKnownOnes) {
   EXPECT_NE(r.error().Render().find("untrusted-code-read"), std::string::npos);
 }
 
+// What the shipped writable profiles hold read-only: git's, husky's and brig's own, and
+// what editors and agents run or trust later on the host.
+const std::vector<std::string> kShippedProtected = {
+    ".git/hooks", ".git/config", ".gitmodules", ".husky", ".brig",
+    ".vscode",    ".idea",       ".claude",     ".mcp.json", ".envrc"};
+
 TEST(Profiles, UntrustedCodeWriteIsACopyWithItsProtectedPaths) {
   brig::testing::ScratchDir dir;
   ASSERT_EQ(chown(dir.path().c_str(), 1234, 1234), 0);
@@ -200,8 +206,7 @@ TEST(Profiles, UntrustedCodeWriteIsACopyWithItsProtectedPaths) {
                      "--dns-upstream", "198.51.100.53", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kCopy);
-  EXPECT_EQ(sb->protected_paths, (std::vector<std::string>{".git/hooks", ".git/config",
-                                                           ".gitmodules", ".husky", ".brig"}));
+  EXPECT_EQ(sb->protected_paths, kShippedProtected);
   EXPECT_TRUE(sb->network);
 }
 
@@ -212,8 +217,7 @@ TEST(Profiles, TrustedCodeWriteIsReadWriteWithItsProtectedPaths) {
                      "--dns-upstream", "198.51.100.53", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kReadWrite);
-  EXPECT_EQ(sb->protected_paths, (std::vector<std::string>{".git/hooks", ".git/config",
-                                                           ".gitmodules", ".husky", ".brig"}));
+  EXPECT_EQ(sb->protected_paths, kShippedProtected);
 }
 
 TEST(Profiles, NoneIsExplicitAndUnconfined) {
