@@ -69,34 +69,45 @@ void Abort(int pidfd) {
   (void)syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, nullptr);
 }
 
+// A step of the handshake failed with `e`: if init is gone, what it said (or how it
+// ended) is the outcome to report; otherwise `e` is brig's own failure.
+Result<std::optional<Error>> InitOrOwn(int sync_fd, int pidfd, Error e) {
+  if (std::optional<Error> why = WhyInitIsGone(sync_fd, pidfd, e)) return why;
+  return e;
+}
+
 // The handshake up to Ready (sync.h). Returns an Error reported by init, if any.
-Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::Sandbox& sb,
-                                       cgroup::Group& group, net::SandboxNet* net,
-                                       SyncSequence& seq) {
+Result<std::optional<Error>> Handshake(int sync_fd, int pidfd, pid_t pid,
+                                       const config::Sandbox& sb, cgroup::Group& group,
+                                       net::SandboxNet* net, SyncSequence& seq) {
   for (;;) {
-    Message m = BRIG_TRY_CTX(RecvMessage(sync_fd, kSetupStepTimeoutMs), "brig init");
-    BRIG_TRY(seq.Accept(m.type));
-    switch (m.type) {
+    auto m = RecvMessage(sync_fd, kSetupStepTimeoutMs);
+    if (!m) return InitOrOwn(sync_fd, pidfd, std::move(m).error().Wrap("brig init"));
+    BRIG_TRY(seq.Accept(m->type));
+    switch (m->type) {
       case Msg::kNeedIdMap:
         BRIG_TRY(WriteIdMaps(pid, sb));
         if (net) BRIG_TRY(net->Attach(pid));
-        BRIG_TRY(SendMessage(sync_fd, Msg::kIdMapDone));
-        // While init sets itself up. It waits for kGroupsJoined before it drops its
-        // privileges, so it is in every group before the workload exists.
-        if (auto s = group.AttachV1(pid); !s) {
-          // Init may have failed first (a dead process cannot be moved): its word wins.
-          auto said = RecvMessage(sync_fd, 100);
-          if (said && said->type == Msg::kError) return std::optional<Error>(DecodeError(*said));
-          return std::move(s).error();
+        if (auto s = SendMessage(sync_fd, Msg::kIdMapDone); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
         }
-        BRIG_TRY(SendMessage(sync_fd, Msg::kGroupsJoined));
+        // While init sets itself up. It waits for kGroupsJoined before it drops its
+        // privileges, so it is in every group before the workload exists. Init may have
+        // failed meanwhile (a dead process cannot be moved, a send meets a broken pipe):
+        // then its word is the outcome.
+        if (auto s = group.AttachV1(pid); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
+        }
+        if (auto s = SendMessage(sync_fd, Msg::kGroupsJoined); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
+        }
         break;
       case Msg::kReady:
         return std::optional<Error>();
       case Msg::kError:
-        return std::optional<Error>(DecodeError(m));
+        return std::optional<Error>(DecodeError(*m));
       default:
-        return Fail("sync", std::string(MsgName(m.type)), "unexpected", ErrorKind::kInternal);
+        return Fail("sync", std::string(MsgName(m->type)), "unexpected", ErrorKind::kInternal);
     }
   }
 }
@@ -298,7 +309,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
 
   SyncSequence seq;
   Outcome out;
-  auto hs = Handshake(parent_end.get(), pid, sb, *group, net.get(), seq);
+  auto hs = Handshake(parent_end.get(), pidfd.get(), pid, sb, *group, net.get(), seq);
   if (!hs || hs->has_value()) {
     // Init failed (and said why) or went silent; either way it ends here.
     Abort(pidfd.get());
@@ -340,8 +351,13 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     brokers = std::move(*started_brokers);
   }
   if (auto s = SendMessage(parent_end.get(), Msg::kStart); !s) {
+    std::optional<Error> why = WhyInitIsGone(parent_end.get(), pidfd.get(), s.error());
     Abort(pidfd.get());
-    return std::move(s).error();
+    if (!why) return std::move(s).error();
+    out.error = std::move(*why);
+    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    return out;
   }
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,

@@ -5,17 +5,16 @@
 // fails, brig reports init's own error, never the broken pipe it left (item 12).
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -173,6 +172,51 @@ TEST_F(BrigInit, ARaceOnAProtectedPathIsReportedByItsCauseNotTheBrokenPipe) {
   stop = true;
   flipper.join();
   RecordProperty("refused_by_init", by_init);
+}
+
+// The parent's half of a lost init, deterministically: the child fails at the step right
+// before the parent's next send, says why, and exits; the parent's send then meets a
+// broken pipe, and what it reports is the child's error. A child that dies without a word
+// is reported by how it ended.
+TEST_F(BrigInit, ALostInitIsReportedByItsOwnErrorNotTheBrokenPipe) {
+  for (bool says_why : {true, false}) {
+    int sp[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+    sys::UniqueFd parent(sp[0]), child(sp[1]);
+    int pidfd = -1;
+    sys::CloneArgs ca;
+    ca.flags = CLONE_PIDFD;
+    ca.pidfd = &pidfd;
+    ca.exit_signal = SIGCHLD;
+    auto cloned = sys::Clone3(ca);
+    ASSERT_TRUE(cloned);
+    if (*cloned == 0) {
+      if (says_why) {
+        Error e = Fail("protected path", "/workspace/.husky",
+                       "a symlink at a protected path of a read-write workspace");
+        (void)container::SendError(child.get(), std::move(e).Wrap("container init"));
+        _exit(125);
+      }
+      raise(SIGKILL);
+    }
+    sys::UniqueFd pfd(pidfd);
+    child.Reset();
+    siginfo_t si = {};
+    ASSERT_EQ(syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | WNOWAIT, nullptr), 0);
+    auto sent = container::SendMessage(parent.get(), container::Msg::kGroupsJoined);
+    ASSERT_FALSE(sent) << "the send should meet the dead child's closed end";
+    std::optional<Error> why = container::WhyInitIsGone(parent.get(), pidfd, sent.error());
+    ASSERT_TRUE(why.has_value()) << sent.error().Render();
+    std::string line = why->Render();
+    EXPECT_FALSE(Contains(line, "Broken pipe") || Contains(line, "sync")) << line;
+    if (says_why) {
+      EXPECT_EQ(line, "container init: protected path '/workspace/.husky': a symlink at a "
+                      "protected path of a read-write workspace");
+    } else {
+      EXPECT_EQ(line, "brig init: killed by signal 9 (Killed) before it said why");
+    }
+    ASSERT_EQ(syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, nullptr), 0);
+  }
 }
 
 }  // namespace
