@@ -3,7 +3,6 @@
 #include "container/init.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -48,8 +47,8 @@ void ScrubProcessArgs() {
 }
 
 Status BecomeSandboxUser() {
-  // Host root's supplementary groups (gid 0 among them) must not follow into the sandbox.
-  if (setgroups(0, nullptr) < 0) return SysError("setgroups");
+  // No supplementary groups: the supervisor dropped them before the clone, and setgroups
+  // is denied here (launch.cc, WriteIdMaps).
   if (setresgid(config::kSandboxGid, config::kSandboxGid, config::kSandboxGid) < 0) {
     return SysError("setresgid", std::to_string(config::kSandboxGid));
   }

@@ -3,6 +3,7 @@
 #include "container/launch.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -49,7 +50,9 @@ Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
   return {};
 }
 
-// Maps the sandbox user to the workspace owner. One id each, never host 0.
+// Maps the sandbox user to the workspace owner. One id each, never host 0. setgroups(2)
+// is denied first (it must be, before gid_map): nothing inside can drop a group to get
+// past a file's group-deny permissions. Init came without supplementary groups (Run).
 Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
   if (sb.host_uid == 0 || sb.host_gid == 0) {
     return Fail("id map", "", "refusing to map host root", ErrorKind::kInternal);
@@ -57,6 +60,7 @@ Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
   BRIG_TRY(WriteProcFile(pid, "uid_map",
                          std::to_string(config::kSandboxUid) + " " + std::to_string(sb.host_uid) +
                              " 1\n"));
+  BRIG_TRY(WriteProcFile(pid, "setgroups", "deny"));
   return WriteProcFile(pid, "gid_map",
                        std::to_string(config::kSandboxGid) + " " + std::to_string(sb.host_gid) +
                            " 1\n");
@@ -292,6 +296,10 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   }
   sys::UniqueFd parent_end(sp[0]), child_end(sp[1]);
 
+  // Init starts with the supervisor's credentials, and setgroups is denied in its user
+  // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
+  // follow it and the workload for good. The supervisor, root, needs none of them.
+  if (setgroups(0, nullptr) < 0) return SysError("setgroups", "supervisor");
   int pidfd_raw = -1;
   sys::CloneArgs ca;
   ca.flags = kNamespaces | CLONE_PIDFD;
