@@ -20,6 +20,7 @@
 #include "container/sync.h"
 #include "fs/mount_plan.h"
 #include "security/caps.h"
+#include "security/init_filter.h"
 #include "security/seccomp_cache.h"
 #include "audit/audit.h"
 #include "broker/listen.h"
@@ -275,6 +276,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // Everything that can be refused is refused here, before any process exists.
   security::SeccompProgram seccomp = BRIG_TRY(
       security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
+  security::SeccompProgram init_filter = BRIG_TRY(security::CompileInitFilter());
   // Signals are held from here on, so none ends brig between making something on the host
   // (placeholders, groups) and removing it.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
@@ -309,7 +311,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
     parent_end.Reset();
-    InitMain(InitArgs{&sb, &plan, &seccomp, child_end.get(), net ? &net->address() : nullptr});
+    InitMain(InitArgs{&sb, &plan, &seccomp, &init_filter, child_end.get(),
+                      net ? &net->address() : nullptr});
   }
   sys::UniqueFd pidfd(pidfd_raw);
   child_end.Reset();
