@@ -156,8 +156,18 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   return Workload{pid};
 }
 
-// Pid 1's loop: reap every child, forward signals to the workload (or, once it is gone, to
-// every process left), report the workload's status, exit when nothing is left.
+// Whether init relays `si` to the workload: only a signal from outside the sandbox (the
+// supervisor's pidfd_send_signal, an operator's kill from the host). The kernel reports
+// such a sender as pid 0, since it has no pid in this namespace, and SI_USER. A process
+// inside is reported with its own pid; it can claim pid 0 only through rt_sigqueueinfo(2),
+// and then only with a negative si_code (the kernel refuses SI_USER to another process).
+bool FromOutside(const signalfd_siginfo& si) {
+  return si.ssi_pid == 0 && si.ssi_code == SI_USER;
+}
+
+// Pid 1's loop: reap every child, forward the supervisor's signals to the workload (or, once
+// it is gone, to every process left), report the workload's status, exit when nothing is
+// left.
 [[noreturn]] void Supervise(int sync_fd, int sigfd, pid_t workload) {
   int workload_status = 0;
   bool workload_alive = true;
@@ -167,7 +177,7 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
     if (n < 0 && errno == EINTR) continue;
     if (n != sizeof si) _exit(125);
     if (si.ssi_signo != SIGCHLD) {
-      kill(workload_alive ? workload : -1, static_cast<int>(si.ssi_signo));
+      if (FromOutside(si)) kill(workload_alive ? workload : -1, static_cast<int>(si.ssi_signo));
       continue;
     }
     for (;;) {
