@@ -64,7 +64,8 @@ struct Workload {
   pid_t pid;
 };
 
-// The workload's end of the start pipe and its exec-error pipe.
+// The pipes as the forked workload finds them: both ends of the start pipe (it closes the
+// one init keeps) and the write end of its exec-error pipe.
 struct WorkloadPipes {
   int go_rd, go_wr, err_fd;
 };
