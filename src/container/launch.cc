@@ -300,8 +300,11 @@ Result<Outcome> Run(const config::Sandbox& sb) {
 
   // Init starts with the supervisor's credentials, and setgroups is denied in its user
   // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
-  // follow it and the workload for good. The supervisor, root, needs none of them.
-  if (setgroups(0, nullptr) < 0) return SysError("setgroups", "supervisor");
+  // follow it and the workload for good. The supervisor, root, needs none of them. (Only
+  // when it has some: where setgroups is itself denied, brig has none to drop.)
+  if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
+    return SysError("setgroups", "supervisor");
+  }
   int pidfd_raw = -1;
   sys::CloneArgs ca;
   ca.flags = kNamespaces | CLONE_PIDFD;
