@@ -3,6 +3,7 @@
 #include "container/launch.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -19,6 +20,7 @@
 #include "container/sync.h"
 #include "fs/mount_plan.h"
 #include "security/caps.h"
+#include "security/init_filter.h"
 #include "security/seccomp_cache.h"
 #include "audit/audit.h"
 #include "broker/listen.h"
@@ -49,7 +51,9 @@ Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
   return {};
 }
 
-// Maps the sandbox user to the workspace owner. One id each, never host 0.
+// Maps the sandbox user to the workspace owner. One id each, never host 0. setgroups(2)
+// is denied first (it must be, before gid_map): nothing inside can drop a group to get
+// past a file's group-deny permissions. Init came without supplementary groups (Run).
 Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
   if (sb.host_uid == 0 || sb.host_gid == 0) {
     return Fail("id map", "", "refusing to map host root", ErrorKind::kInternal);
@@ -57,6 +61,7 @@ Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
   BRIG_TRY(WriteProcFile(pid, "uid_map",
                          std::to_string(config::kSandboxUid) + " " + std::to_string(sb.host_uid) +
                              " 1\n"));
+  BRIG_TRY(WriteProcFile(pid, "setgroups", "deny"));
   return WriteProcFile(pid, "gid_map",
                        std::to_string(config::kSandboxGid) + " " + std::to_string(sb.host_gid) +
                            " 1\n");
@@ -69,34 +74,45 @@ void Abort(int pidfd) {
   (void)syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, nullptr);
 }
 
+// A step of the handshake failed with `e`: if init is gone, what it said (or how it
+// ended) is the outcome to report; otherwise `e` is brig's own failure.
+Result<std::optional<Error>> InitOrOwn(int sync_fd, int pidfd, Error e) {
+  if (std::optional<Error> why = WhyInitIsGone(sync_fd, pidfd, e)) return why;
+  return e;
+}
+
 // The handshake up to Ready (sync.h). Returns an Error reported by init, if any.
-Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::Sandbox& sb,
-                                       cgroup::Group& group, net::SandboxNet* net,
-                                       SyncSequence& seq) {
+Result<std::optional<Error>> Handshake(int sync_fd, int pidfd, pid_t pid,
+                                       const config::Sandbox& sb, cgroup::Group& group,
+                                       net::SandboxNet* net, SyncSequence& seq) {
   for (;;) {
-    Message m = BRIG_TRY_CTX(RecvMessage(sync_fd, kSetupStepTimeoutMs), "brig init");
-    BRIG_TRY(seq.Accept(m.type));
-    switch (m.type) {
+    auto m = RecvMessage(sync_fd, kSetupStepTimeoutMs);
+    if (!m) return InitOrOwn(sync_fd, pidfd, std::move(m).error().Wrap("brig init"));
+    BRIG_TRY(seq.Accept(m->type));
+    switch (m->type) {
       case Msg::kNeedIdMap:
         BRIG_TRY(WriteIdMaps(pid, sb));
         if (net) BRIG_TRY(net->Attach(pid));
-        BRIG_TRY(SendMessage(sync_fd, Msg::kIdMapDone));
-        // While init sets itself up. It waits for kGroupsJoined before it drops its
-        // privileges, so it is in every group before the workload exists.
-        if (auto s = group.AttachV1(pid); !s) {
-          // Init may have failed first (a dead process cannot be moved): its word wins.
-          auto said = RecvMessage(sync_fd, 100);
-          if (said && said->type == Msg::kError) return std::optional<Error>(DecodeError(*said));
-          return std::move(s).error();
+        if (auto s = SendMessage(sync_fd, Msg::kIdMapDone); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
         }
-        BRIG_TRY(SendMessage(sync_fd, Msg::kGroupsJoined));
+        // While init sets itself up. It waits for kGroupsJoined before it drops its
+        // privileges, so it is in every group before the workload exists. Init may have
+        // failed meanwhile (a dead process cannot be moved, a send meets a broken pipe):
+        // then its word is the outcome.
+        if (auto s = group.AttachV1(pid); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
+        }
+        if (auto s = SendMessage(sync_fd, Msg::kGroupsJoined); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
+        }
         break;
       case Msg::kReady:
         return std::optional<Error>();
       case Msg::kError:
-        return std::optional<Error>(DecodeError(m));
+        return std::optional<Error>(DecodeError(*m));
       default:
-        return Fail("sync", std::string(MsgName(m.type)), "unexpected", ErrorKind::kInternal);
+        return Fail("sync", std::string(MsgName(m->type)), "unexpected", ErrorKind::kInternal);
     }
   }
 }
@@ -267,6 +283,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // Everything that can be refused is refused here, before any process exists.
   security::SeccompProgram seccomp = BRIG_TRY(
       security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
+  security::SeccompProgram init_filter = BRIG_TRY(security::CompileInitFilter());
   // Signals are held from here on, so none ends brig between making something on the host
   // (placeholders, groups) and removing it.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
@@ -288,6 +305,13 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   }
   sys::UniqueFd parent_end(sp[0]), child_end(sp[1]);
 
+  // Init starts with the supervisor's credentials, and setgroups is denied in its user
+  // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
+  // follow it and the workload for good. The supervisor, root, needs none of them. (Only
+  // when it has some: where setgroups is itself denied, brig has none to drop.)
+  if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
+    return SysError("setgroups", "supervisor");
+  }
   int pidfd_raw = -1;
   sys::CloneArgs ca;
   ca.flags = kNamespaces | CLONE_PIDFD;
@@ -297,7 +321,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
     parent_end.Reset();
-    InitMain(InitArgs{&sb, &plan, &seccomp, child_end.get(), net ? &net->address() : nullptr});
+    InitMain(InitArgs{&sb, &plan, &seccomp, &init_filter, child_end.get(),
+                      net ? &net->address() : nullptr});
   }
   sys::UniqueFd pidfd(pidfd_raw);
   child_end.Reset();
@@ -305,7 +330,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
 
   SyncSequence seq;
   Outcome out;
-  auto hs = Handshake(parent_end.get(), pid, sb, *group, net.get(), seq);
+  auto hs = Handshake(parent_end.get(), pidfd.get(), pid, sb, *group, net.get(), seq);
   if (!hs || hs->has_value()) {
     // Init failed (and said why) or went silent; either way it ends here.
     Abort(pidfd.get());
@@ -347,8 +372,13 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     brokers = std::move(*started_brokers);
   }
   if (auto s = SendMessage(parent_end.get(), Msg::kStart); !s) {
+    std::optional<Error> why = WhyInitIsGone(parent_end.get(), pidfd.get(), s.error());
     Abort(pidfd.get());
-    return std::move(s).error();
+    if (!why) return std::move(s).error();
+    out.error = std::move(*why);
+    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    return out;
   }
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
