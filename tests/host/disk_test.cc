@@ -165,6 +165,40 @@ TEST_F(Disk, WritingPastTheCapIsRefusedAndNothingIsLeft) {
   EXPECT_LE(fs.Used(), before + 64 * 1024) << "the image outlived the run";
 }
 
+// A SIGKILL of brig leaves no image and no loop device: the sandbox dies with brig, the
+// device clears itself once the overlay is gone, and the unnamed image goes with it. The
+// empty directory is left for brig gc, which removes it (scratch directories: see
+// WorkspaceCopy.ACopyDirIsRootsAloneAndBrigGcRemovesIt).
+TEST_F(Disk, AKilledBrigLeavesNoImageAndNoLoopDevice) {
+  TestFs fs("64M");
+  if (!fs.why().empty()) GTEST_SKIP() << fs.why();
+  ScratchDir ws, logs;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  uint64_t before = fs.Used();
+  std::string marker = "sleep 8" + std::to_string(getpid() % 1000);
+  pid_t pid = SpawnBrig(CopyArgs(ws.path(), {"--copy-dir", fs.mnt(), "--disk-size", "16M", "--",
+                                             "sh", "-c", "head -c 4000000 /dev/zero > big; exec " +
+                                                             marker}),
+                        logs.path());
+  for (int i = 0; i < 1500 && FindProcesses(marker).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(FindProcesses(marker).empty()) << ReadFileOrEmpty(logs.path() + "/stderr");
+  EXPECT_NE(fs.LoopsBackedHere(), "") << "the image is on a loop device while the run lasts";
+  kill(pid, SIGKILL);
+  WaitExit(pid);
+  SettleUntilGone(marker);
+  // The last reference may be dropped by the kernel after the sandbox's last process.
+  for (int i = 0; i < 250 && !fs.LoopsBackedHere().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(fs.LoopsBackedHere(), "") << "a loop device outlived brig";
+  EXPECT_LE(fs.Used(), before + 64 * 1024) << "the image outlived brig";
+  auto gc = RunBrig({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(fs.List(), "");
+}
+
 // Within the cap, a copy on disk is a copy as any other: the sandbox sees its changes, the
 // source stays as it was, --export-changes writes them out, and nothing is left.
 TEST_F(Disk, ACappedCopyOnDiskIsACopyAsAnyOther) {
