@@ -15,6 +15,7 @@
 #include "cli/flags.h"
 #include "config/brig.pb.h"
 #include "egress/upstream.h"
+#include "fs/disk_image.h"
 #include "net/network.h"
 #include "util/parse.h"
 
@@ -212,11 +213,21 @@ const std::vector<Flag>& Flags() {
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
        [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
       {"--copy-dir", "DIR",
-       "with a copy workspace: keep its changes in a new directory under DIR (on disk, no "
-       "size cap) instead of a tmpfs of --tmp-size",
+       "with a copy workspace: keep its changes in a new directory under DIR (on disk, "
+       "capped only by --disk-size) instead of a tmpfs of --disk-size or --tmp-size",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--copy-dir", v, "empty path");
          r.copy_dir = v;
+         return {};
+       }},
+      {"--disk-size", "SIZE",
+       "with a copy workspace: cap its changes at SIZE (at least 1M), the kernel refusing "
+       "writes past it (ENOSPC): a tmpfs of SIZE, or with --copy-dir a file system image of "
+       "SIZE there (profile limits.disk)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = util::ParseDiskSize(v);
+         if (!s) return BadInput("--disk-size", v, s.error().detail);
+         r.disk_size = *s;
          return {};
        }},
       {"--export-changes", "DIR",
@@ -382,6 +393,24 @@ Status CheckCopyDir(config::Sandbox& sb) {
     return BadInput("--copy-dir", sb.copy_dir,
                     "inside the workspace, whose copy cannot hold its own changes");
   }
+  // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
+  if (sb.disk_size) BRIG_TRY(fs::CheckDiskImage(sb.copy_dir));
+  return {};
+}
+
+// The cap on a copy's changes: the run's --disk-size, else the profile's limits.disk (only a
+// copy profile has one). Nothing else can be capped: --disk-size without a copy is refused.
+Status ApplyDiskSize(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb) {
+  bool copy = sb.workspace_mode == config::WorkspaceMode::kCopy && !sb.workspace.empty();
+  if (req.disk_size && !copy) {
+    return BadInput("--disk-size", "",
+                    "needs a copy workspace (--workspace with a profile or --workspace-mode "
+                    "that makes one): a read-only one takes no changes, and a read-write one, "
+                    "the host's own directory, cannot be capped");
+  }
+  if (!copy) return {};
+  if (!l.disk().empty()) sb.disk_size = *util::ParseDiskSize(l.disk());
+  if (req.disk_size) sb.disk_size = *req.disk_size;
   return {};
 }
 
@@ -571,10 +600,10 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     }
     sb.seccomp_policy = BRIG_TRY(config::PolicyFilePath(dir, "seccomp", policy));
   } else if (!sb.rootfs.empty() || !req.layers.empty() || req.workspace_mode ||
-             !req.export_changes.empty() || !req.copy_dir.empty()) {
+             !req.export_changes.empty() || !req.copy_dir.empty() || req.disk_size) {
     return Fail("profile", req.profile,
                 "ISOLATION_NONE has no root or workspace mounts: --rootfs, --layer, "
-                "--workspace-mode, --copy-dir and --export-changes do not apply",
+                "--workspace-mode, --copy-dir, --disk-size and --export-changes do not apply",
                 ErrorKind::kBadInput);
   }
   if (!sb.rootfs.empty()) {
@@ -598,6 +627,7 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   BRIG_TRY(CheckOutputOutsideWorkspace(sb.audit_path, "--audit-log", sb.workspace));
   sb.export_changes = req.export_changes;
   BRIG_TRY(CheckExportDir(sb));
+  BRIG_TRY(ApplyDiskSize(profile.limits(), req, sb));
   sb.copy_dir = req.copy_dir;
   BRIG_TRY(CheckCopyDir(sb));
   BRIG_TRY(CheckRlimits(sb.rlimits));

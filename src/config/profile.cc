@@ -59,6 +59,9 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (l.has_pids() && (l.pids() == 0 || l.pids() > 4194304)) {
     return Field(file, "limits.pids", "must be from 1 to 4194304");
   }
+  if (!l.disk().empty() && !util::ParseDiskSize(l.disk())) {
+    return Field(file, "limits.disk", util::ParseDiskSize(l.disk()).error().detail);
+  }
   for (int k : l.optional_limits()) {
     if (k == v1::LIMIT_UNSPECIFIED) {
       return Field(file, "limits.optional_limits", "LIMIT_UNSPECIFIED is not a limit");
@@ -77,6 +80,9 @@ Status Validate(const v1::Profile& p, const std::string& file) {
         return Field(file, "isolation",
                      "ISOLATION_NONE takes no filesystem, network, security or broker settings");
       }
+      if (!p.limits().disk().empty()) {
+        return Field(file, "limits.disk", "ISOLATION_NONE has no copy workspace to cap");
+      }
       return {};
     case v1::ISOLATION_SANDBOX:
       break;
@@ -85,6 +91,12 @@ Status Validate(const v1::Profile& p, const std::string& file) {
   }
   if (p.filesystem().workspace() == v1::WORKSPACE_ACCESS_UNSPECIFIED) {
     return Field(file, "filesystem.workspace", "must be set");
+  }
+  // Only a copy's changes can be capped: a read-only workspace takes none, and a read-write
+  // one is the host's own directory, whose writes no cap of brig's holds.
+  if (!p.limits().disk().empty() && p.filesystem().workspace() != v1::WORKSPACE_COPY) {
+    return Field(file, "limits.disk",
+                 "only a copy workspace (WORKSPACE_COPY) can be capped; a read-write one cannot");
   }
   for (const auto& path : p.filesystem().protected_paths()) {
     if (!IsWorkspaceRelative(path)) {

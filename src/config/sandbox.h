@@ -58,8 +58,11 @@ struct Sandbox {
   // nowhere.
   std::string export_changes;
   // copy: a directory under which brig makes the copy's scratch space (--copy-dir); empty:
-  // a tmpfs of tmp_size.
+  // a tmpfs of disk_size, else of tmp_size.
   std::string copy_dir;
+  // copy: the cap on the copy's changes in bytes (--disk-size, limits.disk); 0: none but
+  // the tmpfs's tmp_size, or, under copy_dir, the file system's free space.
+  uint64_t disk_size = 0;
   uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
 
   std::chrono::milliseconds timeout{30 * 60 * 1000};

@@ -14,6 +14,7 @@
 #include <functional>
 #include <sstream>
 
+#include "fs/disk_image.h"
 #include "fs/hidden.h"
 #include "fs/kernel_paths.h"
 #include "sys/syscalls.h"
@@ -323,23 +324,33 @@ void AddProtectSteps(MountPlan& plan, std::vector<std::string>& pins) {
 }
 
 // The copy workspace: an overlay whose lower layer is the source, opened here by brig, and
-// whose upper and work dirs are in brig's scratch space: a tmpfs of --tmp-size that no path
-// names, or a new directory under --copy-dir. It is mounted by brig on the host, so the
-// source is never written: the sandbox's changes, whiteouts for what it deleted included,
-// land in the scratch space. Mounting costs the same for any number of files: nothing is
-// copied until the sandbox writes it.
+// whose upper and work dirs are in brig's scratch space: a tmpfs of --disk-size (else
+// --tmp-size) that no path names, or a new directory under --copy-dir, which holds them
+// itself or, with --disk-size, holds the disk image whose file system holds them
+// (fs/disk_image.h). It is mounted by brig on the host, so the source is never written:
+// the sandbox's changes, whiteouts for what it deleted included, land in the scratch space.
+// Mounting costs the same for any number of files: nothing is copied until the sandbox
+// writes it.
 Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& record,
                         int src, const struct stat& st) {
   const std::string what = "copy of " + sb.workspace;
   std::string scratch_path;
   if (sb.copy_dir.empty()) {
-    plan.copy_scratch = BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(sb.tmp_size)}, {"mode", "0700"}},
-                                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, what));
+    uint64_t size = sb.disk_size ? sb.disk_size : sb.tmp_size;
+    plan.copy_scratch =
+        BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(size)}, {"mode", "0700"}},
+                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, what));
   } else {
     scratch_path = sb.copy_dir + "/" + sb.id;
     sys::UniqueFd parent(open(sb.copy_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!parent) return SysError("open", sb.copy_dir);
     plan.copy_scratch = BRIG_TRY(plan.marks.AddScratch(record, parent.get(), sb.id, scratch_path));
+    if (sb.disk_size) {
+      // The image's file system is a detached mount, as the tmpfs is.
+      plan.copy_scratch =
+          BRIG_TRY(NewDiskImage(plan.copy_scratch.get(), scratch_path, sb.disk_size));
+      scratch_path.clear();
+    }
   }
   int scratch = plan.copy_scratch.get();
   // The merged root takes the upper dir's owner and mode: the source's.
@@ -360,8 +371,8 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Recor
   for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src, upper.get(), p));
   // overlayfs before Linux 6.15 takes a layer only from a mount of the caller's namespace
   // (clone_private_mount): the workspace and a --copy-dir directory are opened again in
-  // the private one (the same directories: checked), and the scratch tmpfs is attached
-  // there, not above the workspace.
+  // the private one (the same directories: checked), and the scratch tmpfs or disk image
+  // is attached there, not above the workspace.
   auto reopen = [](int was, const std::string& path, int flags) -> Result<sys::UniqueFd> {
     sys::UniqueFd fd(open(path.c_str(), flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat now, want;

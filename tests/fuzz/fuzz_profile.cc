@@ -32,6 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (profile.isolation() == brig::v1::ISOLATION_SANDBOX) {
     FUZZ_CHECK(brig::util::ParseSize(profile.limits().tmp_size()).has_value());
     FUZZ_CHECK(!profile.security().seccomp_policy().empty());
+    FUZZ_CHECK(profile.limits().disk().empty() ||
+               (profile.filesystem().workspace() == brig::v1::WORKSPACE_COPY &&
+                brig::util::ParseDiskSize(profile.limits().disk()).has_value()));
     FUZZ_CHECK(profile.filesystem().workspace() != brig::v1::WORKSPACE_ACCESS_UNSPECIFIED);
     for (const auto& path : profile.filesystem().protected_paths()) {
       FUZZ_CHECK(!path.empty() && path[0] != '/');
