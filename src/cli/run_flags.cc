@@ -213,8 +213,8 @@ const std::vector<Flag>& Flags() {
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
        [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
       {"--copy-dir", "DIR",
-       "with a copy workspace: keep its changes in a new directory under DIR (on disk, "
-       "capped only by --disk-size) instead of a tmpfs of --disk-size or --tmp-size",
+       "with a copy workspace: keep its changes in a new directory under DIR, in a disk "
+       "image of --disk-size (8G unless set), instead of a tmpfs of --disk-size or --tmp-size",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--copy-dir", v, "empty path");
          r.copy_dir = v;
@@ -398,8 +398,13 @@ Status CheckCopyDir(config::Sandbox& sb) {
   return {};
 }
 
+// The cap on a copy kept on disk when neither the run nor the profile gives one: a copy
+// under --copy-dir is never uncapped (a sandbox wrote 2 GiB in 2 s there; issue 14).
+constexpr uint64_t kCopyDirDisk = 8ull << 30;
+
 // The cap on a copy's changes: the run's --disk-size, else the profile's limits.disk (only a
-// copy profile has one). Nothing else can be capped: --disk-size without a copy is refused.
+// copy profile has one), else under --copy-dir kCopyDirDisk. Nothing else can be capped:
+// --disk-size without a copy is refused.
 Status ApplyDiskSize(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb) {
   bool copy = sb.workspace_mode == config::WorkspaceMode::kCopy && !sb.workspace.empty();
   if (req.disk_size && !copy) {
@@ -411,6 +416,7 @@ Status ApplyDiskSize(const v1::Limits& l, const RunRequest& req, config::Sandbox
   if (!copy) return {};
   if (!l.disk().empty()) sb.disk_size = *util::ParseDiskSize(l.disk());
   if (req.disk_size) sb.disk_size = *req.disk_size;
+  if (!req.copy_dir.empty() && !sb.disk_size) sb.disk_size = kCopyDirDisk;
   return {};
 }
 

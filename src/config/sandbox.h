@@ -60,8 +60,8 @@ struct Sandbox {
   // copy: a directory under which brig makes the copy's scratch space (--copy-dir); empty:
   // a tmpfs of disk_size, else of tmp_size.
   std::string copy_dir;
-  // copy: the cap on the copy's changes in bytes (--disk-size, limits.disk); 0: none but
-  // the tmpfs's tmp_size, or, under copy_dir, the file system's free space.
+  // copy: the cap on the copy's changes in bytes (--disk-size, limits.disk, 8G under
+  // copy_dir); 0: none but the tmpfs's tmp_size.
   uint64_t disk_size = 0;
   uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
 
