@@ -25,8 +25,10 @@ namespace {
 // is its cookie. Older kernels answer ENOTTY, and a namespace's inode then has to do.
 constexpr unsigned long kNsGetId = _IOR(0xb7, 0xd, uint64_t);
 
+// The path is another process's descriptor or mount point, which may have become anything
+// meanwhile: O_NONBLOCK so that a FIFO there cannot hold brig up.
 uint64_t CookieOf(const std::string& ns_path) {
-  sys::UniqueFd fd(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  sys::UniqueFd fd(open(ns_path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   uint64_t id = 0;
   if (!fd || ioctl(fd.get(), kNsGetId, &id) < 0) return 0;
   return id;
