@@ -224,6 +224,31 @@ TEST_F(Reclaim, ALiveSandboxIsLeftAlone) {
   EXPECT_EQ(world.TearDown(), "");
 }
 
+// A new namespace can get the inode of one that is gone, and with it the gone one's state
+// directory. The directory notes its namespace's cookie; a run that finds another there
+// drops the dead namespace's leases and claims the directory.
+TEST_F(Reclaim, AReusedInodeDoesNotInheritTheGoneNamespacesLeases) {
+  TestWorld world;
+  ASSERT_EQ(world.Build(), "");
+  ASSERT_EQ(RunCommand({"mkdir", "-p", world.StateDir() + "/addr"}).exit_code, 0);
+  ScratchDir scratch;
+  std::string dead = world.StateDir() + "/addr/10.213.0.9";
+  ASSERT_EQ(RunCommand({"cp", scratch.Write("lease", "left by a namespace that is gone"), dead})
+                .exit_code,
+            0);
+  ASSERT_EQ(RunCommand({"cp", scratch.Write("cookie", "1"), world.StateDir() + "/netns"})
+                .exit_code,
+            0);
+  auto r = world.Brig(RunArgs("true"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Exists(dead)) << "the gone namespace's lease was kept";
+  std::string cookie = ReadFileOrEmpty(world.StateDir() + "/netns");
+  EXPECT_NE(cookie, "1");
+  EXPECT_NE(cookie, "");
+  EXPECT_EQ(Lines(world.Leases()), "");
+  EXPECT_EQ(world.TearDown(), "");
+}
+
 // A sandbox of a network namespace held by nothing but the test's descriptor: killed, then
 // the namespace goes. Returns the dead run's id and the namespace's inode.
 class GoneNetns : public Reclaim {
