@@ -63,7 +63,8 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   // The kernel keeps these as ints; 0 would stop brig init making its own cgroup namespace.
   auto count = [&](const char* name, bool has, uint64_t v) -> Status {
     if (has && (v == 0 || v > 2147483647)) {
-      return Field(file, std::string("limits.user_counts.") + name, "must be from 1 to 2147483647");
+      return Field(file, std::string("limits.user_counts.") + name,
+                   "must be from 1 to 2147483647");
     }
     return {};
   };
@@ -212,7 +213,7 @@ void FillDefaults(v1::Profile& p) {
   if (!l->has_rlimit_nofile()) l->set_rlimit_nofile(4096);
   if (!l->has_rlimit_nproc()) l->set_rlimit_nproc(4096);
   if (!l->has_rlimit_core()) l->set_rlimit_core(0);
-  // Why these: brig-profile(5), USER COUNTS.
+  // Why these: limits.user_counts in brig-profile(5).
   v1::UserCounts* u = l->mutable_user_counts();
   if (!u->has_inotify_instances()) u->set_inotify_instances(32);
   if (!u->has_inotify_watches()) u->set_inotify_watches(4096);
