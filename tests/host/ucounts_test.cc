@@ -5,6 +5,7 @@
 // checks that the test process (host root) can still get one while the sandbox holds its
 // own; the sandbox says when it holds them and waits for the test's word.
 #include <fcntl.h>
+#include <signal.h>
 #include <mqueue.h>
 #include <sys/inotify.h>
 #include <sys/wait.h>
@@ -66,6 +67,16 @@ elif kind == "mqueue":
             err = ctypes.get_errno()
             break
         held.append(q)
+        n += 1
+elif kind == "signals":
+    import signal
+    sig = signal.SIGRTMIN + 1
+    signal.pthread_sigmask(signal.SIG_BLOCK, [sig])
+    libc.sigqueue.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    while n < 1000000:
+        if libc.sigqueue(os.getpid(), sig, None) < 0:
+            err = ctypes.get_errno()
+            break
         n += 1
 print("holding", n, errno.errorcode.get(err, str(err)), flush=True)
 while not os.path.exists("/workspace/go"):
@@ -170,6 +181,34 @@ TEST_F(UserCounts, MessageQueueBytesLeaveHostRootSome) {
     mq_unlink(name.c_str());
   }
   EXPECT_TRUE(Contains(line, " EMFILE")) << line;
+  Release(brig);
+}
+
+// Whether host root can queue a real-time signal: a child of the test blocks one and queues
+// it to itself.
+bool HostRootCanQueueASignal() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 1);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    union sigval v{};
+    _exit(sigqueue(getpid(), SIGRTMIN + 1, v) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST_F(UserCounts, PendingSignalsLeaveHostRootSome) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  auto [brig, line] = Exhaust("signals");
+  ASSERT_TRUE(Contains(line, "holding ")) << line << ReadFileOrEmpty(out_.path() + "/stderr");
+  EXPECT_TRUE(HostRootCanQueueASignal())
+      << "host root could not queue a signal while the sandbox held " << line;
+  EXPECT_TRUE(Contains(line, " EAGAIN")) << line;
+  EXPECT_LE(Held(line), 1024) << line;
   Release(brig);
 }
 
