@@ -9,6 +9,7 @@
 
 #include "audit/audit.h"
 #include "cli/cli.h"
+#include "cli/reclaim.h"
 #include "config/brig.pb.h"
 #include "container/launch.h"
 #include "util/files.h"
@@ -178,6 +179,9 @@ int RunMain(const std::vector<std::string>& args) {
     r.set_error(s.error().Render());
     return Report(result_path, r);
   }
+  // What supervisors that are gone left goes first (their addresses may be needed now). It
+  // never waits for a live brig; what it cannot remove stays, for brig gc to report.
+  (void)Reclaim(ReclaimMode::kQuiet);
   auto outcome = container::Run(*sandbox);
   if (!outcome) {
     r.set_exit_code(ExitCodeFor(outcome.error().kind));

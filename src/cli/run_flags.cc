@@ -293,7 +293,9 @@ Status CheckRlimits(const config::Rlimits& rl) {
   const std::pair<int, std::pair<const char*, uint64_t>> items[] = {
       {RLIMIT_NOFILE, {"nofile", rl.nofile}},
       {RLIMIT_NPROC, {"nproc", rl.nproc}},
-      {RLIMIT_CORE, {"core", rl.core}}};
+      {RLIMIT_CORE, {"core", rl.core}},
+      {RLIMIT_MSGQUEUE, {"msgqueue", rl.msgqueue}},
+      {RLIMIT_SIGPENDING, {"sigpending", rl.sigpending}}};
   for (const auto& [res, nv] : items) {
     struct rlimit cur;
     if (getrlimit(res, &cur) < 0) return SysError("getrlimit", nv.first);
@@ -478,6 +480,11 @@ void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb
   sb.rlimits.nofile = req.rlimit_nofile.value_or(l.rlimit_nofile());
   sb.rlimits.nproc = req.rlimit_nproc.value_or(l.rlimit_nproc());
   sb.rlimits.core = req.rlimit_core.value_or(l.rlimit_core());
+  const v1::UserCounts& u = l.user_counts();
+  sb.rlimits.msgqueue = u.msgqueue_bytes();
+  sb.rlimits.sigpending = u.pending_signals();
+  sb.user_counts = {u.inotify_instances(), u.inotify_watches(), u.fanotify_groups(),
+                    u.fanotify_marks(), u.namespaces()};
   cgroup::Limits& c = sb.limits;
   if (!l.memory().empty()) c.memory = *util::ParseMemory(l.memory());
   if (req.memory) c.memory = *req.memory;

@@ -62,6 +62,22 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (!l.disk().empty() && !util::ParseDiskSize(l.disk())) {
     return Field(file, "limits.disk", util::ParseDiskSize(l.disk()).error().detail);
   }
+  const v1::UserCounts& u = l.user_counts();
+  // The kernel keeps these as ints; 0 would stop brig init making its own cgroup namespace.
+  auto count = [&](const char* name, bool has, uint64_t v) -> Status {
+    if (has && (v == 0 || v > 2147483647)) {
+      return Field(file, std::string("limits.user_counts.") + name,
+                   "must be from 1 to 2147483647");
+    }
+    return {};
+  };
+  BRIG_TRY(count("inotify_instances", u.has_inotify_instances(), u.inotify_instances()));
+  BRIG_TRY(count("inotify_watches", u.has_inotify_watches(), u.inotify_watches()));
+  BRIG_TRY(count("fanotify_groups", u.has_fanotify_groups(), u.fanotify_groups()));
+  BRIG_TRY(count("fanotify_marks", u.has_fanotify_marks(), u.fanotify_marks()));
+  BRIG_TRY(count("namespaces", u.has_namespaces(), u.namespaces()));
+  BRIG_TRY(count("msgqueue_bytes", u.has_msgqueue_bytes(), u.msgqueue_bytes()));
+  BRIG_TRY(count("pending_signals", u.has_pending_signals(), u.pending_signals()));
   for (int k : l.optional_limits()) {
     if (k == v1::LIMIT_UNSPECIFIED) {
       return Field(file, "limits.optional_limits", "LIMIT_UNSPECIFIED is not a limit");
@@ -209,6 +225,15 @@ void FillDefaults(v1::Profile& p) {
   if (!l->has_rlimit_nofile()) l->set_rlimit_nofile(4096);
   if (!l->has_rlimit_nproc()) l->set_rlimit_nproc(4096);
   if (!l->has_rlimit_core()) l->set_rlimit_core(0);
+  // Why these: limits.user_counts in brig-profile(5).
+  v1::UserCounts* u = l->mutable_user_counts();
+  if (!u->has_inotify_instances()) u->set_inotify_instances(32);
+  if (!u->has_inotify_watches()) u->set_inotify_watches(4096);
+  if (!u->has_fanotify_groups()) u->set_fanotify_groups(8);
+  if (!u->has_fanotify_marks()) u->set_fanotify_marks(4096);
+  if (!u->has_namespaces()) u->set_namespaces(64);
+  if (!u->has_msgqueue_bytes()) u->set_msgqueue_bytes(65536);
+  if (!u->has_pending_signals()) u->set_pending_signals(1024);
   // Without isolation there is no /tmp of brig's to size.
   if (p.isolation() == v1::ISOLATION_NONE) return;
   if (l->tmp_size().empty()) l->set_tmp_size("1G");

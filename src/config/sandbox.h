@@ -35,6 +35,18 @@ struct Rlimits {
   uint64_t nofile = 4096;
   uint64_t nproc = 4096;
   uint64_t core = 0;
+  // Counted per user and charged to host root as well (security/ucounts.h).
+  uint64_t msgqueue = 65536;
+  uint64_t sigpending = 1024;
+};
+
+// The sandbox user namespace's own /proc/sys/user limits (security/ucounts.h).
+struct UserCounts {
+  uint64_t inotify_instances = 32;
+  uint64_t inotify_watches = 4096;
+  uint64_t fanotify_groups = 8;
+  uint64_t fanotify_marks = 4096;
+  uint64_t namespaces = 64;  // of each kind
 };
 
 struct Sandbox {
@@ -68,6 +80,7 @@ struct Sandbox {
   std::chrono::milliseconds timeout{30 * 60 * 1000};
   std::chrono::milliseconds grace{10 * 1000};
   Rlimits rlimits;
+  UserCounts user_counts;
   cgroup::Limits limits;
   std::string cgroup_parent;  // empty: the group brig runs in, per hierarchy
   // The host's cgroups and the path each controller takes, probed once, before the run

@@ -17,6 +17,7 @@
 #include "fs/rootfs.h"
 #include "net/loopback.h"
 #include "security/caps.h"
+#include "security/ucounts.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -220,6 +221,8 @@ Status Setup(const InitArgs& a) {
     BRIG_TRY_CTX(util::WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1"), "network");
     BRIG_TRY_CTX(net::ConfigureSandboxSide(a.address->addr, a.address->subnet), "network");
   }
+  // While the host's /proc is still here and init holds CAP_SYS_RESOURCE in its namespace.
+  BRIG_TRY_CTX(security::CapUserCounts(a.sandbox->user_counts), "user counts");
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
   // Meanwhile brig has put init into its v1 groups, after the clone made the cgroup

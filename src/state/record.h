@@ -61,10 +61,11 @@ struct Collected {
   std::vector<Error> failed;         // records kept because cleaning them failed
 };
 
-// Runs `clean` on every record in `dir` whose sandbox is gone (its lock is free) and
-// removes the record once `clean` succeeds; a record whose cleaning fails stays.
+// Runs `clean` on every record in `dir` whose sandbox is gone (its lock is free: taken
+// without waiting, so a live brig never holds this up) and removes the record once `clean`
+// says everything in it is gone (true); a record `clean` leaves (false) or fails on stays.
 Result<Collected> CollectStale(
     const std::string& dir,
-    const std::function<Status(const std::string& id, const std::vector<Entry>&)>& clean);
+    const std::function<Result<bool>(const std::string& id, const std::vector<Entry>&)>& clean);
 
 }  // namespace brig::state
