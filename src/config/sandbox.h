@@ -61,6 +61,8 @@ struct Sandbox {
   // a tmpfs of tmp_size.
   std::string copy_dir;
   uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
+  // Bytes of each of stdout and stderr relayed to the caller; unset: no bound.
+  std::optional<uint64_t> output_limit;
 
   std::chrono::milliseconds timeout{30 * 60 * 1000};
   std::chrono::milliseconds grace{10 * 1000};

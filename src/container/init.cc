@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -69,7 +70,8 @@ struct Workload {
 // execve.
 [[noreturn]] void ExecWorkload(const InitArgs& a, const std::string& path, int err_fd,
                                char* const* argv, char* const* envp) {
-  if (setsid() < 0) {
+  // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0)) {
     int e = errno;
     (void)!write(err_fd, &e, sizeof e);
     _exit(125);
@@ -224,6 +226,9 @@ void InitMain(const InitArgs& a) {
   if (!m || m->type != Msg::kStart) _exit(125);
   auto w = StartWorkload(a, *path);
   if (!w) Die(fd, std::move(w).error());
+  // The workload's stdio (pipes, its pty, its stdin) is the workload's alone: init keeps no
+  // write end that would hold the supervisor's relay open.
+  (void)close_range(0, 2, 0);
   Supervise(fd, sigfd, w->pid);
 }
 
