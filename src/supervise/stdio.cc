@@ -166,15 +166,18 @@ void Stdio::Aim(Stream& s, int caller_fd, bool from_pipe) {
   s.caller = caller_fd;
   s.dst = caller_fd;
   s.kind = from_pipe ? Stream::Kind::kSplice : Stream::Kind::kBuffered;
+  s.pollable = false;
   struct stat st;
   if (fstat(caller_fd, &st) < 0) {
     s.dst = null_.get();
   } else if (S_ISSOCK(st.st_mode)) {
+    s.pollable = true;
     s.kind = Stream::Kind::kSend;
   } else if (S_ISFIFO(st.st_mode) || isatty(caller_fd)) {
     // If the reopen fails, writes may wait on the caller's reader, as the workload's did.
     s.dst_own.Reset(open(FdPath(caller_fd).c_str(),
                          O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
+    s.pollable = static_cast<bool>(s.dst_own);
   }
 }
 
@@ -274,6 +277,32 @@ Stdio::Want Stdio::Pump(Stream& s) {
       room = std::min<uint64_t>(room, *limit_ - s.bytes);
     }
     ssize_t n;
+    if (s.kind == Stream::Kind::kSplice && !s.pollable) {
+      // A file or a device: it cannot be waited on, and a nonblocking splice to it may
+      // still say EAGAIN. Moving only what the pipe holds keeps the splice from waiting
+      // on the workload.
+      int queued = 0;
+      if (ioctl(s.src.get(), FIONREAD, &queued) < 0 || queued == 0) {
+        // Empty, or the end: a read of one byte tells which (and keeps the byte).
+        n = read(s.src.get(), buf, 1);
+        if (n > 0) s.pending.assign(buf, 1);
+        if (n < 0 && errno == EAGAIN) return Want::kSource;
+        if (n == 0 || (n < 0 && errno != EINTR)) s.done = true;
+        continue;
+      }
+      n = splice(s.src.get(), nullptr, s.dst_fd(), nullptr,
+                 std::min(room, static_cast<size_t>(queued)), SPLICE_F_MOVE);
+      if (n > 0) {
+        s.bytes += static_cast<uint64_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINVAL) {
+        s.kind = Stream::Kind::kBuffered;
+        continue;
+      }
+      if (n < 0 && errno != EINTR) return Broken(s);
+      continue;
+    }
     if (s.kind == Stream::Kind::kSplice) {
       n = splice(s.src.get(), nullptr, s.dst_fd(), nullptr, room,
                  SPLICE_F_NONBLOCK | SPLICE_F_MOVE);

@@ -57,6 +57,7 @@ class Stdio {
     sys::UniqueFd dst_own;  // the caller's pipe or terminal reopened nonblocking, or a master
     Kind kind = Kind::kBuffered;
     int caller = 0;          // 1 or 2: the caller's fd it stands for in the summary and limit
+    bool pollable = true;    // the destination has a reader to wait for (pipe, socket, tty)
     bool done = true;
     std::string pending;
     uint64_t bytes = 0, dropped = 0;
