@@ -12,6 +12,7 @@
 #include "cli/reclaim.h"
 #include "config/brig.pb.h"
 #include "container/launch.h"
+#include "supervise/stdio.h"
 #include "util/files.h"
 
 namespace brig::cli {
@@ -144,6 +145,7 @@ std::string ErrorCodeFor(ErrorKind kind) {
 }
 
 int RunMain(const std::vector<std::string>& args) {
+  supervise::EnsureStdio();
   auto req = ParseRunArgs(args);
   if (!req) {
     fprintf(stderr, "brig: %s\n", req.error().Render().c_str());
@@ -155,6 +157,7 @@ int RunMain(const std::vector<std::string>& args) {
   }
   v1::RunResult r;
   r.mutable_usage();  // present, zero, even when nothing ran
+  r.mutable_output();
   const std::string& result_path = req->result_path;
   auto sandbox = ResolveRun(*req, environ);
   if (!sandbox) {
@@ -201,6 +204,7 @@ int RunMain(const std::vector<std::string>& args) {
                                           : static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
   u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
   if (outcome->network) *r.mutable_network() = *outcome->network;
+  if (outcome->output) *r.mutable_output() = *outcome->output;
   if (outcome->export_error) {
     // A failed workload's outcome stands; a run that succeeded but whose changes could not
     // be exported did not do what was asked of it. Either way the line is printed once.

@@ -210,6 +210,15 @@ const std::vector<Flag>& Flags() {
       {"--grace", "DURATION",
        "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (10s)",
        [](RunRequest& r, const std::string& v) { return SetDuration(r.grace, "--grace", v); }},
+      {"--output-limit", "SIZE",
+       "relay at most SIZE bytes of each of stdout and stderr; the rest is dropped (the "
+       "workload's writes still succeed) and the result says so",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = util::ParseSize(v);
+         if (!s) return BadInput("--output-limit", v, s.error().detail);
+         r.output_limit = *s;
+         return {};
+       }},
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
        [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
       {"--copy-dir", "DIR",
@@ -477,6 +486,8 @@ void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb
   sb.grace = req.grace.value_or(*util::ParseDuration(l.grace()));
   if (!l.tmp_size().empty()) sb.tmp_size = *util::ParseSize(l.tmp_size());
   if (req.tmp_size) sb.tmp_size = *req.tmp_size;
+  if (!l.output_limit().empty()) sb.output_limit = *util::ParseSize(l.output_limit());
+  if (req.output_limit) sb.output_limit = *req.output_limit;
   sb.rlimits.nofile = req.rlimit_nofile.value_or(l.rlimit_nofile());
   sb.rlimits.nproc = req.rlimit_nproc.value_or(l.rlimit_nproc());
   sb.rlimits.core = req.rlimit_core.value_or(l.rlimit_core());

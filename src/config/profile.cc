@@ -44,6 +44,9 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (!l.tmp_size().empty() && !util::ParseSize(l.tmp_size())) {
     return Field(file, "limits.tmp_size", util::ParseSize(l.tmp_size()).error().detail);
   }
+  if (!l.output_limit().empty() && !util::ParseSize(l.output_limit())) {
+    return Field(file, "limits.output_limit", util::ParseSize(l.output_limit()).error().detail);
+  }
   if (!l.memory().empty() && !util::ParseMemory(l.memory())) {
     return Field(file, "limits.memory", util::ParseMemory(l.memory()).error().detail);
   }

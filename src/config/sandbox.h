@@ -76,6 +76,8 @@ struct Sandbox {
   // copy_dir); 0: none but the tmpfs's tmp_size.
   uint64_t disk_size = 0;
   uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
+  // Bytes of each of stdout and stderr relayed to the caller; unset: no bound.
+  std::optional<uint64_t> output_limit;
 
   std::chrono::milliseconds timeout{30 * 60 * 1000};
   std::chrono::milliseconds grace{10 * 1000};

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -81,7 +82,8 @@ struct WorkloadPipes {
   char go;
   while (read(p.go_rd, &go, 1) < 0 && errno == EINTR) {
   }
-  if (setsid() < 0) {
+  // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0)) {
     int e = errno;
     (void)!write(err_fd, &e, sizeof e);
     _exit(125);
@@ -114,8 +116,10 @@ struct WorkloadPipes {
   _exit(e == ENOENT ? 127 : 126);
 }
 
-// Before the workload goes on: init lets go of the caller's fds 0-2 (the workload has its
-// own copies now) and loads its own filter. Every other fd that named a host object went
+// Before the workload goes on: init lets go of fds 0-2 (the workload has its own copies
+// now: the stdio relay's pipes or its pty, and its stdin; supervise/stdio.h), so it holds
+// no write end that would keep the supervisor's relay open, and loads its own filter
+// (which allows no other close). Every other fd that named a host object went
 // before kReady (InitMain).
 Status ReleaseHost(const InitArgs& a) {
   for (int fd = 0; fd <= 2; ++fd) close(fd);

@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -30,6 +31,7 @@
 #include "net/network.h"
 #include "state/record.h"
 #include "supervise/loop.h"
+#include "supervise/stdio.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -186,7 +188,8 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   int e = 0;
-  if (setsid() < 0 || !sys::CloseRangeCloexec(3) || !security::ApplyRlimits(sb.rlimits) ||
+  // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3) || !security::ApplyRlimits(sb.rlimits) ||
       (!sb.workspace.empty() && chdir(sb.workspace.c_str()) < 0)) {
     e = errno;
   } else {
@@ -219,6 +222,7 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   // Whatever the sandbox holds on the host is noted before it is made (brig gc).
   state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
   std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
+  std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit));
   int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
@@ -233,11 +237,16 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   pid_t supervisor = getpid();
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
+    stdio->ApplyInChild();
     ExecUnconfined(sb, *path, supervisor, go_rd.get(), wr.get(), argv.data(), envp.data());
   }
   sys::UniqueFd pidfd(pidfd_raw);
   wr.Reset();
   go_rd.Reset();
+  if (auto s = stdio->Started(); !s) {
+    Abort(pidfd.get());
+    return std::move(s).error();
+  }
   if (auto s = group->AttachV1(pid); !s) {
     Abort(pidfd.get());
     return std::move(s).error();
@@ -258,13 +267,18 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   SyncSequence seq;
   supervise::LoopInput in{pidfd.get(), -1, sigfd.get(), started + sb.timeout, sb.grace, &seq,
                           pid, group.get()};
+  in.extra_fds.push_back(stdio->fd());
+  in.on_extra = [&](int) { stdio->Handle(); };
   auto lo = supervise::Supervise(in);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
+  stdio->Drain();
+  stdio->RestoreTerminal();
   bool keep_record = false;
   out = FromLoop(std::move(*lo), started, *group, keep_record);
+  out.output = stdio->Summary();
   if (keep_record) record.Keep();
   return out;
 }
@@ -298,6 +312,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
   std::unique_ptr<net::SandboxNet> net;
   if (sb.network) net = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, record));
+  std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit));
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -321,12 +336,17 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
     parent_end.Reset();
+    stdio->ApplyInChild();
     InitMain(InitArgs{&sb, &plan, &seccomp, &init_filter, child_end.get(),
                       net ? &net->address() : nullptr});
   }
   sys::UniqueFd pidfd(pidfd_raw);
   child_end.Reset();
   plan.steps.clear();  // the detached trees now live on only in the child
+  if (auto s = stdio->Started(); !s) {
+    Abort(pidfd.get());
+    return std::move(s).error();
+  }
 
   SyncSequence seq;
   Outcome out;
@@ -383,19 +403,22 @@ Result<Outcome> Run(const config::Sandbox& sb) {
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq, 0, group.get()};
+  in.extra_fds.push_back(stdio->fd());
   if (egress) in.extra_fds.push_back(egress->fd());
   if (brokers) in.extra_fds.push_back(brokers->fd());
-  if (!in.extra_fds.empty()) {
-    in.on_extra = [&](int fd) {
-      if (egress && fd == egress->fd()) egress->Handle();
-      if (brokers && fd == brokers->fd()) brokers->Handle();
-    };
-  }
+  in.on_extra = [&](int fd) {
+    if (fd == stdio->fd()) stdio->Handle();
+    if (egress && fd == egress->fd()) egress->Handle();
+    if (brokers && fd == brokers->fd()) brokers->Handle();
+  };
   auto lo = supervise::Supervise(in);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
+  // Every writer is gone with the sandbox: the rest of its output, then the terminal.
+  stdio->Drain();
+  stdio->RestoreTerminal();
   // Every broker connection, both sides, ends with the sandbox.
   if (brokers) brokers->Close();
   // The network first: closing brig's netfilter socket at exit waits for the kernel to
@@ -420,6 +443,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   std::optional<v1::NetworkSummary> network = std::move(out.network);
   out = FromLoop(std::move(*lo), started, *group, keep_record);
   out.network = std::move(network);
+  out.output = stdio->Summary();
   // The sandbox is gone; its copy's changes are still in brig's scratch tmpfs.
   if (!sb.export_changes.empty()) {
     if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.workspace, sb.export_changes,

@@ -26,6 +26,8 @@ struct Outcome {
   std::chrono::milliseconds duration{0};
   // What went through the sandbox's resolver and proxy (postures allowlist and open).
   std::optional<v1::NetworkSummary> network;
+  // What the workload wrote to stdout and stderr, as relayed (once it ran).
+  std::optional<v1::Output> output;
   // --export-changes failed (after the workload ran).
   std::optional<Error> export_error;
 };

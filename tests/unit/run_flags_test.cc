@@ -61,6 +61,10 @@ TEST(Profiles, RunOptionsChangeOnlyLimits) {
   EXPECT_EQ(sb->tmp_size, 64u << 20);
   EXPECT_EQ(sb->rlimits.nofile, 100u);
   EXPECT_EQ(sb->rlimits.nproc, 4096u);  // the profile's, untouched
+  EXPECT_FALSE(sb->output_limit) << "no output bound unless one is asked for";
+  auto bounded = Resolve({"--output-limit", "10M", "true"});
+  ASSERT_TRUE(bounded) << bounded.error().Render();
+  EXPECT_EQ(bounded->output_limit, 10u << 20);
 }
 
 TEST(Profiles, APostureCannotBeWidenedFromTheCommandLine) {
@@ -338,6 +342,7 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--bogus", "true"}, "brig run '--bogus': unknown option"},
       {{"--timeout", "5x", "true"}, "--timeout '5x': unknown unit 'x'"},
       {{"--tmp-size", "lots", "true"}, "--tmp-size 'lots'"},
+      {{"--output-limit", "0", "true"}, "--output-limit '0': must be at least 1 byte"},
       {{"--workspace-mode", "wx", "true"}, "--workspace-mode 'wx': expected ro, rw or copy"},
       {{"--env", "NOEQUALS", "true"}, "--env 'NOEQUALS'"},
       {{"--rlimit", "stack=1", "true"}, "unknown limit 'stack'"},
