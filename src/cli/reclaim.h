@@ -1,7 +1,9 @@
 // What sandboxes whose brig is gone left on the host, removed: by `brig gc`, which reports
 // it, and at the start of every `brig run`, which does it quietly. Both go by the same
-// locks: a sandbox's record is locked by its brig (and brig init) for the sandbox's life
-// (state/record.h), so a record whose lock is free proves its supervisor gone; an address
+// locks: a sandbox's record is locked by its brig for the sandbox's life (state/record.h),
+// so a record whose lock is free proves its supervisor gone, and its sandbox gone or being
+// killed (init dies with brig): a v2 group is killed through cgroup.kill, a v1 group that
+// still has tasks is left to a later run or gc; an address
 // is decided holding its lease (net/addr.h). A run never waits for a lock a live brig
 // holds, and never touches a live sandbox's record.
 #pragma once

@@ -1,8 +1,9 @@
 // What a running sandbox holds on the host, written down before it is made, so `brig gc`
 // can remove it if brig dies without cleaning up (SIGKILL, a crash, the machine's OOM
 // killer). One file a sandbox in /run/brig/sandboxes, named by its id, held under an
-// exclusive flock for the sandbox's lifetime: the open file description is shared with
-// brig init, so the lock is free only once brig and the sandbox are both gone.
+// exclusive flock by brig for the sandbox's lifetime. brig init closes its copy before the
+// workload starts (it holds no host descriptor), so a free lock proves brig gone, and the
+// sandbox gone or being killed with it (init dies with its supervisor).
 #pragma once
 
 #include <functional>
