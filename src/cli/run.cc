@@ -49,6 +49,17 @@ void Judge(const container::Outcome& o, v1::RunResult& r) {
   } else if (o.killed_for_signal) {
     r.set_signal(o.killed_for_signal);
     r.set_exit_code(128 + o.killed_for_signal);
+  } else if (o.init_signal == SIGSYS) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code("internal");
+    r.set_error("brig init died of SIGSYS, which its own seccomp filter sends when it makes "
+                "a call outside its loop's (security/init_filter.cc)");
+  } else if (o.init_signal) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code("internal");
+    r.set_error(std::string("brig init was killed by signal ") +
+                std::to_string(o.init_signal) + " (" + strsignal(o.init_signal) +
+                ") without reporting the workload's status");
   } else {
     r.set_exit_code(kExitRefused);
     r.set_error_code("internal");

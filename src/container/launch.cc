@@ -168,6 +168,7 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   out.error = std::move(lo.error);
   out.timed_out = lo.timed_out;
   out.killed_for_signal = lo.killed_for_signal;
+  out.init_signal = lo.init_signal;
   out.usage = lo.usage;
   out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);

@@ -32,16 +32,6 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds limit = 10s) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return done();
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 // brig's child named brig-init (brig has no other children while a sandbox runs, but
 // the name makes sure), or 0.
 pid_t InitOf(pid_t brig) {
@@ -104,6 +94,25 @@ TEST_F(BrigInit, HoldsNoHostObjectAndRunsUnderAFilterOfItsOwn) {
   EXPECT_GT(count, 0) << fds;
   kill(brig, SIGTERM);
   EXPECT_EQ(WaitExit(brig), 128 + SIGTERM) << ReadFileOrEmpty(dir.path() + "/stderr");
+}
+
+// An init that dies of a signal (here one the host sends; its own filter's SIGSYS in the
+// case that matters) is reported by that signal, not as an init that said nothing.
+TEST_F(BrigInit, AnInitKilledByASignalIsReportedByIt) {
+  ScratchDir dir;
+  std::string marker = "sleep " + std::to_string(60000 + getpid() % 10000);
+  std::string result = dir.path() + "/result.json";
+  pid_t brig = SpawnBrig({"run", "--result", result, "--", "/bin/sh", "-c", "exec " + marker},
+                         dir.path());
+  ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }))
+      << ReadFileOrEmpty(dir.path() + "/stderr");
+  pid_t init = InitOf(brig);
+  ASSERT_NE(init, 0);
+  ASSERT_EQ(kill(init, SIGKILL), 0);
+  EXPECT_EQ(WaitExit(brig), 125);
+  std::string err = ReadFileOrEmpty(dir.path() + "/stderr");
+  EXPECT_TRUE(Contains(err, "brig init was killed by signal 9 (Killed)")) << err;
+  EXPECT_TRUE(Contains(ReadFileOrEmpty(result), "killed by signal 9")) << ReadFileOrEmpty(result);
 }
 
 // setgroups is denied in the sandbox's user namespace, and the caller's supplementary
