@@ -268,5 +268,24 @@ TEST_F(Hidden, HostSocketsAndFifosInTheWorkspaceAreOutOfReach) {
   }
 }
 
+// Each socket or FIFO held is a mount: past 1,000 the run is refused before anything runs,
+// naming the first and the count; a copy, which needs no mount for them, runs.
+TEST_F(Hidden, TooManySocketsAndFifosAreRefused) {
+  ScratchDir ws;
+  for (int i = 0; i < 1001; ++i) {
+    ASSERT_EQ(mkfifo((ws.path() + "/p" + std::to_string(i)).c_str(), 0666), 0);
+  }
+  RunCommand({"chown", "-R", "1234:1234", ws.path()});
+  auto r = Sh("echo RAN", {"--profile", SourceRoot() + "/tests/host/profiles/workspace-ro.textproto",
+                           "--workspace", ws.path()});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("1001 unix sockets and FIFOs are in the workspace"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(ws.path() + "/p"), std::string::npos) << r.err;
+  auto copy = Sh("echo RAN", {"--profile", Profile("copy"), "--workspace", ws.path()});
+  EXPECT_EQ(copy.out, "RAN\n") << copy.err;
+}
+
 }  // namespace
 }  // namespace brig::testing
