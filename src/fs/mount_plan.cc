@@ -436,9 +436,10 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& r
   sys::UniqueFd src(open(sb.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st;
   if (!src || fstat(src.get(), &st) < 0) return SysError("open", sb.workspace);
-  // What to hide, and in a read-write workspace which files are also files outside it, is
-  // found before anything is mounted, in the source itself. A copy breaks a hard link on
-  // the first write (overlayfs copies the file up), a read-only workspace is not written.
+  // What to hide, in a read-write workspace which files are also files outside it, and in
+  // a bound one which entries are sockets and FIFOs, is found before anything is mounted,
+  // in the source itself. A copy breaks a hard link on the first write (overlayfs copies
+  // the file up), a read-only workspace is not written.
   const bool rw = sb.workspace_mode == config::WorkspaceMode::kReadWrite;
   const bool bound = sb.workspace_mode != config::WorkspaceMode::kCopy;
   WorkspaceScan scan;
@@ -478,7 +479,9 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& r
   }
   AddProtectSteps(plan, pins, sb.workspace);
   for (const auto& p : scan.linked_out) {
-    plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
+    Step held = Make(StepKind::kProtect, "workspace/" + p);
+    held.data = sb.workspace + "/" + p;
+    plan.steps.push_back(std::move(held));
   }
   return {};
 }

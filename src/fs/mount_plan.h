@@ -51,6 +51,7 @@ struct Step {
   std::string dest;  // relative to the new root, no leading slash
   std::string data;  // symlink target or file contents; for kPin and kProtect of a
                      // read-write workspace, the host path, named if init finds a symlink
+                     // there (empty in a copy)
   sys::UniqueFd tree;
   bool is_dir = true;
   uint64_t size = 0;
