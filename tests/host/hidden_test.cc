@@ -233,14 +233,15 @@ TEST_F(Hidden, AnEnvrcIsHiddenAndHeldInEveryMode) {
 // for writing there too. The host side hears nothing.
 TEST_F(Hidden, HostSocketsAndFifosInTheWorkspaceAreOutOfReach) {
   for (const std::string profile : {"workspace-ro", "hidden-ro", "workspace-rw", "hidden-rw",
-                                    "workspace-copy", "hidden-copy"}) {
+                                    "workspace-rw-protected", "workspace-copy", "hidden-copy"}) {
     ScratchDir ws;
     ASSERT_EQ(mkdir((ws.path() + "/run").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir((ws.path() + "/.git").c_str(), 0755), 0);
     ws.Write("brig-probe", ReadFileOrEmpty(ProbeBinary()), 0755);
     RunCommand({"chown", "-R", "1234:1234", ws.path()});
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    std::string sock = ws.path() + "/agent.sock";
+    std::string sock = ws.path() + "/.git/fsmonitor--daemon.ipc";
     ASSERT_LT(sock.size(), sizeof addr.sun_path);
     memcpy(addr.sun_path, sock.c_str(), sock.size());
     sys::UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -253,7 +254,7 @@ TEST_F(Hidden, HostSocketsAndFifosInTheWorkspaceAreOutOfReach) {
     ASSERT_EQ(chmod(fifo.c_str(), 0666), 0);
     sys::UniqueFd reader(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     ASSERT_TRUE(reader);
-    auto r = Sh("cd /workspace; ./brig-probe unix /workspace/agent.sock; "
+    auto r = Sh("cd /workspace; ./brig-probe unix /workspace/.git/fsmonitor--daemon.ipc; "
                 "./brig-probe fifo /workspace/run/cmd.fifo",
                 {"--profile", SourceRoot() + "/tests/host/profiles/" + profile + ".textproto",
                  "--workspace", ws.path()});
