@@ -94,7 +94,7 @@ struct Walker {
       if (type == DT_UNKNOWN) {
         struct stat st;
         if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-          type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+          type = IFTODT(st.st_mode);
         }
       }
       entries.push_back({e->d_name, type});
@@ -118,6 +118,8 @@ struct Walker {
         }
       } else if (find_links && type == DT_REG) {
         NoteFile(dirfd, name, sub);
+      } else if (type == DT_SOCK || type == DT_FIFO) {
+        scan.ipc.push_back(sub);
       }
       path.pop_back();
     }
@@ -162,7 +164,6 @@ Result<HiddenPattern> ParseHiddenPattern(std::string_view entry) {
 
 Result<WorkspaceScan> ScanWorkspace(int dir, const std::vector<HiddenPattern>& patterns,
                                     bool find_links) {
-  if (patterns.empty() && !find_links) return WorkspaceScan();
   int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return SysError("open", "workspace");
   struct stat st;

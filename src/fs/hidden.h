@@ -1,6 +1,8 @@
 // The walk of a workspace before it is mounted (design.md, Filesystem; brig-profile(5)):
-// which paths are hidden (secrets the sandbox never sees), and which files of a read-write
-// workspace are hard links to files outside it (held read-only, brig-run(1)).
+// which paths are hidden (secrets the sandbox never sees), which files of a read-write
+// workspace are hard links to files outside it (held read-only, brig-run(1)), and which
+// entries are unix sockets or FIFOs, through which a host process that listens or reads
+// there would be reached (held out of reach in a bound workspace, brig-run(1)).
 // A profile's filesystem.hidden_paths entries follow gitignore's rule for where they
 // match, with shell globs (fnmatch(3), no FNM_PERIOD: "*" matches a leading dot too) per
 // path component:
@@ -44,9 +46,13 @@ struct WorkspaceScan {
   // (st_nlink) than the walk found, so at least one outside the workspace (or under a
   // hidden path), in walk order.
   std::vector<std::string> linked_out;
+  // Every unix socket and FIFO, not at or under a hidden path, in walk order. The type
+  // comes from readdir, so finding them costs the walk nothing.
+  std::vector<std::string> ipc;
 };
 
-// Walks the tree at `dir` (a directory fd). A directory that is gone or replaced by
+// Walks the tree at `dir` (a directory fd); the caller walks only when it needs what the
+// walk finds. A directory that is gone or replaced by
 // something else while brig walks is passed over; any other failure to enter one fails
 // the walk, naming it: what brig did not see, it could not hide or hold.
 Result<WorkspaceScan> ScanWorkspace(int dir, const std::vector<HiddenPattern>& patterns,

@@ -295,11 +295,7 @@ Result<std::string> PrepareProtectedInPlace(MountPlan& plan, state::Record& reco
                    "protect");
       return prefix;
     }
-    if (S_ISLNK(st.st_mode)) {
-      return BadInput("protect", host,
-                      "a symlink at a protected path of a read-write workspace; remove it, or "
-                      "use a copy workspace (--workspace-mode copy)");
-    }
+    if (S_ISLNK(st.st_mode)) return BadInput("protect", host, kSymlinkAtProtected);
     if (!S_ISDIR(st.st_mode) || i + 1 == parts.size()) return prefix;
     pins.push_back(prefix);
     dir.Reset(openat(dir.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -310,17 +306,21 @@ Result<std::string> PrepareProtectedInPlace(MountPlan& plan, state::Record& reco
 
 // The steps that hold a writable workspace's protected paths: directories that lead to
 // one are mount points (so they cannot be renamed or removed to put another in their
-// place), parents first; then the paths themselves, read-only.
-void AddProtectSteps(MountPlan& plan, std::vector<std::string>& pins) {
+// place), parents first; then the paths themselves, read-only. `host` is a read-write
+// workspace's path on the host (empty for a copy), for init to name a symlink by.
+void AddProtectSteps(MountPlan& plan, std::vector<std::string>& pins, const std::string& host) {
+  auto add = [&](StepKind kind, const std::string& p) {
+    Step s = Make(kind, "workspace/" + p);
+    if (!host.empty()) s.data = host + "/" + p;
+    plan.steps.push_back(std::move(s));
+  };
   std::sort(pins.begin(), pins.end());
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
-  for (const auto& p : pins) plan.steps.push_back(Make(StepKind::kPin, "workspace/" + p));
+  for (const auto& p : pins) add(StepKind::kPin, p);
   std::sort(plan.protected_paths.begin(), plan.protected_paths.end());
   plan.protected_paths.erase(std::unique(plan.protected_paths.begin(), plan.protected_paths.end()),
                              plan.protected_paths.end());
-  for (const auto& p : plan.protected_paths) {
-    plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
-  }
+  for (const auto& p : plan.protected_paths) add(StepKind::kProtect, p);
 }
 
 // The copy workspace: an overlay whose lower layer is the source, opened here by brig, and
@@ -404,25 +404,28 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Recor
   Step s = Make(StepKind::kBind, "workspace");
   s.tree = std::move(merged);
   plan.steps.push_back(std::move(s));
-  AddProtectSteps(plan, pins);
+  AddProtectSteps(plan, pins, "");
   return {};
 }
 
 // The files of a read-write workspace that are hard links to files outside it (or under
 // a hidden path): each is held read-only, as a protected path is, so no write through the
-// workspace reaches an inode outside it. A mount each, and mounts cost more the more a
-// namespace has (measured: 1,000 add about 40 ms to a start, 4,000 half a second, 10,000
-// two seconds): past kMaxHeldLinks the run is refused, naming the first and the count,
-// before anything is made.
-constexpr size_t kMaxHeldLinks = 1000;
+// workspace reaches an inode outside it. The unix sockets and FIFOs of a bound workspace:
+// each is covered as a hidden file is, so nothing inside reaches a host process that
+// listens or reads there (a copy's overlay gives them inodes of its own, which no host
+// process is bound to). A mount each, and mounts cost more the more a namespace has
+// (measured: 1,000 add about 40 ms to a start, 4,000 half a second, 10,000 two seconds):
+// past kMaxHeld of either the run is refused, naming the first and the count, before
+// anything is made.
+constexpr size_t kMaxHeld = 1000;
 
-Status CheckLinkedOut(const std::string& workspace, const std::vector<std::string>& linked_out) {
-  if (linked_out.size() <= kMaxHeldLinks) return {};
-  return BadInput("workspace", workspace + "/" + linked_out.front(),
-                  std::to_string(linked_out.size()) +
-                      " files of the read-write workspace are hard links to files outside "
-                      "it, more than the " + std::to_string(kMaxHeldLinks) +
-                      " brig holds read-only; use a copy workspace (--workspace-mode copy)");
+Status CheckHeld(const std::string& workspace, const std::vector<std::string>& held,
+                 const std::string& what, const std::string& how) {
+  if (held.size() <= kMaxHeld) return {};
+  return BadInput("workspace", workspace + "/" + held.front(),
+                  std::to_string(held.size()) + " " + what + ", more than the " +
+                      std::to_string(kMaxHeld) + " brig holds " + how +
+                      "; use a copy workspace (--workspace-mode copy)");
 }
 
 Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& record) {
@@ -433,19 +436,28 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& r
   sys::UniqueFd src(open(sb.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st;
   if (!src || fstat(src.get(), &st) < 0) return SysError("open", sb.workspace);
-  // What to hide, and in a read-write workspace which files are also files outside it, is
-  // found before anything is mounted, in the source itself. A copy breaks a hard link on
-  // the first write (overlayfs copies the file up), a read-only workspace is not written.
+  // What to hide, in a read-write workspace which files are also files outside it, and in
+  // a bound one which entries are sockets and FIFOs, is found before anything is mounted,
+  // in the source itself. A copy breaks a hard link on the first write (overlayfs copies
+  // the file up), a read-only workspace is not written.
   const bool rw = sb.workspace_mode == config::WorkspaceMode::kReadWrite;
+  const bool bound = sb.workspace_mode != config::WorkspaceMode::kCopy;
   WorkspaceScan scan;
-  if (!sb.hidden_paths.empty() || rw) {
+  if (!sb.hidden_paths.empty() || bound) {
     std::vector<HiddenPattern> patterns;
     for (const auto& h : sb.hidden_paths) patterns.push_back(BRIG_TRY(ParseHiddenPattern(h)));
     sys::UniqueFd dir(openat(src.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir) return SysError("open", sb.workspace);
     scan = BRIG_TRY_CTX(ScanWorkspace(dir.get(), patterns, rw), sb.workspace);
     plan.hidden = std::move(scan.hidden);
-    BRIG_TRY(CheckLinkedOut(sb.workspace, scan.linked_out));
+    BRIG_TRY(CheckHeld(sb.workspace, scan.linked_out,
+                       "files of the read-write workspace are hard links to files outside it",
+                       "read-only"));
+    if (bound) {
+      BRIG_TRY(CheckHeld(sb.workspace, scan.ipc, "unix sockets and FIFOs are in the workspace",
+                         "out of the sandbox's reach"));
+      plan.ipc = std::move(scan.ipc);
+    }
   }
   if (sb.workspace_mode == config::WorkspaceMode::kCopy) {
     return AddCopyWorkspace(plan, sb, record, src.get(), st);
@@ -465,9 +477,11 @@ Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& r
     plan.protected_paths.push_back(
         BRIG_TRY(PrepareProtectedInPlace(plan, record, src.get(), st, sb.workspace, p, pins)));
   }
-  AddProtectSteps(plan, pins);
+  AddProtectSteps(plan, pins, sb.workspace);
   for (const auto& p : scan.linked_out) {
-    plan.steps.push_back(Make(StepKind::kProtect, "workspace/" + p));
+    Step held = Make(StepKind::kProtect, "workspace/" + p);
+    held.data = sb.workspace + "/" + p;
+    plan.steps.push_back(std::move(held));
   }
   return {};
 }
@@ -586,6 +600,7 @@ Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb, state::Record& rec
   // In a bound workspace, hidden paths are covered (after /dev, whose null covers files).
   if (sb.workspace_mode != config::WorkspaceMode::kCopy) {
     for (const auto& h : plan.hidden) plan.steps.push_back(Make(StepKind::kHide, "workspace/" + h));
+    for (const auto& p : plan.ipc) plan.steps.push_back(Make(StepKind::kHoldIpc, "workspace/" + p));
   }
   return plan;
 }
@@ -600,7 +615,7 @@ std::string MountPlan::Describe() const {
   static const char* const kNames[] = {"dir",     "symlink",  "file",     "bind",
                                        "tmpfs",   "proc",     "devpts",   "mask",
                                        "readonly", "seal-ro", "pin",    "protect",
-                                       "hide"};
+                                       "hide",    "hold-ipc"};
   std::ostringstream out;
   for (const auto& s : steps) {
     out << kNames[static_cast<int>(s.kind)] << " /" << s.dest;

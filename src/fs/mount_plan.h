@@ -31,16 +31,27 @@ enum class StepKind {
                // read-only tmpfs over a directory
   kReadOnly,   // re-attach dest onto itself read-only, recursively (OCI readonly path)
   kSealRoRecursive,  // make the mount at dest read-only (used for /dev after population)
-  kPin,        // re-attach dest onto itself, so it cannot be renamed or removed
+  kPin,        // re-attach dest onto itself, so it cannot be renamed or removed; a symlink
+               // there is refused
   kProtect,    // the same, read-only: a protected path of a writable workspace
   kHide,       // a hidden path of a bound workspace: an empty read-only tmpfs over a
                // directory, the sandbox's /dev/null over a file; a symlink is left as it is
+  kHoldIpc,    // a unix socket or FIFO of a bound workspace: the sandbox's /dev/null over
+               // it, if it is still there (its host process may have removed it meanwhile)
 };
+
+// Why brig refuses a symlink at a protected path of a read-write workspace, or on the way
+// to one: in the parent's check, and in init's mount if the path turned into one since.
+inline constexpr char kSymlinkAtProtected[] =
+    "a symlink at a protected path of a read-write workspace; remove it, or use a copy "
+    "workspace (--workspace-mode copy)";
 
 struct Step {
   StepKind kind;
   std::string dest;  // relative to the new root, no leading slash
-  std::string data;  // symlink target or file contents
+  std::string data;  // symlink target or file contents; for kPin and kProtect of a
+                     // read-write workspace, the host path, named if init finds a symlink
+                     // there (empty in a copy)
   sys::UniqueFd tree;
   bool is_dir = true;
   uint64_t size = 0;
@@ -60,6 +71,8 @@ struct MountPlan {
   sys::UniqueFd copy_scratch, copy_merged;
   // The workspace's hidden paths (fs/hidden.h), relative to it.
   std::vector<std::string> hidden;
+  // The unix sockets and FIFOs of a bound workspace (fs/hidden.h), relative to it.
+  std::vector<std::string> ipc;
   // The protected paths as held read-only (PrepareProtected in mount_plan.cc).
   std::vector<std::string> protected_paths;
   std::string Describe() const;  // one line a step, for tests and debugging

@@ -85,21 +85,34 @@ Status ReadOnly(int root, const Step& s) {
 }
 
 // kPin and kProtect: the path is reached without following any symlink and without leaving
-// the new root, then its tree is cloned and attached onto itself by fd.
+// the new root, then its tree is cloned and attached onto itself by fd. The parent refused
+// a symlink there or on the way; one that a host process put there since (a race) is
+// refused the same way: O_PATH | O_NOFOLLOW opens a symlink leaf itself, and a mount on it
+// would hold the link, not what the path was.
 Status Reattach(int root, const Step& s, uint64_t set) {
-  sys::UniqueFd at = BRIG_TRY(sys::Openat2(root, s.dest, O_PATH | O_NOFOLLOW,
-                                           RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
-                                               RESOLVE_NO_MAGICLINKS));
+  auto opened = sys::Openat2(root, s.dest, O_PATH | O_NOFOLLOW,
+                             RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  struct stat st;
+  bool link = opened ? fstat(opened->get(), &st) == 0 && S_ISLNK(st.st_mode)
+                     : opened.error().err == ELOOP;
+  if (link && !s.data.empty()) return BadInput("protect", s.data, kSymlinkAtProtected);
+  if (link) {
+    return BadInput("protect", "/" + s.dest,
+                    "a symlink: the source changed while brig was preparing its copy");
+  }
+  sys::UniqueFd at = BRIG_TRY(std::move(opened));
   auto tree = BRIG_TRY(sys::OpenTree(at.get(), "", OPEN_TREE_CLONE | AT_RECURSIVE | AT_EMPTY_PATH));
   BRIG_TRY(sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, set, 0, "/" + s.dest));
   return sys::MoveMount(tree.get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
-// kHide: over what the path is, reached as in Reattach.
-Status Hide(int root, const Step& s) {
-  sys::UniqueFd at = BRIG_TRY(sys::Openat2(root, s.dest, O_PATH | O_NOFOLLOW,
-                                           RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
-                                               RESOLVE_NO_MAGICLINKS));
+// kHide and kHoldIpc: over what the path is, reached as in Reattach. A socket or FIFO
+// that is gone (`gone_ok`) has nothing left to hold.
+Status Hide(int root, const Step& s, bool gone_ok) {
+  auto opened = sys::Openat2(root, s.dest, O_PATH | O_NOFOLLOW,
+                             RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (!opened && gone_ok && opened.error().err == ENOENT) return {};
+  sys::UniqueFd at = BRIG_TRY(std::move(opened));
   struct stat st;
   if (fstat(at.get(), &st) < 0) return SysError("stat", "/" + s.dest);
   if (S_ISLNK(st.st_mode)) return {};  // it leads only to what the sandbox sees anyway
@@ -160,7 +173,9 @@ Status Apply(int root, Step& s) {
     case StepKind::kProtect:
       return Reattach(root, s, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     case StepKind::kHide:
-      return Hide(root, s);
+      return Hide(root, s, false);
+    case StepKind::kHoldIpc:
+      return Hide(root, s, true);
     case StepKind::kSealRoRecursive:
       return sys::MountSetattr(root, s.dest, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY, 0,
                                "/" + s.dest);

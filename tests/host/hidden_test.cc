@@ -2,10 +2,17 @@
 // reads, in each workspace mode, with the shipped profiles' list. In a copy they are not
 // there at all; in a bound workspace (ro, rw) each reads as empty. Each test is the read an
 // attacker inside would try.
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "host/host_fixture.h"
+#include "sys/fd.h"
 
 namespace brig::testing {
 namespace {
@@ -217,6 +224,68 @@ TEST_F(Hidden, AnEnvrcIsHiddenAndHeldInEveryMode) {
     EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.envrc"),
               std::string("export TOKEN=") + kSecret + "\n");
   }
+}
+
+// A unix socket a host process listens on, or a FIFO a host process reads, in the
+// workspace (an agent's or an editor's socket, git's fsmonitor, a dev server's control
+// pipe) is no way out of the sandbox in any workspace mode: connect(2) needs only write
+// permission on the socket, which a read-only mount does not take away, and a FIFO opens
+// for writing there too. The host side hears nothing.
+TEST_F(Hidden, HostSocketsAndFifosInTheWorkspaceAreOutOfReach) {
+  for (const std::string profile : {"workspace-ro", "hidden-ro", "workspace-rw", "hidden-rw",
+                                    "workspace-rw-protected", "workspace-copy", "hidden-copy"}) {
+    ScratchDir ws;
+    ASSERT_EQ(mkdir((ws.path() + "/run").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir((ws.path() + "/.git").c_str(), 0755), 0);
+    ws.Write("brig-probe", ReadFileOrEmpty(ProbeBinary()), 0755);
+    RunCommand({"chown", "-R", "1234:1234", ws.path()});
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::string sock = ws.path() + "/.git/fsmonitor--daemon.ipc";
+    ASSERT_LT(sock.size(), sizeof addr.sun_path);
+    memcpy(addr.sun_path, sock.c_str(), sock.size());
+    sys::UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(listener);
+    ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(listen(listener.get(), 8), 0);
+    ASSERT_EQ(chmod(sock.c_str(), 0777), 0);
+    std::string fifo = ws.path() + "/run/cmd.fifo";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
+    ASSERT_EQ(chmod(fifo.c_str(), 0666), 0);
+    sys::UniqueFd reader(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    ASSERT_TRUE(reader);
+    auto r = Sh("cd /workspace; ./brig-probe unix /workspace/.git/fsmonitor--daemon.ipc; "
+                "./brig-probe fifo /workspace/run/cmd.fifo",
+                {"--profile", SourceRoot() + "/tests/host/profiles/" + profile + ".textproto",
+                 "--workspace", ws.path()});
+    ASSERT_EQ(r.exit_code, 0) << profile << ": " << r.err;
+    ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << profile << ": " << r.out;
+    sys::UniqueFd conn(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    EXPECT_FALSE(conn) << profile << ": the host's socket took a connection from inside; "
+                       << "the probe said: " << r.out;
+    char byte;
+    EXPECT_LE(read(reader.get(), &byte, 1), 0)
+        << profile << ": the host's FIFO got a byte from inside; the probe said: " << r.out;
+  }
+}
+
+// Each socket or FIFO held is a mount: past 1,000 the run is refused before anything runs,
+// naming the first and the count; a copy, which needs no mount for them, runs.
+TEST_F(Hidden, TooManySocketsAndFifosAreRefused) {
+  ScratchDir ws;
+  for (int i = 0; i < 1001; ++i) {
+    ASSERT_EQ(mkfifo((ws.path() + "/p" + std::to_string(i)).c_str(), 0666), 0);
+  }
+  RunCommand({"chown", "-R", "1234:1234", ws.path()});
+  auto r = Sh("echo RAN", {"--profile", SourceRoot() + "/tests/host/profiles/workspace-ro.textproto",
+                           "--workspace", ws.path()});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("1001 unix sockets and FIFOs are in the workspace"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(ws.path() + "/p"), std::string::npos) << r.err;
+  auto copy = Sh("echo RAN", {"--profile", Profile("copy"), "--workspace", ws.path()});
+  EXPECT_EQ(copy.out, "RAN\n") << copy.err;
 }
 
 }  // namespace

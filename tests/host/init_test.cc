@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <sstream>
@@ -180,6 +181,61 @@ TEST_F(BrigInit, ARaceOnAProtectedPathIsReportedByItsCauseNotTheBrokenPipe) {
   }
   stop = true;
   flipper.join();
+  RecordProperty("refused_by_init", by_init);
+}
+
+// A protected leaf (a file, a directory) that a host process turns into a symlink between
+// brig's check and init's mount is never held as a symlink: every start holds the real
+// file or directory, or is refused naming the path, as brig's own check refuses it. The
+// flipper swaps each leaf with a symlink until the workload says it runs, then stops, so
+// the workload can see which of the two names its protect mount holds (a mount point
+// follows its dentry when the host renames it) and what that is.
+TEST_F(BrigInit, AProtectedLeafRacedIntoASymlinkIsNeverHeld) {
+  ScratchDir ws;
+  ASSERT_EQ(RunCommand({"mkdir", "-p", ws.path() + "/.git", ws.path() + "/.husky"}).exit_code, 0);
+  ws.Write(".git/config", "");
+  ASSERT_EQ(symlink("/etc/hostname", (ws.path() + "/.git/config-swap").c_str()), 0);
+  ASSERT_EQ(symlink("/etc", (ws.path() + "/.husky-swap").c_str()), 0);
+  RunCommand({"chown", "-hR", "1234:1234", ws.path()});
+  const std::pair<std::string, std::string> leaves[] = {
+      {ws.path() + "/.git/config", ws.path() + "/.git/config-swap"},
+      {ws.path() + "/.husky", ws.path() + "/.husky-swap"}};
+  const std::string started = ws.path() + "/started", stopped = ws.path() + "/stopped";
+  const std::string script =
+      "touch /workspace/started; while [ ! -e /workspace/stopped ]; do :; done; "
+      "awk '$5 ~ \"^/workspace/([.]git/config|[.]husky)\" {print $5}' /proc/self/mountinfo | "
+      "while read m; do echo \"$m: $(stat -c %F \"$m\")\"; done";
+  std::string profile = SourceRoot() + "/tests/host/profiles/workspace-rw-protected.textproto";
+  int held = 0, by_init = 0;
+  for (int i = 0; i < 40; ++i) {
+    unlink(started.c_str());
+    unlink(stopped.c_str());
+    std::atomic<bool> done{false};
+    std::thread flipper([&] {
+      while (!done && access(started.c_str(), F_OK) != 0) {
+        for (const auto& [a, b] : leaves) {
+          (void)renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE);
+        }
+      }
+      ws.Write("stopped", "");
+    });
+    auto r = Sh(script, {"--profile", profile, "--workspace", ws.path()});
+    done = true;
+    flipper.join();
+    if (r.exit_code == 0) {
+      ++held;
+      EXPECT_FALSE(Contains(r.out, "symbolic link")) << "a symlink held as protected: " << r.out;
+      EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 125) << r.err;
+    EXPECT_TRUE(Contains(r.err, "a symlink at a protected path of a read-write workspace"))
+        << r.err;
+    EXPECT_TRUE(Contains(r.err, ".git/config") || Contains(r.err, ".husky")) << r.err;
+    EXPECT_FALSE(Contains(r.err, "Broken pipe") || Contains(r.err, "sync")) << r.err;
+    if (Contains(r.err, "container init")) ++by_init;
+  }
+  RecordProperty("held", held);
   RecordProperty("refused_by_init", by_init);
 }
 

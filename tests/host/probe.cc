@@ -17,6 +17,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +101,25 @@ int Syscalls(int argc, char** argv) {
   return 0;
 }
 
+// Connects to the unix stream socket at `path` and sends a byte: what a client of a host
+// process's socket (an agent, an editor, git's fsmonitor) would do.
+int ConnectUnix(const char* path) {
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return Report(-1);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return Report(-1);
+  return Report(write(s, "x", 1));
+}
+
+// Opens the FIFO at `path` for writing, without waiting for a reader, and writes a byte.
+int WriteFifo(const char* path) {
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Report(-1);
+  return Report(write(fd, "x", 1));
+}
+
 long I386Getpid() {
   long rc;
   // The i386 ABI from a 64-bit process: getpid is 20 there.
@@ -159,6 +179,8 @@ int main(int argc, char** argv) {
     attr.max_entries = 1;
     return Report(syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr));
   }
+  if (what == "unix" && argc > 2) return ConnectUnix(argv[2]);
+  if (what == "fifo" && argc > 2) return WriteFifo(argv[2]);
   if (what == "connect" && argc > 3) return Connect(argv[2], atoi(argv[3]));
   if (what == "tiocsti") {
     char c = 'x';

@@ -1,12 +1,17 @@
 // Hidden path patterns: what each form of entry matches (gitignore's rule for where, a
-// glob per component), what is refused; and the workspace walk's hard-link count.
+// glob per component), what is refused; and the workspace walk's hard-link count and its
+// sockets and FIFOs.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
 
-#include <algorithm>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "fs/hidden.h"
 #include "testlib/testlib.h"
@@ -129,6 +134,40 @@ TEST_F(Scan, OnlyLinksWithANameOutsideAreFound) {
   std::sort(scan.linked_out.begin(), scan.linked_out.end());
   EXPECT_EQ(scan.linked_out, (std::vector<std::string>{"a/out", "b/out-too", "c/copy"}));
   EXPECT_TRUE(Run({".env*"}, false).linked_out.empty()) << "not looked for unless asked";
+}
+
+// Unix sockets and FIFOs are found by the type readdir gives, at any depth, whatever else
+// the walk looks for; one at or under a hidden path is hidden, not listed again, and a
+// symlink to one is a symlink.
+TEST_F(Scan, SocketsAndFifosAreFoundAtAnyDepth) {
+  Make("a/b/file");
+  ASSERT_EQ(mkfifo((ws_.path() + "/top.fifo").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((ws_.path() + "/a/pipe").c_str(), 0600), 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string sock = ws_.path() + "/a/b/agent.sock";
+  ASSERT_LT(sock.size(), sizeof addr.sun_path);
+  memcpy(addr.sun_path, sock.c_str(), sock.size());
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(s, 0);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  close(s);
+  Make(".ssh/config");
+  ASSERT_EQ(mkfifo((ws_.path() + "/.ssh/agent.fifo").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((ws_.path() + "/.env.fifo").c_str(), 0600), 0);
+  ASSERT_EQ(symlink((ws_.path() + "/top.fifo").c_str(), (ws_.path() + "/link").c_str()), 0);
+  for (bool find_links : {false, true}) {
+    auto scan = Run({}, find_links);
+    std::sort(scan.ipc.begin(), scan.ipc.end());
+    EXPECT_EQ(scan.ipc, (std::vector<std::string>{".env.fifo", ".ssh/agent.fifo",
+                                                  "a/b/agent.sock", "a/pipe", "top.fifo"}));
+  }
+  auto scan = Run({".env*", ".ssh/"}, false);
+  std::sort(scan.ipc.begin(), scan.ipc.end());
+  std::sort(scan.hidden.begin(), scan.hidden.end());
+  EXPECT_EQ(scan.ipc, (std::vector<std::string>{"a/b/agent.sock", "a/pipe", "top.fifo"}));
+  EXPECT_EQ(scan.hidden, (std::vector<std::string>{".env.fifo", ".ssh"}));
+  EXPECT_TRUE(scan.linked_out.empty());
 }
 
 }  // namespace
