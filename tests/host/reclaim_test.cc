@@ -65,42 +65,9 @@ std::string NewRecord(const Residue& before) {
   return "";
 }
 
-// A network namespace of the test's own, held only by a descriptor of the test process.
-int NewNetns() {
-  int fd = -1;
-  std::thread t([&] {
-    if (unshare(CLONE_NEWNET) == 0) fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  });
-  t.join();
-  return fd;
-}
-
 uint64_t InodeOf(int fd) {
   struct stat st;
   return fstat(fd, &st) == 0 ? st.st_ino : 0;
-}
-
-// brig with `args` in network namespace `nsfd`, in the background, output to files in `dir`.
-pid_t SpawnBrigIn(int nsfd, const std::vector<std::string>& args, const std::string& dir) {
-  std::string bin = BrigBinary(), out = dir + "/stdout", err = dir + "/stderr";
-  std::vector<std::string> all = {bin};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_RDONLY);
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (setns(nsfd, CLONE_NEWNET) != 0) _exit(98);
-    dup2(devnull, 0);
-    dup2(o, 1);
-    dup2(e, 2);
-    execv(argv[0], argv.data());
-    _exit(99);
-  }
-  return pid;
 }
 
 class Reclaim : public HostTest {

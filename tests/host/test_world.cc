@@ -36,15 +36,6 @@ bool InNetns(int nsfd, const std::function<void()>& fn) {
   return ok;
 }
 
-// A new network namespace, held by the returned descriptor (-1 on failure).
-int NewNetns() {
-  int fd = -1;
-  std::thread t([&] {
-    if (unshare(CLONE_NEWNET) == 0) fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  });
-  t.join();
-  return fd;
-}
 
 // A socket of namespace `nsfd` bound to addr:port (listening, for TCP), or -1. Every
 // listener of the world may share its port with listeners on more specific addresses
@@ -215,6 +206,15 @@ void Respond(int fd, const std::string& reply) {
 }
 
 }  // namespace
+
+int NewNetns() {
+  int fd = -1;
+  std::thread t([&] {
+    if (unshare(CLONE_NEWNET) == 0) fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  });
+  t.join();
+  return fd;
+}
 
 std::string Lines(const std::vector<std::string>& lines) {
   std::string s;

@@ -109,6 +109,9 @@ class ZoneServer {
   std::thread thread_;
 };
 
+// A new network namespace, held by the returned descriptor only (-1 on failure).
+int NewNetns();
+
 class TestWorld {
  public:
   enum Where { kWorld, kInternet };

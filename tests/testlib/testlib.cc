@@ -145,6 +145,10 @@ RunOutput RunCommand(const std::vector<std::string>& command) {
 }
 
 pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir) {
+  return SpawnBrigIn(-1, args, dir);
+}
+
+pid_t SpawnBrigIn(int netns, const std::vector<std::string>& args, const std::string& dir) {
   std::string bin;
   auto argv = Argv(args, bin);
   pid_t pid = fork();
@@ -152,6 +156,7 @@ pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir) {
     int devnull = open("/dev/null", O_RDONLY);
     int o = open((dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int e = open((dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (netns >= 0 && setns(netns, CLONE_NEWNET) != 0) _exit(98);
     dup2(devnull, 0);
     dup2(o, 1);
     dup2(e, 2);

@@ -36,6 +36,8 @@ RunOutput RunCommand(const std::vector<std::string>& command);
 
 // Starts brig in the background (stdout/stderr to files in `dir`); returns its pid.
 pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir);
+// The same, with brig in the network namespace of the descriptor `netns`.
+pid_t SpawnBrigIn(int netns, const std::vector<std::string>& args, const std::string& dir);
 // Waits for a pid started by SpawnBrig; returns its exit code as RunBrig does.
 int WaitExit(pid_t pid);
 
