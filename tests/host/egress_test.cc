@@ -259,7 +259,7 @@ TEST_F(Egress, TheFakeInternetAnswersTheWorld) {
        "import socket, struct\n"
        "q = bytes.fromhex('abcd01000001000000000000') + b'\\x07allowed\\x04test\\x00' + "
        "struct.pack('>HH', 1, 1)\n"
-       "s = socket.create_connection(('198.51.100.53', 53), timeout=5)\n"
+       "s = socket.create_connection(('198.51.100.53', 53), timeout=60)\n"
        "s.sendall(struct.pack('>H', len(q)) + q)\n"
        "r = s.recv(4096)[2:]\n"
        "print(r[3] & 15, r[7], '.'.join(str(b) for b in r[-4:]))\n"});
@@ -305,16 +305,16 @@ TEST_F(Egress, TheFakeInternetAnswersTheWorld) {
 TEST_F(Egress, AnAllowedHostWorksEndToEndWithItsOwnCertificate) {
   auto sb = RunSteps({
       {"resolve", "getent hosts allowed.test"},
-      {"curl", "curl -sS -m 10 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
-      {"cname", "curl -sS -m 10 --cacert /workspace/ca.crt https://www.allowed.test/hello.txt"},
+      {"curl", "curl -sS -m 60 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
+      {"cname", "curl -sS -m 60 --cacert /workspace/ca.crt https://www.allowed.test/hello.txt"},
       {"s_client",
-       "timeout 10 openssl s_client -connect allowed.test:443 -servername allowed.test "
+       "timeout 60 openssl s_client -connect allowed.test:443 -servername allowed.test "
        "-verify_return_error -verify_hostname allowed.test -CAfile /workspace/ca.crt"},
       // Without the test CA the chain is untrusted: what the client sees is the server's own
       // certificate, not one brig made.
-      {"untrusted", "curl -sS -m 10 https://allowed.test/hello.txt"},
+      {"untrusted", "curl -sS -m 60 https://allowed.test/hello.txt"},
       {"git",
-       "timeout 30 git clone -q https://allowed.test/repo.git /tmp/repo && cat /tmp/repo/README"},
+       "timeout 300 git clone -q https://allowed.test/repo.git /tmp/repo && cat /tmp/repo/README"},
   });
   EXPECT_STEP_OK(sb, "resolve");
   std::string answer = sb.steps["resolve"].out.substr(0, sb.steps["resolve"].out.find(' '));
@@ -364,8 +364,8 @@ TEST_F(Egress, ADeniedNameGetsNxdomainAndNeverReachesTheUpstream) {
   auto sb = RunSteps({
       {"allowed", "getent hosts allowed.test"},
       {"getent", "getent hosts denied.test"},
-      {"nslookup", "timeout 10 busybox nslookup denied.test"},
-      {"curl", "curl -sS -m 10 https://denied.test/"},
+      {"nslookup", "timeout 60 busybox nslookup denied.test"},
+      {"curl", "curl -sS -m 60 https://denied.test/"},
   });
   EXPECT_STEP_OK(sb, "allowed");
   for (const char* step : {"getent", "nslookup", "curl"}) EXPECT_REFUSED(sb, step);
@@ -391,8 +391,8 @@ TEST_F(Egress, ADeniedNameGetsNxdomainAndNeverReachesTheUpstream) {
 TEST_F(Egress, AnAllowedNameWithAPrivateAddressIsRefused) {
   auto sb = RunSteps({
       {"getent", "getent hosts private.allowed.test"},
-      {"curl", "curl -sS -m 10 --cacert /workspace/ca.crt https://private.allowed.test/"},
-      {"http", "curl -sS -m 10 http://private.allowed.test/"},
+      {"curl", "curl -sS -m 60 --cacert /workspace/ca.crt https://private.allowed.test/"},
+      {"http", "curl -sS -m 60 http://private.allowed.test/"},
   });
   for (const char* step : {"getent", "curl", "http"}) EXPECT_REFUSED(sb, step);
   // brig asked (that is how it learnt the address), then refused what it learnt.
@@ -418,18 +418,18 @@ TEST_F(Egress, AnAllowedNameWithAPrivateAddressIsRefused) {
 
 TEST_F(Egress, AnAllowedSniSentToAnotherAddressIsRefused) {
   const std::string s_client =
-      "timeout 10 openssl s_client -CAfile /workspace/ca.crt -verify_return_error ";
+      "timeout 60 openssl s_client -CAfile /workspace/ca.crt -verify_return_error ";
   auto sb = RunSteps({
       {"resolve", "addr allowed.test && addr other.test"},
       // Straight to the wrong server's address, with an allowed SNI.
       {"wrong", s_client + "-connect 198.51.100.21:443 -servername allowed.test"},
       {"wrong_curl",
-       "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+       "curl -sS -m 60 --cacert /workspace/ca.crt --resolve "
        "allowed.test:443:198.51.100.21 https://allowed.test/hello.txt"},
       // Domain fronting: the address the sandbox got for other.test, the SNI of allowed.test.
       {"fronting", s_client + "-connect $(addr other.test):443 -servername allowed.test"},
       {"fronting_curl",
-       "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+       "curl -sS -m 60 --cacert /workspace/ca.crt --resolve "
        "allowed.test:443:$(addr other.test) https://allowed.test/hello.txt"},
       // The same address with its own name works: the refusals above are about the names.
       {"own", s_client + "-connect $(addr other.test):443 -servername other.test"},
@@ -468,9 +468,9 @@ TEST_F(Egress, AnAllowedSniSentToAnotherAddressIsRefused) {
 
 TEST_F(Egress, MissingSniIsRefused) {
   auto sb = RunSteps({
-      {"s_client", "timeout 10 openssl s_client -connect $(addr allowed.test):443 -noservername"},
+      {"s_client", "timeout 60 openssl s_client -connect $(addr allowed.test):443 -noservername"},
       // curl sends no SNI for an address.
-      {"curl", "curl -sS -m 10 -k https://$(addr allowed.test)/hello.txt"},
+      {"curl", "curl -sS -m 60 -k https://$(addr allowed.test)/hello.txt"},
   });
   for (const char* step : {"s_client", "curl"}) EXPECT_REFUSED(sb, step);
   auto conns = sb.Connections();
@@ -498,7 +498,7 @@ exts += ext(0xfe0d, b"\x00\x00\x01\x00\x01\x2a\x00\x20" + os.urandom(32) + b"\x0
 body = struct.pack(">H", 0x0303) + os.urandom(32) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
 body += struct.pack(">H", len(exts)) + exts
 hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
-s = socket.create_connection((sys.argv[1], 443), timeout=5)
+s = socket.create_connection((sys.argv[1], 443), timeout=60)
 s.sendall(b"\x16\x03\x01" + struct.pack(">H", len(hs)) + hs)
 print(s.recv(7).hex()[:14])
 )py";
@@ -519,9 +519,9 @@ TEST_F(Egress, EchIsRefusedEvenForAnAllowedName) {
 
 TEST_F(Egress, NonTlsBytesOnPort443AreRefused) {
   auto sb = RunSteps({
-      {"http", "curl -sS -m 10 http://allowed.test:443/hello.txt"},
+      {"http", "curl -sS -m 60 http://allowed.test:443/hello.txt"},
       {"garbage",
-       "printf 'hello there\\r\\n\\r\\n' | timeout 10 busybox nc $(addr allowed.test) 443 "
+       "printf 'hello there\\r\\n\\r\\n' | timeout 60 busybox nc $(addr allowed.test) 443 "
        ">/tmp/got; echo nc $?; od -c /tmp/got | head -n 3"},
   });
   EXPECT_REFUSED(sb, "http");
@@ -538,9 +538,9 @@ TEST_F(Egress, NonTlsBytesOnPort443AreRefused) {
 }
 
 TEST_F(Egress, PlainHttpWithAnAllowedAndADeniedHost) {
-  const std::string code = "curl -sS -m 10 -o /dev/null -w '%{http_code}' ";
+  const std::string code = "curl -sS -m 60 -o /dev/null -w '%{http_code}' ";
   auto sb = RunSteps({
-      {"allowed", "curl -sS -m 10 http://allowed.test/hello.txt"},
+      {"allowed", "curl -sS -m 60 http://allowed.test/hello.txt"},
       {"denied", code + "-H 'Host: denied.test' http://allowed.test/hello.txt"},
       {"literal", code + "http://198.51.100.20/hello.txt"},
   });
@@ -579,7 +579,7 @@ TEST_F(Egress, ATunnellingAttemptReachesNoUpstream) {
   auto sb = RunSteps({
       {"allowed", "getent hosts allowed.test"},
       {"tunnel", "n=0; nx=0; for name in" + names +
-                     "; do timeout 10 busybox nslookup -type=a $name >/tmp/ns 2>&1 && "
+                     "; do timeout 60 busybox nslookup -type=a $name >/tmp/ns 2>&1 && "
                      "n=$((n + 1)); grep -q NXDOMAIN /tmp/ns && nx=$((nx + 1)); done; "
                      "echo answered $n nxdomain $nx"},
   });
@@ -602,11 +602,11 @@ TEST_F(Egress, ATunnellingAttemptReachesNoUpstream) {
 
 TEST_F(Egress, AnIpv6LiteralIsRefusedAtOnce) {
   auto sb = RunSteps({
-      {"literal", "curl -sS -m 10 -g 'https://[2001:db8::1]/'"},
-      {"six", "curl -6 -sS -m 10 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
+      {"literal", "curl -sS -m 60 -g 'https://[2001:db8::1]/'"},
+      {"six", "curl -6 -sS -m 60 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
       // A v4-mapped address is IPv4 on the wire: it meets the proxy, whose Host is the literal.
       {"mapped",
-       "curl -sS -m 10 -o /dev/null -w '%{http_code}' -g "
+       "curl -sS -m 60 -o /dev/null -w '%{http_code}' -g "
        "'http://[::ffff:198.51.100.20]/hello.txt'"},
   });
   for (const char* step : {"literal", "six"}) EXPECT_REFUSED(sb, step);
@@ -626,17 +626,17 @@ TEST_F(Egress, AnIpv6LiteralIsRefusedAtOnce) {
 }
 
 TEST_F(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
-  const std::string code = "curl -sS -m 10 -o /dev/null -w '%{http_code}' ";
+  const std::string code = "curl -sS -m 60 -o /dev/null -w '%{http_code}' ";
   auto sb = RunSteps(
       {
           // Posture open reaches a name no list names...
-          {"open", "curl -sS -m 10 --cacert /workspace/ca.crt https://denied.test/hello.txt"},
+          {"open", "curl -sS -m 60 --cacert /workspace/ca.crt https://denied.test/hello.txt"},
           // ...but not the metadata address, by name or by number.
           {"getent", "getent hosts metadata.test"},
-          {"name", "curl -sS -m 10 http://metadata.test/latest/meta-data/"},
+          {"name", "curl -sS -m 60 http://metadata.test/latest/meta-data/"},
           {"number", code + "http://169.254.169.254/latest/meta-data/"},
           {"host", code + "-H 'Host: metadata.test' http://169.254.169.254/latest/meta-data/"},
-          {"tls", "curl -sS -m 10 -k https://169.254.169.254/"},
+          {"tls", "curl -sS -m 60 -k https://169.254.169.254/"},
       },
       {}, Profile("egress-open"));
   EXPECT_STEP_OK(sb, "open");
@@ -678,7 +678,7 @@ TEST_F(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
 }
 
 TEST_F(Egress, TrickyNamesAgainstTheList) {
-  const std::string curl = "curl -sS -m 10 --cacert /workspace/ca.crt ";
+  const std::string curl = "curl -sS -m 60 --cacert /workspace/ca.crt ";
   auto sb = RunSteps(
       {
           {"upper", "getent hosts ALLOWED.TEST && " + curl + "https://ALLOWED.TEST/hello.txt"},
@@ -688,9 +688,9 @@ TEST_F(Egress, TrickyNamesAgainstTheList) {
           {"evil_prefix", "getent hosts evil-allowed.test"},
           {"evil_suffix", "getent hosts allowed.test.evil.test"},
           {"other_punycode", "getent hosts xn--caf-dma.test"},
-          {"evil_prefix_ns", "timeout 10 busybox nslookup evil-allowed.test"},
-          {"evil_suffix_ns", "timeout 10 busybox nslookup allowed.test.evil.test"},
-          {"other_punycode_ns", "timeout 10 busybox nslookup xn--caf-dma.test"},
+          {"evil_prefix_ns", "timeout 60 busybox nslookup evil-allowed.test"},
+          {"evil_suffix_ns", "timeout 60 busybox nslookup allowed.test.evil.test"},
+          {"other_punycode_ns", "timeout 60 busybox nslookup xn--caf-dma.test"},
       },
       {"--allow-host", "xn--bcher-kva.test"});
   for (const char* step : {"upper", "dot", "listed_punycode"}) {
@@ -731,7 +731,7 @@ TEST_F(Egress, TrickyNamesAgainstTheList) {
 TEST_F(Egress, AllowHostAddsAHostForOneRun) {
   const std::vector<std::pair<std::string, std::string>> steps = {
       {"getent", "getent hosts other2.test"},
-      {"curl", "curl -sS -m 10 --cacert /workspace/ca.crt https://other2.test/hello.txt"},
+      {"curl", "curl -sS -m 60 --cacert /workspace/ca.crt https://other2.test/hello.txt"},
   };
   auto with = RunSteps(steps, {"--allow-host", "other2.test"});
   EXPECT_STEP_OK(with, "getent");
@@ -764,7 +764,7 @@ constexpr char kTcpQuery[] = R"py(import socket, struct, sys
 q = struct.pack(">HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0)
 q += b"".join(bytes([len(l)]) + l.encode() for l in sys.argv[1].split(".")) + b"\0"
 q += struct.pack(">HH", 1, 1)
-s = socket.create_connection(("10.213.0.1", 53), timeout=5)
+s = socket.create_connection(("10.213.0.1", 53), timeout=60)
 s.sendall(struct.pack(">H", len(q)) + q)
 r = b""
 while len(r) < 2 or len(r) < 2 + struct.unpack(">H", r[:2])[0]:
@@ -844,7 +844,7 @@ TEST_F(Egress, ATruncatedUpstreamAnswerIsAskedAgainOverTcp) {
   world_.Dns().SetA("big.allowed.test", {kWebHost});
   world_.Dns().SetTruncatedOverUdp("big.allowed.test");
   auto sb = RunSteps({
-      {"fetch", "curl -sS -m 10 --cacert /workspace/ca.crt https://big.allowed.test/hello.txt"},
+      {"fetch", "curl -sS -m 60 --cacert /workspace/ca.crt https://big.allowed.test/hello.txt"},
   });
   EXPECT_STEP_OK(sb, "fetch");
   EXPECT_EQ(sb.steps["fetch"].out, std::string(kHello) + "\n");
@@ -877,7 +877,7 @@ TEST_F(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
         {"resolve", "addr rebind.allowed.test | tee /tmp/a"},
         {"wait", "while [ ! -e /workspace/go ]; do sleep 0.05; done"},
         {"connect",
-         "curl -sS -m 10 --cacert /workspace/ca.crt --resolve "
+         "curl -sS -m 60 --cacert /workspace/ca.crt --resolve "
          "rebind.allowed.test:443:$(cat /tmp/a) https://rebind.allowed.test/hello.txt"},
     });
   });
@@ -908,8 +908,8 @@ TEST_F(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
 TEST_F(Egress, TheAuditAndTheResultDescribeEveryQueryAndConnection) {
   auto sb = RunSteps({
       {"resolve", "getent ahostsv4 allowed.test"},
-      {"https", "curl -sS -m 10 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
-      {"http", "curl -sS -m 10 http://allowed.test/hello.txt"},
+      {"https", "curl -sS -m 60 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
+      {"http", "curl -sS -m 60 http://allowed.test/hello.txt"},
       {"denied", "getent ahostsv4 denied.test"},
   });
   EXPECT_STEP_OK(sb, "https");
