@@ -175,9 +175,15 @@ TEST(BrokerSpec, ProfilesCheckTheirBrokers) {
   auto ok =
       config::ParseProfile(base +
                                "brokers { name: \"m\" port: 8080 to: \"https://api.example.com\" "
-                               "headers { name: \"x-api-key\" from: \"env:MODEL_KEY\" } }",
+                               "headers { name: \"x-api-key\" from: \"env:MODEL_KEY\" } "
+                               "methods: \"GET\" paths: \"/v1/\" }",
                            "p");
   EXPECT_TRUE(ok) << ok.error().Render();
+  auto unbound = config::ParseProfile(
+      base + "brokers { name: \"m\" port: 8080 to: \"http://h\" paths: \"/v1/../x\" }", "p");
+  ASSERT_FALSE(unbound);
+  EXPECT_NE(unbound.error().Render().find(". or .. segment"), std::string::npos)
+      << unbound.error().Render();
   auto bad = config::ParseProfile(base + "brokers { name: \"m\" port: 8080 to: \"ftp://x\" }", "p");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().Render().find("brokers"), std::string::npos) << bad.error().Render();
