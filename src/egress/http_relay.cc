@@ -3,15 +3,24 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <tuple>
 
 #include "egress/http.h"
 
 namespace brig::egress {
 namespace {
 
-// What brig holds for one direction before it stops reading that direction's source.
+// What brig holds for one direction before it stops reading that direction's source, and
+// the most one read takes: large, so that a download costs few system calls (splice(2)
+// moves as much at a time on port 443).
 constexpr size_t kMaxBuffered = 256 * 1024;
+constexpr size_t kReadSize = 256 * 1024;
+
+// One read buffer for every relay: the event loop is single-threaded, and what is read is
+// copied on at once.
+char* ReadBuffer() {
+  static char buf[kReadSize];
+  return buf;
+}
 
 bool WouldBlock() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
@@ -23,7 +32,7 @@ HttpRelay::HttpRelay(sys::UniqueFd client, sys::UniqueFd upstream,
     : client_(std::move(client)),
       upstream_(std::move(upstream)),
       framer_(std::move(framer)),
-      to_up_(std::move(to_up)),
+      to_up_{std::move(to_up)},
       unread_(std::move(unread)),
       name_(std::move(name)),
       port_(port) {
@@ -40,8 +49,8 @@ void HttpRelay::Refuse(std::string why) {
 void HttpRelay::Frame() {
   std::string_view in = unread_;
   while (!in.empty() && !refusing_) {
-    size_t before = to_up_.size();
-    http::RequestFramer::Step s = framer_->Feed(in, to_up_);
+    size_t before = to_up_.data.size();
+    http::RequestFramer::Step s = framer_->Feed(in, to_up_.data);
     in.remove_prefix(s.consumed);
     if (framer_->refusal()) {
       Refuse(framer_->why());
@@ -51,7 +60,7 @@ void HttpRelay::Frame() {
       HostParse host = ParseHost(framer_->head().host);
       uint16_t port = host.value.port ? host.value.port : 80;
       if (host.status != PeekStatus::kOk || host.value.name != name_ || port != port_) {
-        to_up_.resize(before);  // its head never goes
+        to_up_.data.resize(before);  // its head never goes
         Refuse("a request for " + framer_->head().host + " on a connection admitted for " +
                name_);
         break;
@@ -64,11 +73,11 @@ void HttpRelay::Frame() {
 }
 
 void HttpRelay::ReadClient() {
-  char buf[16384];
+  char* buf = ReadBuffer();
   for (;;) {
     Frame();
     if (client_eof_ || refusing_ || to_up_.size() >= kMaxBuffered) return;
-    ssize_t n = recv(client_.get(), buf, sizeof buf, 0);
+    ssize_t n = recv(client_.get(), buf, kReadSize, 0);
     if (n < 0 && WouldBlock()) return;
     if (n <= 0) {
       client_eof_ = true;
@@ -80,9 +89,9 @@ void HttpRelay::ReadClient() {
 }
 
 void HttpRelay::ReadUpstream() {
-  char buf[16384];
+  char* buf = ReadBuffer();
   while (!up_eof_ && !failed_ && to_client_.size() < kMaxBuffered) {
-    ssize_t n = recv(upstream_.get(), buf, sizeof buf, 0);
+    ssize_t n = recv(upstream_.get(), buf, kReadSize, 0);
     if (n < 0 && WouldBlock()) return;
     if (n <= 0) {
       up_eof_ = true;
@@ -98,25 +107,30 @@ void HttpRelay::ReadUpstream() {
         failed_ = true;
         return;
       }
-      to_client_.append(in.data(), s.consumed);
+      to_client_.data.append(in.data(), s.consumed);
       if (s.consumed == 0 && !s.done) break;
       in.remove_prefix(s.consumed);
     }
   }
 }
 
-bool HttpRelay::Flush() {
-  for (auto [fd, out, bytes] : {std::tuple{upstream_.get(), &to_up_, &bytes_up_},
-                                std::tuple{client_.get(), &to_client_, &bytes_down_}}) {
-    while (fd >= 0 && !out->empty()) {
-      ssize_t n = send(fd, out->data(), out->size(), MSG_NOSIGNAL);
-      if (n < 0 && WouldBlock()) break;
-      if (n <= 0) return false;
-      *bytes += static_cast<uint64_t>(n);
-      out->erase(0, static_cast<size_t>(n));
-    }
+bool HttpRelay::Send(int fd, Outbox& box, uint64_t& bytes) {
+  while (fd >= 0 && !box.empty()) {
+    ssize_t n = send(fd, box.data.data() + box.sent, box.size(), MSG_NOSIGNAL);
+    if (n < 0 && WouldBlock()) return true;
+    if (n <= 0) return false;
+    bytes += static_cast<uint64_t>(n);
+    box.sent += static_cast<size_t>(n);
+  }
+  if (box.empty()) {
+    box.data.clear();
+    box.sent = 0;
   }
   return true;
+}
+
+bool HttpRelay::Flush() {
+  return Send(upstream_.get(), to_up_, bytes_up_) && Send(client_.get(), to_client_, bytes_down_);
 }
 
 bool HttpRelay::Pump() {
@@ -137,9 +151,10 @@ bool HttpRelay::Pump() {
   if (refusing_ && !refused_ && to_client_.empty() &&
       (responses_.outstanding() == 0 || up_eof_)) {
     // The requests before the refused one are answered (or never will be): now its 400.
-    to_client_ = std::move(refusal_);
+    to_client_ = Outbox{std::move(refusal_)};
     refused_ = true;
     upstream_.Reset();
+    up_eof_ = up_shut_ = true;
     if (!Flush()) {
       failed_ = true;
       return false;

@@ -44,16 +44,25 @@ class HttpRelay {
   sys::UniqueFd TakeClient() { return std::move(client_); }
 
  private:
+  // Bytes on their way to one side, sent from `sent` on: a partial send moves nothing.
+  struct Outbox {
+    std::string data;
+    size_t sent = 0;
+    size_t size() const { return data.size() - sent; }
+    bool empty() const { return size() == 0; }
+  };
   void ReadClient();
   void Frame();
   void ReadUpstream();
+  static bool Send(int fd, Outbox& box, uint64_t& bytes);
   bool Flush();
   void Refuse(std::string why);
 
   sys::UniqueFd client_, upstream_;
   std::unique_ptr<http::RequestFramer> framer_;
   http::ResponseFramer responses_;
-  std::string to_up_, unread_, to_client_;
+  Outbox to_up_, to_client_;
+  std::string unread_;
   std::string name_;
   uint16_t port_;
   bool client_eof_ = false, up_eof_ = false, up_shut_ = false, client_shut_ = false;
