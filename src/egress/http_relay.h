@@ -2,8 +2,9 @@
 // name: every further request is framed by the framing brokers use (http/framing.h) and
 // must name the same host, so a body that hides a second request (CL+TE smuggling) or a
 // kept-alive request for another host never reaches the upstream. Request bytes pass
-// through brig's memory to be framed; responses are read only for where each ends, so
-// that a refusal (400, then a close) follows the responses to the requests before it.
+// through brig's memory to be framed; responses are read only for where each ends (a
+// body of known length goes by splice(2), uncopied), so that a refusal (400, then a
+// close) follows the responses to the requests before it.
 // Half-close is passed on as the splice relay (egress/relay.h) does. Level-triggered,
 // single-threaded, nonblocking; the owner asks Wanted() after every Pump().
 #pragma once
@@ -53,8 +54,11 @@ class HttpRelay {
   };
   void ReadClient();
   void Frame();
+  bool Pipe();
+  void CountSpliced(size_t n);
   void ReadUpstream();
   static bool Send(int fd, Outbox& box, uint64_t& bytes);
+  bool Drained() const { return to_client_.empty() && in_pipe_ == 0; }
   bool Flush();
   void Refuse(std::string why);
 
@@ -63,6 +67,9 @@ class HttpRelay {
   http::ResponseFramer responses_;
   Outbox to_up_, to_client_;
   std::string unread_;
+  // A response body's bytes on their way by splice, after to_client_'s.
+  sys::UniqueFd pipe_r_, pipe_w_;
+  size_t pipe_capacity_ = 0, in_pipe_ = 0;
   std::string name_;
   uint16_t port_;
   bool client_eof_ = false, up_eof_ = false, up_shut_ = false, client_shut_ = false;

@@ -6,6 +6,7 @@
 #include "http/framing.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace brig::http {
@@ -435,16 +436,30 @@ ResponseFramer::ResponseFramer() {
   http_parser_init(&parser_, HTTP_RESPONSE);
   http_parser_settings_init(&settings_);
   settings_.on_headers_complete = OnHeadersDone;
+  settings_.on_body = OnBody;
   settings_.on_message_complete = OnDone;
 }
 
 int ResponseFramer::OnHeadersDone(http_parser* p) {
   auto* f = static_cast<ResponseFramer*>(p->data);
   // 1: the message has no body, whatever its head says (RFC 9110: a HEAD's response).
-  return !f->expected_.empty() && f->expected_.front() ? 1 : 0;
+  bool no_body = !f->expected_.empty() && f->expected_.front();
+  // A body of Content-Length bytes, as http-parser reads one (not chunked, no
+  // Transfer-Encoding at all).
+  bool sized = !(p->flags & F_CHUNKED) && !p->uses_transfer_encoding &&
+               p->content_length != ULLONG_MAX;
+  f->body_left_ = no_body || !sized ? 0 : p->content_length;
+  return no_body ? 1 : 0;
+}
+
+int ResponseFramer::OnBody(http_parser* p, const char*, size_t n) {
+  auto* f = static_cast<ResponseFramer*>(p->data);
+  f->body_left_ -= std::min<uint64_t>(n, f->body_left_);
+  return 0;
 }
 
 int ResponseFramer::OnDone(http_parser* p) {
+  static_cast<ResponseFramer*>(p->data)->body_left_ = 0;
   static_cast<ResponseFramer*>(p->data)->message_done_ = true;
   http_parser_pause(p, 1);
   return 0;

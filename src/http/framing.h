@@ -142,16 +142,23 @@ class ResponseFramer {
   Step Eof();
   // The upstream's bytes are no HTTP response (or came unasked): the connection ends.
   bool malformed() const { return malformed_; }
+  // What is left of the body of the response under way when it has a Content-Length
+  // (0 when none is under way, or its body is chunked or runs to the close). Whoever moves
+  // the body's bytes itself (splice) feeds the framer as many placeholder bytes: in such a
+  // body http-parser counts bytes and reads none.
+  uint64_t body_left() const { return body_left_; }
   const std::string& why() const { return why_; }
 
  private:
   static int OnHeadersDone(http_parser* p);
+  static int OnBody(http_parser* p, const char* at, size_t n);
   static int OnDone(http_parser* p);
   Step Finish(size_t consumed);
 
   http_parser parser_;
   http_parser_settings settings_;
   std::deque<bool> expected_;
+  uint64_t body_left_ = 0;
   bool message_done_ = false, malformed_ = false;
   std::string why_;
 };
