@@ -339,7 +339,7 @@ std::string RequestFramer::ChunkLine(std::string_view line) {
   }
 }
 
-bool RequestFramer::CheckChunks(std::string_view body) {
+size_t RequestFramer::CheckChunks(std::string_view body) {
   Chunks& c = chunks_;
   for (size_t i = 0; i < body.size(); ++i) {
     if (c.state == Chunks::kData) {
@@ -362,10 +362,10 @@ bool RequestFramer::CheckChunks(std::string_view body) {
     }
     if (!why.empty()) {
       Refuse(400, "malformed chunked body: " + why);
-      return false;
+      return i;
     }
   }
-  return true;
+  return body.size();
 }
 
 void RequestFramer::EmitHead(std::string& out) {
@@ -394,10 +394,11 @@ RequestFramer::Step RequestFramer::Feed(std::string_view in, std::string& out) {
   step.consumed = n;
   if (!in_body_) {
     raw_.append(in.data(), n);
-  } else if ((parser_.flags & F_CHUNKED) && !CheckChunks(in.substr(0, n))) {
-    return step;
   } else {
-    out.append(in.data(), n);
+    // Up to a refused byte of the chunked framing, the body went on (however it was split).
+    size_t ok = parser_.flags & F_CHUNKED ? CheckChunks(in.substr(0, n)) : n;
+    out.append(in.data(), ok);
+    if (ok < n) return step;
   }
   if (ParserFailed(in, n)) return step;
   if (headers_done_) {

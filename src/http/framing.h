@@ -102,7 +102,8 @@ class RequestFramer {
   bool CheckHead();
   bool CheckTarget();
   std::string ChunkLine(std::string_view line);
-  bool CheckChunks(std::string_view body);
+  // How many of `body`'s bytes are well framed (all, or up to a refusal).
+  size_t CheckChunks(std::string_view body);
   void EmitHead(std::string& out);
 
   const Rules* rules_;
