@@ -65,8 +65,8 @@ void HttpRelay::Frame() {
       uint16_t port = host.value.port ? host.value.port : 80;
       if (host.status != PeekStatus::kOk || host.value.name != name_ || port != port_) {
         to_up_.data.resize(before);  // its head never goes
-        Refuse("a request for " + framer_->head().host + " on a connection admitted for " +
-               name_);
+        Refuse("a request for " + http::Printable(framer_->head().host) +
+               " on a connection admitted for " + name_);
         break;
       }
       responses_.Expect(framer_->head().method == "HEAD");

@@ -24,6 +24,7 @@ std::string Lower(std::string_view s) {
 
 bool Paused(const http_parser& p) { return HTTP_PARSER_ERRNO(&p) == HPE_PAUSED; }
 
+
 bool IsHex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -73,6 +74,14 @@ bool IsFieldValue(std::string_view s) {
 }
 
 }  // namespace
+
+std::string Printable(std::string_view s) {
+  std::string out(s.substr(0, 256));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  return out;
+}
 
 std::string NotCanonical(std::string_view p) {
   if (p.empty() || p[0] != '/') return "the path does not start with /";
@@ -294,7 +303,8 @@ bool RequestFramer::CheckTarget() {
     std::string own = rules_->host.empty() ? HostAuthority(head_.host, default_port)
                                            : HostAuthority(rules_->host, default_port);
     if ((scheme != "http" && scheme != "https") || named != own) {
-      Refuse(400, "the request target names " + scheme + "://" + named + ", not " + own);
+      Refuse(400, "the request target names " + Printable(scheme + "://" + named) + ", not " +
+                      Printable(own));
       return false;
     }
     // RFC 9112 3.2.2: the target's authority wins over Host; they agree, so origin-form

@@ -50,6 +50,10 @@ struct RequestHead {
   std::string path;  // the origin-form target up to any '?'
 };
 
+// What a client wrote, for a refusal's or the audit's one line: at most 256 bytes, any but
+// visible ASCII as '?'.
+std::string Printable(std::string_view s);
+
 // Why `path` (an origin-form path, no query) could be read as another path by a server
 // that normalises it: "//", a "." or ".." segment (also before a ';' parameter), a
 // backslash, or a percent-encoded dot, slash, backslash, percent or NUL. Empty if none.
