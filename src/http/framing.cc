@@ -406,7 +406,7 @@ RequestFramer::Step RequestFramer::Feed(std::string_view in, std::string& out) {
     raw_.append(in.data(), n);
   } else {
     // Up to a refused byte of the chunked framing, the body went on (however it was split).
-    size_t ok = parser_.flags & F_CHUNKED ? CheckChunks(in.substr(0, n)) : n;
+    size_t ok = chunked_ ? CheckChunks(in.substr(0, n)) : n;
     out.append(in.data(), ok);
     if (ok < n) return step;
   }
@@ -428,6 +428,8 @@ RequestFramer::Step RequestFramer::Feed(std::string_view in, std::string& out) {
     EmitHead(out);
     step.head = true;
     in_body_ = true;
+    // Taken now: http-parser clears its flags when the message ends, within the same call.
+    chunked_ = parser_.flags & F_CHUNKED;
     chunks_ = Chunks{};
   }
   if (message_done_) {

@@ -115,6 +115,7 @@ class RequestFramer {
   http_parser_settings settings_;
   bool in_message_ = false, in_body_ = false, headers_done_ = false, message_done_ = false;
   bool last_was_value_ = false;
+  bool chunked_ = false;  // the body under way
   std::string raw_;  // the head's bytes as they came
   std::string url_;
   std::vector<std::pair<std::string, std::string>> fields_;
