@@ -99,7 +99,7 @@ class Group {
                                                state::Record& record);
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
-  ~Group() { Remove(); }
+  ~Group() { (void)Remove(); }
 
   // The v2 group's directory fd, for CLONE_INTO_CGROUP; -1 without a cgroup2 mount.
   int v2_fd() const { return v2_fd_.get(); }
@@ -113,7 +113,9 @@ class Group {
   bool OomKilled() const;
   Usage ReadUsage() const;
   // Removes the groups. Call once no process is left; the destructor does it otherwise.
-  void Remove();
+  // Fails if a group stays busy (see kExitingLimit): the sandbox's record must then stay
+  // for brig gc.
+  [[nodiscard]] Status Remove();
 
  private:
   Group() = default;

@@ -39,7 +39,8 @@ struct RunRequest {
   std::string export_changes;
   std::string copy_dir;
   std::optional<std::chrono::milliseconds> timeout, grace;
-  std::optional<uint64_t> tmp_size, rlimit_nofile, rlimit_nproc, rlimit_core;
+  std::optional<uint64_t> tmp_size, disk_size, rlimit_nofile, rlimit_nproc, rlimit_core,
+      output_limit;
   std::optional<uint64_t> memory, swap, pids, cpu_milli;
   std::string cgroup_parent;
   std::string subnet;

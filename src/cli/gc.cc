@@ -1,14 +1,11 @@
-// `brig gc`: removes what sandboxes whose brig is gone left on the host (state/record.h),
+// `brig gc`: removes what sandboxes whose brig is gone left on the host (cli/reclaim.h),
 // and says what it removed. Live sandboxes are never touched: their records are locked.
 #include <cstdio>
 #include <sstream>
 
-#include "cgroup/cgroup.h"
-#include "fs/host_marks.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
-#include "net/network.h"
-#include "state/record.h"
+#include "cli/reclaim.h"
 
 namespace brig::cli {
 namespace {
@@ -43,47 +40,14 @@ std::string Usage() {
          "read-write workspaces, the scratch directories of --copy-dir, and the nftables\n"
          "rules, veth and address of those with a network interface. Prints one line per\n"
          "thing removed. Sandboxes that are still running are not touched. Run it in the\n"
-         "network namespace the sandboxes ran in.\n\n"
+         "network namespace the sandboxes ran in; the records of a network namespace that\n"
+         "no longer exists are dropped, with brig's state directory of that namespace.\n"
+         "Every brig run does the same quietly before it starts.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) UsageRow(out, std::string("  ") + f.name, f.help);
   out << "\nExit status: 0 if everything stale was removed, 1 if something could not be,\n"
          "125 on bad input.\n";
   return out.str();
-}
-
-Status Clean(const std::string& id, const std::vector<state::Entry>& entries) {
-  for (const auto& e : entries) {
-    if (e.kind != "cgroup" && e.kind != "net" && e.kind != fs::kPlaceholderKind &&
-        e.kind != fs::kScratchKind) {
-      return Fail("brig gc", id, "unknown resource kind '" + e.kind + "' in its record",
-                  ErrorKind::kInternal);
-    }
-  }
-  // Every entry is tried; the record stays if any of them could not be cleaned.
-  std::optional<Error> failed;
-  for (const auto& e : entries) {
-    if (e.kind == "cgroup") {
-      auto removed = cgroup::RemoveStale(id, e.value);
-      if (removed && *removed) printf("removed cgroup %s\n", e.value.c_str());
-      if (!removed && !failed) failed = std::move(removed).error().Wrap(id);
-    } else if (e.kind == fs::kPlaceholderKind || e.kind == fs::kScratchKind) {
-      auto removed = fs::RemoveStaleMark(e.kind, e.value);
-      if (removed && *removed) {
-        printf("removed %s %s (%s)\n", e.kind.c_str(),
-               e.value.substr(e.value.find(":/") + 1).c_str(), id.c_str());
-      }
-      if (!removed && !failed) failed = std::move(removed).error().Wrap(id);
-    } else {
-      auto removed = net::RemoveStaleNet(id, e.value);
-      if (removed) {
-        for (const auto& what : *removed) printf("removed %s (%s)\n", what.c_str(), id.c_str());
-      } else if (!failed) {
-        failed = std::move(removed).error().Wrap(id);
-      }
-    }
-  }
-  if (failed) return std::move(*failed);
-  return {};
 }
 
 }  // namespace
@@ -100,13 +64,14 @@ int GcMain(const std::vector<std::string>& args) {
     fputs(Usage().c_str(), stdout);
     return 0;
   }
-  auto collected = state::CollectStale(state::kSandboxDir, Clean);
-  if (!collected) {
-    fprintf(stderr, "brig: %s\n", collected.error().Render().c_str());
+  auto reclaimed = Reclaim(ReclaimMode::kReport);
+  if (!reclaimed) {
+    fprintf(stderr, "brig: %s\n", reclaimed.error().Render().c_str());
     return kExitRefused;
   }
-  for (const auto& e : collected->failed) fprintf(stderr, "brig: %s\n", e.Render().c_str());
-  return collected->failed.empty() ? 0 : 1;
+  for (const auto& line : reclaimed->removed) printf("removed %s\n", line.c_str());
+  for (const auto& e : reclaimed->failed) fprintf(stderr, "brig: %s\n", e.Render().c_str());
+  return reclaimed->failed.empty() ? 0 : 1;
 }
 
 }  // namespace brig::cli

@@ -1,6 +1,7 @@
 // `brig policy`: list, show, check, explain, export and diff the profiles and seccomp
-// policies of a policy directory. Flags, file lookup and printing only: the views are
-// pure functions in security/policy_view.h, compilation is security/seccomp.h.
+// policies of a policy directory, and show the kernel paths every sandbox masks. Flags,
+// file lookup and printing only: the views are pure functions in security/policy_view.h
+// and fs/kernel_paths.h, compilation is security/seccomp.h.
 #include <google/protobuf/text_format.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "cli/flags.h"
 #include "config/brig.pb.h"
 #include "config/profile.h"
+#include "fs/kernel_paths.h"
 #include "security/policy_view.h"
 #include "security/seccomp.h"
 #include "util/files.h"
@@ -304,6 +306,11 @@ int Diff(const PolicyRequest& r) {
   return lines.empty() ? 0 : 1;
 }
 
+int Paths(const PolicyRequest&) {
+  Out(fs::FormatKernelPaths());
+  return 0;
+}
+
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"list", "", 0, 0, "profiles (with descriptions) and seccomp policies", List},
@@ -312,6 +319,7 @@ const std::vector<Command>& Commands() {
       {"explain", "POLICY", 1, 1, "a row per syscall: action, conditions, why", Explain},
       {"export", "POLICY", 1, 1, "the policy in the --format given", Export},
       {"diff", "POLICY POLICY", 2, 2, "syscalls the two treat differently", Diff},
+      {"paths", "", 0, 0, "kernel paths every sandbox masks or holds read-only", Paths},
   };
   return commands;
 }

@@ -9,8 +9,10 @@
 
 #include "audit/audit.h"
 #include "cli/cli.h"
+#include "cli/reclaim.h"
 #include "config/brig.pb.h"
 #include "container/launch.h"
+#include "supervise/stdio.h"
 #include "util/files.h"
 
 namespace brig::cli {
@@ -47,6 +49,17 @@ void Judge(const container::Outcome& o, v1::RunResult& r) {
   } else if (o.killed_for_signal) {
     r.set_signal(o.killed_for_signal);
     r.set_exit_code(128 + o.killed_for_signal);
+  } else if (o.init_signal == SIGSYS) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code("internal");
+    r.set_error("brig init died of SIGSYS, which its own seccomp filter sends when it makes "
+                "a call outside its loop's (security/init_filter.cc)");
+  } else if (o.init_signal) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code("internal");
+    r.set_error(std::string("brig init was killed by signal ") +
+                std::to_string(o.init_signal) + " (" + strsignal(o.init_signal) +
+                ") without reporting the workload's status");
   } else {
     r.set_exit_code(kExitRefused);
     r.set_error_code("internal");
@@ -143,6 +156,7 @@ std::string ErrorCodeFor(ErrorKind kind) {
 }
 
 int RunMain(const std::vector<std::string>& args) {
+  supervise::EnsureStdio();
   auto req = ParseRunArgs(args);
   if (!req) {
     fprintf(stderr, "brig: %s\n", req.error().Render().c_str());
@@ -154,6 +168,7 @@ int RunMain(const std::vector<std::string>& args) {
   }
   v1::RunResult r;
   r.mutable_usage();  // present, zero, even when nothing ran
+  r.mutable_output();
   const std::string& result_path = req->result_path;
   auto sandbox = ResolveRun(*req, environ);
   if (!sandbox) {
@@ -178,6 +193,9 @@ int RunMain(const std::vector<std::string>& args) {
     r.set_error(s.error().Render());
     return Report(result_path, r);
   }
+  // What supervisors that are gone left goes first (their addresses may be needed now). It
+  // never waits for a live brig; what it cannot remove stays, for brig gc to report.
+  (void)Reclaim(ReclaimMode::kQuiet);
   auto outcome = container::Run(*sandbox);
   if (!outcome) {
     r.set_exit_code(ExitCodeFor(outcome.error().kind));
@@ -197,6 +215,7 @@ int RunMain(const std::vector<std::string>& args) {
                                           : static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
   u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
   if (outcome->network) *r.mutable_network() = *outcome->network;
+  if (outcome->output) *r.mutable_output() = *outcome->output;
   if (outcome->export_error) {
     // A failed workload's outcome stands; a run that succeeded but whose changes could not
     // be exported did not do what was asked of it. Either way the line is printed once.

@@ -15,6 +15,7 @@
 #include "cli/flags.h"
 #include "config/brig.pb.h"
 #include "egress/upstream.h"
+#include "fs/disk_image.h"
 #include "net/network.h"
 #include "util/parse.h"
 
@@ -210,14 +211,33 @@ const std::vector<Flag>& Flags() {
       {"--grace", "DURATION",
        "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (10s)",
        [](RunRequest& r, const std::string& v) { return SetDuration(r.grace, "--grace", v); }},
+      {"--output-limit", "SIZE",
+       "relay at most SIZE bytes of each of stdout and stderr; the rest is dropped (the "
+       "workload's writes still succeed) and the result says so",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = util::ParseSize(v);
+         if (!s) return BadInput("--output-limit", v, s.error().detail);
+         r.output_limit = *s;
+         return {};
+       }},
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
        [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
       {"--copy-dir", "DIR",
-       "with a copy workspace: keep its changes in a new directory under DIR (on disk, no "
-       "size cap) instead of a tmpfs of --tmp-size",
+       "with a copy workspace: keep its changes in a new directory under DIR, in a disk "
+       "image of --disk-size (8G unless set), instead of a tmpfs of --disk-size or --tmp-size",
        [](RunRequest& r, const std::string& v) -> Status {
          if (v.empty()) return BadInput("--copy-dir", v, "empty path");
          r.copy_dir = v;
+         return {};
+       }},
+      {"--disk-size", "SIZE",
+       "with a copy workspace: cap its changes at SIZE (at least 1M), the kernel refusing "
+       "writes past it (ENOSPC): a tmpfs of SIZE, or with --copy-dir a file system image of "
+       "SIZE there (profile limits.disk)",
+       [](RunRequest& r, const std::string& v) -> Status {
+         auto s = util::ParseDiskSize(v);
+         if (!s) return BadInput("--disk-size", v, s.error().detail);
+         r.disk_size = *s;
          return {};
        }},
       {"--export-changes", "DIR",
@@ -283,7 +303,9 @@ Status CheckRlimits(const config::Rlimits& rl) {
   const std::pair<int, std::pair<const char*, uint64_t>> items[] = {
       {RLIMIT_NOFILE, {"nofile", rl.nofile}},
       {RLIMIT_NPROC, {"nproc", rl.nproc}},
-      {RLIMIT_CORE, {"core", rl.core}}};
+      {RLIMIT_CORE, {"core", rl.core}},
+      {RLIMIT_MSGQUEUE, {"msgqueue", rl.msgqueue}},
+      {RLIMIT_SIGPENDING, {"sigpending", rl.sigpending}}};
   for (const auto& [res, nv] : items) {
     struct rlimit cur;
     if (getrlimit(res, &cur) < 0) return SysError("getrlimit", nv.first);
@@ -383,6 +405,30 @@ Status CheckCopyDir(config::Sandbox& sb) {
     return BadInput("--copy-dir", sb.copy_dir,
                     "inside the workspace, whose copy cannot hold its own changes");
   }
+  // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
+  if (sb.disk_size) BRIG_TRY(fs::CheckDiskImage(sb.copy_dir));
+  return {};
+}
+
+// The cap on a copy kept on disk when neither the run nor the profile gives one: a copy
+// under --copy-dir is never uncapped (a sandbox wrote 2 GiB in 2 s there; issue 14).
+constexpr uint64_t kCopyDirDisk = 8ull << 30;
+
+// The cap on a copy's changes: the run's --disk-size, else the profile's limits.disk (only a
+// copy profile has one), else under --copy-dir kCopyDirDisk. Nothing else can be capped:
+// --disk-size without a copy is refused.
+Status ApplyDiskSize(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb) {
+  bool copy = sb.workspace_mode == config::WorkspaceMode::kCopy && !sb.workspace.empty();
+  if (req.disk_size && !copy) {
+    return BadInput("--disk-size", "",
+                    "needs a copy workspace (--workspace with a profile or --workspace-mode "
+                    "that makes one): a read-only one takes no changes, and a read-write one, "
+                    "the host's own directory, cannot be capped");
+  }
+  if (!copy) return {};
+  if (!l.disk().empty()) sb.disk_size = *util::ParseDiskSize(l.disk());
+  if (req.disk_size) sb.disk_size = *req.disk_size;
+  if (!req.copy_dir.empty() && !sb.disk_size) sb.disk_size = kCopyDirDisk;
   return {};
 }
 
@@ -441,9 +487,16 @@ void ApplyLimits(const v1::Limits& l, const RunRequest& req, config::Sandbox& sb
   sb.grace = req.grace.value_or(*util::ParseDuration(l.grace()));
   if (!l.tmp_size().empty()) sb.tmp_size = *util::ParseSize(l.tmp_size());
   if (req.tmp_size) sb.tmp_size = *req.tmp_size;
+  if (!l.output_limit().empty()) sb.output_limit = *util::ParseSize(l.output_limit());
+  if (req.output_limit) sb.output_limit = *req.output_limit;
   sb.rlimits.nofile = req.rlimit_nofile.value_or(l.rlimit_nofile());
   sb.rlimits.nproc = req.rlimit_nproc.value_or(l.rlimit_nproc());
   sb.rlimits.core = req.rlimit_core.value_or(l.rlimit_core());
+  const v1::UserCounts& u = l.user_counts();
+  sb.rlimits.msgqueue = u.msgqueue_bytes();
+  sb.rlimits.sigpending = u.pending_signals();
+  sb.user_counts = {u.inotify_instances(), u.inotify_watches(), u.fanotify_groups(),
+                    u.fanotify_marks(), u.namespaces()};
   cgroup::Limits& c = sb.limits;
   if (!l.memory().empty()) c.memory = *util::ParseMemory(l.memory());
   if (req.memory) c.memory = *req.memory;
@@ -572,10 +625,10 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     }
     sb.seccomp_policy = BRIG_TRY(config::PolicyFilePath(dir, "seccomp", policy));
   } else if (!sb.rootfs.empty() || !req.layers.empty() || req.workspace_mode ||
-             !req.export_changes.empty() || !req.copy_dir.empty()) {
+             !req.export_changes.empty() || !req.copy_dir.empty() || req.disk_size) {
     return Fail("profile", req.profile,
                 "ISOLATION_NONE has no root or workspace mounts: --rootfs, --layer, "
-                "--workspace-mode, --copy-dir and --export-changes do not apply",
+                "--workspace-mode, --copy-dir, --disk-size and --export-changes do not apply",
                 ErrorKind::kBadInput);
   }
   if (!sb.rootfs.empty()) {
@@ -599,6 +652,7 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
   BRIG_TRY(CheckOutputOutsideWorkspace(sb.audit_path, "--audit-log", sb.workspace));
   sb.export_changes = req.export_changes;
   BRIG_TRY(CheckExportDir(sb));
+  BRIG_TRY(ApplyDiskSize(profile.limits(), req, sb));
   sb.copy_dir = req.copy_dir;
   BRIG_TRY(CheckCopyDir(sb));
   BRIG_TRY(CheckRlimits(sb.rlimits));

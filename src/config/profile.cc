@@ -44,6 +44,9 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (!l.tmp_size().empty() && !util::ParseSize(l.tmp_size())) {
     return Field(file, "limits.tmp_size", util::ParseSize(l.tmp_size()).error().detail);
   }
+  if (!l.output_limit().empty() && !util::ParseSize(l.output_limit())) {
+    return Field(file, "limits.output_limit", util::ParseSize(l.output_limit()).error().detail);
+  }
   if (!l.memory().empty() && !util::ParseMemory(l.memory())) {
     return Field(file, "limits.memory", util::ParseMemory(l.memory()).error().detail);
   }
@@ -59,6 +62,25 @@ Status ValidateLimits(const v1::Limits& l, const std::string& file) {
   if (l.has_pids() && (l.pids() == 0 || l.pids() > 4194304)) {
     return Field(file, "limits.pids", "must be from 1 to 4194304");
   }
+  if (!l.disk().empty() && !util::ParseDiskSize(l.disk())) {
+    return Field(file, "limits.disk", util::ParseDiskSize(l.disk()).error().detail);
+  }
+  const v1::UserCounts& u = l.user_counts();
+  // The kernel keeps these as ints; 0 would stop brig init making its own cgroup namespace.
+  auto count = [&](const char* name, bool has, uint64_t v) -> Status {
+    if (has && (v == 0 || v > 2147483647)) {
+      return Field(file, std::string("limits.user_counts.") + name,
+                   "must be from 1 to 2147483647");
+    }
+    return {};
+  };
+  BRIG_TRY(count("inotify_instances", u.has_inotify_instances(), u.inotify_instances()));
+  BRIG_TRY(count("inotify_watches", u.has_inotify_watches(), u.inotify_watches()));
+  BRIG_TRY(count("fanotify_groups", u.has_fanotify_groups(), u.fanotify_groups()));
+  BRIG_TRY(count("fanotify_marks", u.has_fanotify_marks(), u.fanotify_marks()));
+  BRIG_TRY(count("namespaces", u.has_namespaces(), u.namespaces()));
+  BRIG_TRY(count("msgqueue_bytes", u.has_msgqueue_bytes(), u.msgqueue_bytes()));
+  BRIG_TRY(count("pending_signals", u.has_pending_signals(), u.pending_signals()));
   for (int k : l.optional_limits()) {
     if (k == v1::LIMIT_UNSPECIFIED) {
       return Field(file, "limits.optional_limits", "LIMIT_UNSPECIFIED is not a limit");
@@ -77,6 +99,9 @@ Status Validate(const v1::Profile& p, const std::string& file) {
         return Field(file, "isolation",
                      "ISOLATION_NONE takes no filesystem, network, security or broker settings");
       }
+      if (!p.limits().disk().empty()) {
+        return Field(file, "limits.disk", "ISOLATION_NONE has no copy workspace to cap");
+      }
       return {};
     case v1::ISOLATION_SANDBOX:
       break;
@@ -85,6 +110,12 @@ Status Validate(const v1::Profile& p, const std::string& file) {
   }
   if (p.filesystem().workspace() == v1::WORKSPACE_ACCESS_UNSPECIFIED) {
     return Field(file, "filesystem.workspace", "must be set");
+  }
+  // Only a copy's changes can be capped: a read-only workspace takes none, and a read-write
+  // one is the host's own directory, whose writes no cap of brig's holds.
+  if (!p.limits().disk().empty() && p.filesystem().workspace() != v1::WORKSPACE_COPY) {
+    return Field(file, "limits.disk",
+                 "only a copy workspace (WORKSPACE_COPY) can be capped; a read-write one cannot");
   }
   for (const auto& path : p.filesystem().protected_paths()) {
     if (!IsWorkspaceRelative(path)) {
@@ -197,6 +228,15 @@ void FillDefaults(v1::Profile& p) {
   if (!l->has_rlimit_nofile()) l->set_rlimit_nofile(4096);
   if (!l->has_rlimit_nproc()) l->set_rlimit_nproc(4096);
   if (!l->has_rlimit_core()) l->set_rlimit_core(0);
+  // Why these: limits.user_counts in brig-profile(5).
+  v1::UserCounts* u = l->mutable_user_counts();
+  if (!u->has_inotify_instances()) u->set_inotify_instances(32);
+  if (!u->has_inotify_watches()) u->set_inotify_watches(4096);
+  if (!u->has_fanotify_groups()) u->set_fanotify_groups(8);
+  if (!u->has_fanotify_marks()) u->set_fanotify_marks(4096);
+  if (!u->has_namespaces()) u->set_namespaces(64);
+  if (!u->has_msgqueue_bytes()) u->set_msgqueue_bytes(65536);
+  if (!u->has_pending_signals()) u->set_pending_signals(1024);
   // Without isolation there is no /tmp of brig's to size.
   if (p.isolation() == v1::ISOLATION_NONE) return;
   if (l->tmp_size().empty()) l->set_tmp_size("1G");

@@ -35,6 +35,18 @@ struct Rlimits {
   uint64_t nofile = 4096;
   uint64_t nproc = 4096;
   uint64_t core = 0;
+  // Counted per user and charged to host root as well (security/ucounts.h).
+  uint64_t msgqueue = 65536;
+  uint64_t sigpending = 1024;
+};
+
+// The sandbox user namespace's own /proc/sys/user limits (security/ucounts.h).
+struct UserCounts {
+  uint64_t inotify_instances = 32;
+  uint64_t inotify_watches = 4096;
+  uint64_t fanotify_groups = 8;
+  uint64_t fanotify_marks = 4096;
+  uint64_t namespaces = 64;  // of each kind
 };
 
 struct Sandbox {
@@ -58,13 +70,19 @@ struct Sandbox {
   // nowhere.
   std::string export_changes;
   // copy: a directory under which brig makes the copy's scratch space (--copy-dir); empty:
-  // a tmpfs of tmp_size.
+  // a tmpfs of disk_size, else of tmp_size.
   std::string copy_dir;
+  // copy: the cap on the copy's changes in bytes (--disk-size, limits.disk, 8G under
+  // copy_dir); 0: none but the tmpfs's tmp_size.
+  uint64_t disk_size = 0;
   uint64_t tmp_size = 1ull << 30;  // bytes, for /tmp and /dev/shm each
+  // Bytes of each of stdout and stderr relayed to the caller; unset: no bound.
+  std::optional<uint64_t> output_limit;
 
   std::chrono::milliseconds timeout{30 * 60 * 1000};
   std::chrono::milliseconds grace{10 * 1000};
   Rlimits rlimits;
+  UserCounts user_counts;
   cgroup::Limits limits;
   std::string cgroup_parent;  // empty: the group brig runs in, per hierarchy
   // The host's cgroups and the path each controller takes, probed once, before the run

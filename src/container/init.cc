@@ -3,8 +3,8 @@
 #include "container/init.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -18,6 +18,7 @@
 #include "fs/rootfs.h"
 #include "net/loopback.h"
 #include "security/caps.h"
+#include "security/ucounts.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -48,8 +49,8 @@ void ScrubProcessArgs() {
 }
 
 Status BecomeSandboxUser() {
-  // Host root's supplementary groups (gid 0 among them) must not follow into the sandbox.
-  if (setgroups(0, nullptr) < 0) return SysError("setgroups");
+  // No supplementary groups: the supervisor dropped them before the clone, and setgroups
+  // is denied here (launch.cc, WriteIdMaps).
   if (setresgid(config::kSandboxGid, config::kSandboxGid, config::kSandboxGid) < 0) {
     return SysError("setresgid", std::to_string(config::kSandboxGid));
   }
@@ -65,11 +66,24 @@ struct Workload {
   pid_t pid;
 };
 
-// In the forked workload: a new session, default signals, only fds 0-2, rlimits, seccomp,
-// execve.
-[[noreturn]] void ExecWorkload(const InitArgs& a, const std::string& path, int err_fd,
+// The pipes as the forked workload finds them: both ends of the start pipe (it closes the
+// one init keeps) and the write end of its exec-error pipe.
+struct WorkloadPipes {
+  int go_rd, go_wr, err_fd;
+};
+
+// In the forked workload: waits until init has let go of the host (ReleaseHost), then a
+// new session, default signals, only fds 0-2, rlimits, seccomp, execve.
+[[noreturn]] void ExecWorkload(const InitArgs& a, const std::string& path, WorkloadPipes p,
                                char* const* argv, char* const* envp) {
-  if (setsid() < 0) {
+  int err_fd = p.err_fd;
+  // EOF is the go: init closed its end. (If init died instead, so does this process.)
+  close(p.go_wr);
+  char go;
+  while (read(p.go_rd, &go, 1) < 0 && errno == EINTR) {
+  }
+  // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0)) {
     int e = errno;
     (void)!write(err_fd, &e, sizeof e);
     _exit(125);
@@ -102,33 +116,64 @@ struct Workload {
   _exit(e == ENOENT ? 127 : 126);
 }
 
-// Forks the workload and waits until its execve succeeded (the error pipe closes) or failed.
+// Before the workload goes on: init lets go of fds 0-2 (the workload has its own copies
+// now: the stdio relay's pipes or its pty, and its stdin; supervise/stdio.h), so it holds
+// no write end that would keep the supervisor's relay open, and loads its own filter
+// (which allows no other close). Every other fd that named a host object went
+// before kReady (InitMain).
+Status ReleaseHost(const InitArgs& a) {
+  for (int fd = 0; fd <= 2; ++fd) close(fd);
+  return security::LoadSeccomp(*a.init_filter);
+}
+
+// Forks the workload, lets it go on once init holds nothing of the host and runs filtered,
+// and waits until its execve succeeded (the error pipe closes) or failed. What follows
+// the filter's load allocates nothing: the errors are made before it.
 Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   std::vector<char*> argv = ExecArray(a.sandbox->argv), envp = ExecArray(a.sandbox->env);
-  int p[2];
+  int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
+  if (pipe2(g, O_CLOEXEC) < 0) return SysError("pipe2");
+  sys::UniqueFd go_rd(g[0]), go_wr(g[1]);
+  Error exec_failed = SysError("execve", a.sandbox->argv[0]);
+  Error seccomp_failed = SysError("seccomp", "load filter");
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "workload");
-  if (pid == 0) ExecWorkload(a, path, wr.get(), argv.data(), envp.data());
+  if (pid == 0) {
+    ExecWorkload(a, path, {go_rd.get(), go_wr.get(), wr.get()}, argv.data(), envp.data());
+  }
   wr.Reset();
+  go_rd.Reset();
+  if (auto s = ReleaseHost(a); !s) return std::move(s).error().Wrap("brig init");
+  go_wr.Reset();
   if (std::optional<int> failed = sys::ReadExecError(rd.get())) {
     int e = *failed;
     // The workload failed before or at execve; reap it so its status is not reported too.
     waitpid(pid, nullptr, 0);
     if (e < 0) {
-      errno = -e;
-      return SysError("seccomp", "load filter");
+      seccomp_failed.err = -e;
+      return seccomp_failed;
     }
-    errno = e;
-    return SysError("execve", a.sandbox->argv[0])
-        .WithKind(e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable);
+    exec_failed.err = e;
+    exec_failed.kind = e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
+    return exec_failed;
   }
   return Workload{pid};
 }
 
-// Pid 1's loop: reap every child, forward signals to the workload (or, once it is gone, to
-// every process left), report the workload's status, exit when nothing is left.
+// Whether init relays `si` to the workload: only a signal from outside the sandbox (the
+// supervisor's pidfd_send_signal, an operator's kill from the host). The kernel reports
+// such a sender as pid 0, since it has no pid in this namespace, and SI_USER. A process
+// inside is reported with its own pid; it can claim pid 0 only through rt_sigqueueinfo(2),
+// and then only with a negative si_code (the kernel refuses SI_USER to another process).
+bool FromOutside(const signalfd_siginfo& si) {
+  return si.ssi_pid == 0 && si.ssi_code == SI_USER;
+}
+
+// Pid 1's loop: reap every child, forward the supervisor's signals to the workload (or, once
+// it is gone, to every process left), report the workload's status, exit when nothing is
+// left.
 [[noreturn]] void Supervise(int sync_fd, int sigfd, pid_t workload) {
   int workload_status = 0;
   bool workload_alive = true;
@@ -138,7 +183,7 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
     if (n < 0 && errno == EINTR) continue;
     if (n != sizeof si) _exit(125);
     if (si.ssi_signo != SIGCHLD) {
-      kill(workload_alive ? workload : -1, static_cast<int>(si.ssi_signo));
+      if (FromOutside(si)) kill(workload_alive ? workload : -1, static_cast<int>(si.ssi_signo));
       continue;
     }
     for (;;) {
@@ -180,6 +225,8 @@ Status Setup(const InitArgs& a) {
     BRIG_TRY_CTX(util::WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1"), "network");
     BRIG_TRY_CTX(net::ConfigureSandboxSide(a.address->addr, a.address->subnet), "network");
   }
+  // While the host's /proc is still here and init holds CAP_SYS_RESOURCE in its namespace.
+  BRIG_TRY_CTX(security::CapUserCounts(a.sandbox->user_counts), "user counts");
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
   // Meanwhile brig has put init into its v1 groups, after the clone made the cgroup
@@ -218,6 +265,12 @@ void InitMain(const InitArgs& a) {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
   if (sigfd < 0) Die(fd, SysError("signalfd").Wrap("container init"));
+  // Whatever init holds of the supervisor's goes now: the cgroup's, the record's and the
+  // mount plan's fds, listeners, the supervisor's signalfd (runc CVE-2024-21626). Fds 0-2
+  // stay for the workload until it is forked.
+  if (auto s = sys::CloseAllExcept({0, 1, 2, fd, sigfd}); !s) {
+    Die(fd, std::move(s).error().Wrap("container init"));
+  }
 
   if (auto s = SendMessage(fd, Msg::kReady); !s) _exit(125);
   auto m = RecvMessage(fd, -1);

@@ -13,7 +13,8 @@ namespace brig::container {
 struct InitArgs {
   const config::Sandbox* sandbox;
   fs::MountPlan* plan;
-  const security::SeccompProgram* seccomp;
+  const security::SeccompProgram* seccomp;      // the workload's, loaded last before execve
+  const security::SeccompProgram* init_filter;  // init's own, before the workload goes on
   int sync_fd;
   const net::SandboxAddress* address;  // eth0's, with posture allowlist or open; else null
 };

@@ -3,8 +3,10 @@
 #include "container/launch.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -19,6 +21,7 @@
 #include "container/sync.h"
 #include "fs/mount_plan.h"
 #include "security/caps.h"
+#include "security/init_filter.h"
 #include "security/seccomp_cache.h"
 #include "audit/audit.h"
 #include "broker/listen.h"
@@ -28,6 +31,7 @@
 #include "net/network.h"
 #include "state/record.h"
 #include "supervise/loop.h"
+#include "supervise/stdio.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -49,7 +53,9 @@ Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
   return {};
 }
 
-// Maps the sandbox user to the workspace owner. One id each, never host 0.
+// Maps the sandbox user to the workspace owner. One id each, never host 0. setgroups(2)
+// is denied first (it must be, before gid_map): nothing inside can drop a group to get
+// past a file's group-deny permissions. Init came without supplementary groups (Run).
 Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
   if (sb.host_uid == 0 || sb.host_gid == 0) {
     return Fail("id map", "", "refusing to map host root", ErrorKind::kInternal);
@@ -57,6 +63,7 @@ Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
   BRIG_TRY(WriteProcFile(pid, "uid_map",
                          std::to_string(config::kSandboxUid) + " " + std::to_string(sb.host_uid) +
                              " 1\n"));
+  BRIG_TRY(WriteProcFile(pid, "setgroups", "deny"));
   return WriteProcFile(pid, "gid_map",
                        std::to_string(config::kSandboxGid) + " " + std::to_string(sb.host_gid) +
                            " 1\n");
@@ -69,34 +76,45 @@ void Abort(int pidfd) {
   (void)syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, nullptr);
 }
 
+// A step of the handshake failed with `e`: if init is gone, what it said (or how it
+// ended) is the outcome to report; otherwise `e` is brig's own failure.
+Result<std::optional<Error>> InitOrOwn(int sync_fd, int pidfd, Error e) {
+  if (std::optional<Error> why = WhyInitIsGone(sync_fd, pidfd, e)) return why;
+  return e;
+}
+
 // The handshake up to Ready (sync.h). Returns an Error reported by init, if any.
-Result<std::optional<Error>> Handshake(int sync_fd, pid_t pid, const config::Sandbox& sb,
-                                       cgroup::Group& group, net::SandboxNet* net,
-                                       SyncSequence& seq) {
+Result<std::optional<Error>> Handshake(int sync_fd, int pidfd, pid_t pid,
+                                       const config::Sandbox& sb, cgroup::Group& group,
+                                       net::SandboxNet* net, SyncSequence& seq) {
   for (;;) {
-    Message m = BRIG_TRY_CTX(RecvMessage(sync_fd, kSetupStepTimeoutMs), "brig init");
-    BRIG_TRY(seq.Accept(m.type));
-    switch (m.type) {
+    auto m = RecvMessage(sync_fd, kSetupStepTimeoutMs);
+    if (!m) return InitOrOwn(sync_fd, pidfd, std::move(m).error().Wrap("brig init"));
+    BRIG_TRY(seq.Accept(m->type));
+    switch (m->type) {
       case Msg::kNeedIdMap:
         BRIG_TRY(WriteIdMaps(pid, sb));
         if (net) BRIG_TRY(net->Attach(pid));
-        BRIG_TRY(SendMessage(sync_fd, Msg::kIdMapDone));
-        // While init sets itself up. It waits for kGroupsJoined before it drops its
-        // privileges, so it is in every group before the workload exists.
-        if (auto s = group.AttachV1(pid); !s) {
-          // Init may have failed first (a dead process cannot be moved): its word wins.
-          auto said = RecvMessage(sync_fd, 100);
-          if (said && said->type == Msg::kError) return std::optional<Error>(DecodeError(*said));
-          return std::move(s).error();
+        if (auto s = SendMessage(sync_fd, Msg::kIdMapDone); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
         }
-        BRIG_TRY(SendMessage(sync_fd, Msg::kGroupsJoined));
+        // While init sets itself up. It waits for kGroupsJoined before it drops its
+        // privileges, so it is in every group before the workload exists. Init may have
+        // failed meanwhile (a dead process cannot be moved, a send meets a broken pipe):
+        // then its word is the outcome.
+        if (auto s = group.AttachV1(pid); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
+        }
+        if (auto s = SendMessage(sync_fd, Msg::kGroupsJoined); !s) {
+          return InitOrOwn(sync_fd, pidfd, std::move(s).error());
+        }
         break;
       case Msg::kReady:
         return std::optional<Error>();
       case Msg::kError:
-        return std::optional<Error>(DecodeError(m));
+        return std::optional<Error>(DecodeError(*m));
       default:
-        return Fail("sync", std::string(MsgName(m.type)), "unexpected", ErrorKind::kInternal);
+        return Fail("sync", std::string(MsgName(m->type)), "unexpected", ErrorKind::kInternal);
     }
   }
 }
@@ -135,17 +153,22 @@ Result<std::unique_ptr<broker::Service>> StartBrokers(const config::Sandbox& sb,
                                 sb.id + "/" + std::to_string(sb.attempt), std::move(audit));
 }
 
-// Once no process of the sandbox is left: what the cgroup saw, then the cgroup goes.
+// Once no process of the sandbox is left: what the cgroup saw, then the cgroup goes (or,
+// if it stays busy, is left to brig gc: `keep_record`).
 Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_point started,
-                 cgroup::Group& group) {
+                 cgroup::Group& group, bool& keep_record) {
   Outcome out;
   out.oom_killed = lo.oom_event || group.OomKilled();
   out.cgroup_usage = group.ReadUsage();
-  group.Remove();
+  if (auto s = group.Remove(); !s) {
+    fprintf(stderr, "brig: %s (brig gc removes what is left)\n", s.error().Render().c_str());
+    keep_record = true;
+  }
   out.workload_status = lo.workload_status;
   out.error = std::move(lo.error);
   out.timed_out = lo.timed_out;
   out.killed_for_signal = lo.killed_for_signal;
+  out.init_signal = lo.init_signal;
   out.usage = lo.usage;
   out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
@@ -166,7 +189,8 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   int e = 0;
-  if (setsid() < 0 || !sys::CloseRangeCloexec(3) || !security::ApplyRlimits(sb.rlimits) ||
+  // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3) || !security::ApplyRlimits(sb.rlimits) ||
       (!sb.workspace.empty() && chdir(sb.workspace.c_str()) < 0)) {
     e = errno;
   } else {
@@ -199,6 +223,7 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   // Whatever the sandbox holds on the host is noted before it is made (brig gc).
   state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
   std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
+  std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit));
   int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
@@ -213,11 +238,16 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   pid_t supervisor = getpid();
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
+    stdio->ApplyInChild();
     ExecUnconfined(sb, *path, supervisor, go_rd.get(), wr.get(), argv.data(), envp.data());
   }
   sys::UniqueFd pidfd(pidfd_raw);
   wr.Reset();
   go_rd.Reset();
+  if (auto s = stdio->Started(); !s) {
+    Abort(pidfd.get());
+    return std::move(s).error();
+  }
   if (auto s = group->AttachV1(pid); !s) {
     Abort(pidfd.get());
     return std::move(s).error();
@@ -238,12 +268,20 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   SyncSequence seq;
   supervise::LoopInput in{pidfd.get(), -1, sigfd.get(), started + sb.timeout, sb.grace, &seq,
                           pid, group.get()};
+  in.extra_fds.push_back(stdio->fd());
+  in.on_extra = [&](int) { stdio->Handle(); };
   auto lo = supervise::Supervise(in);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
-  return FromLoop(std::move(*lo), started, *group);
+  stdio->Drain();
+  stdio->RestoreTerminal();
+  bool keep_record = false;
+  out = FromLoop(std::move(*lo), started, *group, keep_record);
+  out.output = stdio->Summary();
+  if (keep_record) record.Keep();
+  return out;
 }
 
 }  // namespace
@@ -260,6 +298,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   // Everything that can be refused is refused here, before any process exists.
   security::SeccompProgram seccomp = BRIG_TRY(
       security::CompileSeccompFile(sb.seccomp_policy, security::kSeccompCacheDir));
+  security::SeccompProgram init_filter = BRIG_TRY(security::CompileInitFilter());
   // Signals are held from here on, so none ends brig between making something on the host
   // (placeholders, groups) and removing it.
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
@@ -274,6 +313,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   std::unique_ptr<cgroup::Group> group = BRIG_TRY(MakeGroup(sb, record));
   std::unique_ptr<net::SandboxNet> net;
   if (sb.network) net = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, record));
+  std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit));
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -281,6 +321,13 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   }
   sys::UniqueFd parent_end(sp[0]), child_end(sp[1]);
 
+  // Init starts with the supervisor's credentials, and setgroups is denied in its user
+  // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
+  // follow it and the workload for good. The supervisor, root, needs none of them. (Only
+  // when it has some: where setgroups is itself denied, brig has none to drop.)
+  if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
+    return SysError("setgroups", "supervisor");
+  }
   int pidfd_raw = -1;
   sys::CloneArgs ca;
   ca.flags = kNamespaces | CLONE_PIDFD;
@@ -290,15 +337,21 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) {
     parent_end.Reset();
-    InitMain(InitArgs{&sb, &plan, &seccomp, child_end.get(), net ? &net->address() : nullptr});
+    stdio->ApplyInChild();
+    InitMain(InitArgs{&sb, &plan, &seccomp, &init_filter, child_end.get(),
+                      net ? &net->address() : nullptr});
   }
   sys::UniqueFd pidfd(pidfd_raw);
   child_end.Reset();
   plan.steps.clear();  // the detached trees now live on only in the child
+  if (auto s = stdio->Started(); !s) {
+    Abort(pidfd.get());
+    return std::move(s).error();
+  }
 
   SyncSequence seq;
   Outcome out;
-  auto hs = Handshake(parent_end.get(), pid, sb, *group, net.get(), seq);
+  auto hs = Handshake(parent_end.get(), pidfd.get(), pid, sb, *group, net.get(), seq);
   if (!hs || hs->has_value()) {
     // Init failed (and said why) or went silent; either way it ends here.
     Abort(pidfd.get());
@@ -322,8 +375,8 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   if (net || !sb.brokers.empty()) signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<egress::Service> egress;
   if (net) {
-    auto started_egress =
-        egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v, audit_sink);
+    auto started_egress = egress::Service::Start(sb.egress, net->listeners(), net->address().addr.v,
+                                                 net->address().subnet, audit_sink);
     if (!started_egress) {
       Abort(pidfd.get());
       return std::move(started_egress).error();
@@ -340,25 +393,33 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     brokers = std::move(*started_brokers);
   }
   if (auto s = SendMessage(parent_end.get(), Msg::kStart); !s) {
+    std::optional<Error> why = WhyInitIsGone(parent_end.get(), pidfd.get(), s.error());
     Abort(pidfd.get());
-    return std::move(s).error();
+    if (!why) return std::move(s).error();
+    out.error = std::move(*why);
+    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    return out;
   }
 
   supervise::LoopInput in{pidfd.get(), parent_end.get(), sigfd.get(), started + sb.timeout,
                           sb.grace, &seq, 0, group.get()};
+  in.extra_fds.push_back(stdio->fd());
   if (egress) in.extra_fds.push_back(egress->fd());
   if (brokers) in.extra_fds.push_back(brokers->fd());
-  if (!in.extra_fds.empty()) {
-    in.on_extra = [&](int fd) {
-      if (egress && fd == egress->fd()) egress->Handle();
-      if (brokers && fd == brokers->fd()) brokers->Handle();
-    };
-  }
+  in.on_extra = [&](int fd) {
+    if (fd == stdio->fd()) stdio->Handle();
+    if (egress && fd == egress->fd()) egress->Handle();
+    if (brokers && fd == brokers->fd()) brokers->Handle();
+  };
   auto lo = supervise::Supervise(in);
   if (!lo) {
     Abort(pidfd.get());
     return std::move(lo).error();
   }
+  // Every writer is gone with the sandbox: the rest of its output, then the terminal.
+  stdio->Drain();
+  stdio->RestoreTerminal();
   // Every broker connection, both sides, ends with the sandbox.
   if (brokers) brokers->Close();
   // The network first: closing brig's netfilter socket at exit waits for the kernel to
@@ -381,8 +442,9 @@ Result<Outcome> Run(const config::Sandbox& sb) {
     }
   }
   std::optional<v1::NetworkSummary> network = std::move(out.network);
-  out = FromLoop(std::move(*lo), started, *group);
+  out = FromLoop(std::move(*lo), started, *group, keep_record);
   out.network = std::move(network);
+  out.output = stdio->Summary();
   // The sandbox is gone; its copy's changes are still in brig's scratch tmpfs.
   if (!sb.export_changes.empty()) {
     if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.workspace, sb.export_changes,

@@ -21,11 +21,14 @@ struct Outcome {
   bool timed_out = false;
   int killed_for_signal = 0;  // brig received this signal and killed the sandbox after grace
   bool oom_killed = false;    // the memory limit was hit and the sandbox was killed
+  int init_signal = 0;        // brig init died of this signal without reporting
   struct rusage usage {};     // of brig init and every process it reaped
   cgroup::Usage cgroup_usage;
   std::chrono::milliseconds duration{0};
   // What went through the sandbox's resolver and proxy (postures allowlist and open).
   std::optional<v1::NetworkSummary> network;
+  // What the workload wrote to stdout and stderr, as relayed (once it ran).
+  std::optional<v1::Output> output;
   // --export-changes failed (after the workload ran).
   std::optional<Error> export_error;
 };

@@ -2,8 +2,12 @@
 #include "container/sync.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -15,6 +19,14 @@ struct Header {
   int32_t err;
   uint32_t len;
 };
+
+// How long a process whose end of the socket is closed may take to finish exiting.
+constexpr int kExitingMs = 5000;
+
+bool InitGone(const Error& e) {
+  return e.err == EPIPE || e.err == ECONNRESET || e.err == ESRCH ||
+         (e.op == "sync" && e.detail == kPeerClosed);
+}
 
 }  // namespace
 
@@ -61,7 +73,7 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
     n = recv(fd, buf, sizeof buf, MSG_TRUNC);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return SysError("sync recv");
-  if (n == 0) return Fail("sync", "", "peer closed");
+  if (n == 0) return Fail("sync", "", std::string(kPeerClosed));
   if (static_cast<size_t>(n) < sizeof(Header) || static_cast<size_t>(n) > sizeof buf) {
     return Fail("sync", "", "malformed packet of " + std::to_string(n) + " bytes");
   }
@@ -117,6 +129,34 @@ Error DecodeError(const Message& m) {
   e.detail = parts[3];
   e.context = parts[4];
   return e;
+}
+
+std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost) {
+  if (!InitGone(lost)) return std::nullopt;
+  // Init sends its kError before it exits, so it is queued by now; nothing is waited for.
+  for (;;) {
+    auto m = RecvMessage(sync_fd, 0);
+    if (!m) break;
+    if (m->type == Msg::kError) return DecodeError(*m);
+  }
+  struct pollfd p = {pidfd, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, kExitingMs);
+  } while (rc < 0 && errno == EINTR);
+  siginfo_t si = {};
+  if (rc != 1 ||
+      syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | WNOWAIT | WNOHANG, nullptr) < 0 ||
+      si.si_pid == 0) {
+    return std::nullopt;
+  }
+  if (si.si_code == CLD_EXITED) {
+    return Fail("brig init", "",
+                "exited with status " + std::to_string(si.si_status) + " before it said why");
+  }
+  return Fail("brig init", "",
+              "killed by signal " + std::to_string(si.si_status) + " (" +
+                  strsignal(si.si_status) + ") before it said why");
 }
 
 Status SyncSequence::Accept(Msg m) {

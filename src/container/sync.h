@@ -21,9 +21,12 @@
 //                                                   init exits when no process is left
 //   any failure:           ◀── kError {err = errno, payload = kind, step, subject}
 //                                                   then init _exits
+//   a send or receive that meets init gone (EPIPE, ECONNRESET, EOF) reports what init
+//   queued before it went (its kError), else how it ended: WhyInitIsGone.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +47,7 @@ enum class Msg : uint32_t {
 std::string_view MsgName(Msg m);
 
 inline constexpr size_t kMaxPayload = 4096;
+inline constexpr std::string_view kPeerClosed = "peer closed";
 
 struct Message {
   Msg type{};
@@ -54,8 +58,15 @@ struct Message {
 // Both are async-signal-safe on the sending side (no allocation) so init may use them.
 Status SendMessage(int fd, Msg type, int32_t err = 0, std::string_view payload = {});
 // Waits at most timeout_ms (-1: forever). EOF is an error whose op is "sync" and detail
-// "peer closed".
+// kPeerClosed.
 Result<Message> RecvMessage(int fd, int timeout_ms);
+
+// Parent side. `lost` is how a send or receive on the sync socket failed. If init is gone
+// (EPIPE, ECONNRESET, EOF, or ESRCH from a write naming its pid), the broken pipe it left
+// is not the cause: returns init's own kError if one is queued on the socket, else how init
+// ended (its wait status, read through `pidfd` without reaping it). Otherwise nullopt:
+// `lost` is the error to report.
+std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost);
 
 // Error <-> kError packet. The payload is "<kind>\0<op>\0<subject>\0<detail>\0<context>".
 Status SendError(int fd, const Error& e);

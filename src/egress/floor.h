@@ -3,7 +3,8 @@
 // Loopback, RFC 1918, link-local, CGNAT, multicast and broadcast, "this network",
 // documentation and benchmarking ranges, ULA, the cloud metadata addresses, and the same
 // inside IPv4-mapped, IPv4-compatible, NAT64 and 6to4 IPv6 forms. Pure; unit-tested and
-// fuzzed.
+// fuzzed. The host's own addresses and brig's bridge subnet are in the floor too, beyond
+// any exception, but they are asked of the kernel where they are used (service.h).
 #pragma once
 
 #include <array>

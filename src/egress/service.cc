@@ -24,6 +24,7 @@
 #include "egress/tls.h"
 #include "egress/upstream.h"
 #include "http/framing.h"
+#include "net/local_route.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 
@@ -111,8 +112,8 @@ sockaddr_in Sockaddr(uint32_t addr, uint16_t port) {
 
 class Service::Impl {
  public:
-  Impl(Policy p, const net::Listeners& l, uint32_t sandbox, AuditSink audit)
-      : policy_(std::move(p)), l_(l), sandbox_(sandbox), audit_(std::move(audit)) {
+  Impl(Policy p, const net::Listeners& l, uint32_t sandbox, net::Subnet bridge, AuditSink audit)
+      : policy_(std::move(p)), l_(l), sandbox_(sandbox), bridge_(bridge), audit_(std::move(audit)) {
     uint64_t seed = 0;
     (void)!getrandom(&seed, sizeof seed, 0);
     rng_.seed(seed ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count()));
@@ -151,7 +152,7 @@ class Service::Impl {
     // The outcome.
     std::string error;  // no answer at all
     uint8_t rcode = 0;
-    std::vector<uint32_t> addrs;  // passed the floor
+    std::vector<uint32_t> addrs;  // passed the profile's floor (the host's is asked at use)
     std::vector<std::string> seen, cnames;
     std::string floor;  // why the first refused address was refused
     Clock::time_point expires;
@@ -186,6 +187,8 @@ class Service::Impl {
     std::string name;
     std::vector<uint32_t> addrs;
     size_t next_addr = 0;
+    std::string host_floor;  // why the first address passed over as the host's own was
+    size_t host_addrs = 0;   // how many were
     uint32_t address = 0;
     Clock::time_point start, deadline, last;
     uint64_t seen_bytes = 0;
@@ -215,6 +218,11 @@ class Service::Impl {
     return policy_.open ? !name.empty() : policy_.allowlist.Allows(name, port);
   }
   std::string AllowReason() const { return policy_.open ? "open" : "allowlisted"; }
+  // "ADDR: why" if `a` is the host's own, which no profile can except; "" if not.
+  std::string HostFloor(uint32_t a);
+  // The resolution's addresses that are not the host's own now; `floor` says why the
+  // first refused one was refused.
+  std::vector<uint32_t> Usable(const Resolution& r, std::string& floor);
 
   // Upstream.
   void Resolve(const std::string& name, Waiter w);
@@ -242,6 +250,8 @@ class Service::Impl {
   http::Rules http_rules_;  // the proxy's: none of a broker's, the client's Host goes on
   const net::Listeners& l_;
   uint32_t sandbox_;
+  net::Subnet bridge_;
+  net::LocalRoutes local_;
   AuditSink audit_;
   sys::UniqueFd ep_, timer_, udp_;
   std::mt19937_64 rng_;
@@ -275,6 +285,7 @@ Status Service::Impl::Init() {
     max_conns_ = std::min<size_t>(kMaxConnections,
                                   nofile.rlim_cur > 128 ? (nofile.rlim_cur - 128) / kFdsPerConnection : 1);
   }
+  local_ = BRIG_TRY(net::LocalRoutes::Open());
   ep_.Reset(epoll_create1(EPOLL_CLOEXEC));
   if (!ep_) return SysError("epoll_create1", "egress");
   timer_.Reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -565,7 +576,8 @@ void Service::Impl::Answer(Waiter& w, const Resolution& r) {
   ev.set_reason(AllowReason());
   for (const auto& s : r.seen) ev.add_addresses(s);
   for (const auto& s : r.cnames) ev.add_cnames(s);
-  std::string reply;
+  std::string reply, floor = r.floor;
+  std::vector<uint32_t> addrs = Usable(r, floor);
   if (!r.error.empty()) {
     ev.set_reason("upstream_failed");
     ev.set_detail(r.error);
@@ -573,12 +585,12 @@ void Service::Impl::Answer(Waiter& w, const Resolution& r) {
   } else if (r.rcode != kRcodeNoError) {
     ev.set_detail("the upstream answered " + RcodeName(r.rcode));
     reply = r.rcode == kRcodeNxDomain ? BuildNxdomain(w.q, w.raw) : BuildServfail(w.q, w.raw);
-  } else if (r.addrs.empty() && !r.floor.empty()) {
+  } else if (addrs.empty() && !floor.empty()) {
     ev.set_allowed(false);
     ev.set_reason("floor");
-    ev.set_detail(r.floor);
+    ev.set_detail(floor);
     reply = BuildRefused(w.q, w.raw);
-  } else if (r.addrs.empty()) {
+  } else if (addrs.empty()) {
     ev.set_detail("the upstream has no A record");
     reply = BuildEmpty(w.q, w.raw);
   } else if (auto a = pool_.AddressFor(w.q.name)) {
@@ -593,6 +605,35 @@ void Service::Impl::Answer(Waiter& w, const Resolution& r) {
     reply = BuildRefused(w.q, w.raw);
   }
   Reply(w, reply, ev);
+}
+
+std::string Service::Impl::HostFloor(uint32_t a) {
+  std::string why;
+  if (a == bridge_.Gateway().v) {
+    why = "brig's bridge gateway, an address of this host";
+  } else if (bridge_.Contains(net::Ipv4{a})) {
+    why = "in brig's bridge subnet " + bridge_.Str();
+  } else if (auto local = local_.IsLocal(net::Ipv4{a}); !local) {
+    why = "cannot tell whether it is an address of this host: " + local.error().Render();
+  } else if (*local) {
+    why = "an address of this host";
+  }
+  return why.empty() ? why : Ip(a) + ": " + why;
+}
+
+std::vector<uint32_t> Service::Impl::Usable(const Resolution& r, std::string& floor) {
+  std::vector<uint32_t> out;
+  bool host = false;
+  for (uint32_t a : r.addrs) {
+    std::string why = HostFloor(a);
+    if (why.empty()) {
+      out.push_back(a);
+    } else if (!host) {
+      host = true;
+      floor = std::move(why);
+    }
+  }
+  return out;
 }
 
 void Service::Impl::Reply(const Waiter& w, const std::string& reply, v1::DnsQuery& ev) {
@@ -948,6 +989,13 @@ void Service::Impl::Resolved(Conn& c, const Resolution& r) {
 void Service::Impl::TryConnect(Conn& c) {
   while (c.next_addr < c.addrs.size()) {
     uint32_t a = c.addrs[c.next_addr++];
+    // Asked again at each connect: the address may have become the host's since it was
+    // resolved.
+    if (std::string why = HostFloor(a); !why.empty()) {
+      if (c.host_floor.empty()) c.host_floor = std::move(why);
+      ++c.host_addrs;
+      continue;
+    }
     sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!s) break;
     sockaddr_in to = Sockaddr(a, c.port);
@@ -962,6 +1010,7 @@ void Service::Impl::TryConnect(Conn& c) {
     Interest(c.upstream.get(), c.id << 2 | kUpstreamSide, c.upstream_events, EPOLLOUT);
     return;
   }
+  if (c.host_addrs == c.addrs.size()) return Refuse(c, "floor", c.host_floor);
   std::string tried;
   for (uint32_t a : c.addrs) tried += (tried.empty() ? "" : ", ") + Ip(a);
   Refuse(c, "upstream_failed", "cannot connect to " + tried + " port " + std::to_string(c.port));
@@ -1127,11 +1176,12 @@ Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Service::~Service() = default;
 
 Result<std::unique_ptr<Service>> Service::Start(Policy policy, const net::Listeners& listeners,
-                                                uint32_t sandbox, AuditSink audit) {
+                                                uint32_t sandbox, net::Subnet bridge,
+                                                AuditSink audit) {
   if (policy.upstreams.empty()) {
     return Fail("resolver upstream", "", "none given", ErrorKind::kInternal);
   }
-  auto impl = std::make_unique<Impl>(std::move(policy), listeners, sandbox, std::move(audit));
+  auto impl = std::make_unique<Impl>(std::move(policy), listeners, sandbox, bridge, std::move(audit));
   BRIG_TRY(impl->Init());
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }

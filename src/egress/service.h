@@ -18,6 +18,12 @@
 // same host (egress/http_relay.h). TLS is never terminated. Every refusal is immediate: a
 // TLS alert or an HTTP 400/403/501, then close.
 //
+// The floor (floor.h) has a part no profile can except (issue 14): brig's bridge subnet
+// and every address local to the network namespace brig runs in. Whether an address is
+// local is asked of the kernel (local_route.h) each time an answer is given and each time
+// the proxy connects, so an address the host gained after the name was resolved is
+// refused too.
+//
 // Every query and connection is one audit event; Summary() totals them per name.
 #pragma once
 
@@ -31,6 +37,7 @@
 #include "brig/result.h"
 #include "config/brig.pb.h"
 #include "egress/policy.h"
+#include "net/link.h"
 #include "net/listeners.h"
 
 namespace brig::egress {
@@ -39,9 +46,11 @@ using AuditSink = std::function<void(v1::AuditEvent)>;
 
 class Service {
  public:
-  // `listeners` must outlive the service; `sandbox` is the one address served.
+  // `listeners` must outlive the service; `sandbox` is the one address served, in brig's
+  // bridge subnet `bridge`.
   static Result<std::unique_ptr<Service>> Start(Policy policy, const net::Listeners& listeners,
-                                                uint32_t sandbox, AuditSink audit);
+                                                uint32_t sandbox, net::Subnet bridge,
+                                                AuditSink audit);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;

@@ -86,8 +86,4 @@ Status InPrivateMountNs(int detached, const std::string& avoid, const std::funct
 // is noted in `record` first. Errors name the path.
 Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb, state::Record& record);
 
-// OCI runtime-spec defaults (runc's example spec) for /proc.
-extern const char* const kMaskedPaths[];
-extern const char* const kReadOnlyPaths[];
-
 }  // namespace brig::fs

@@ -1,7 +1,8 @@
 // Sandbox addresses, unique among live sandboxes across brig processes: one lock file per
-// address in a directory per network namespace, held under an exclusive flock for the
-// sandbox's lifetime (shared with brig init, like the sandbox record). A crashed run's
-// address is free again as soon as its processes are gone; brig gc removes its file.
+// address in a directory per network namespace, held under an exclusive flock by the
+// supervisor for the sandbox's lifetime (brig init holds no host descriptor, like the
+// sandbox record's). A crashed run's address is free again as soon as its brig is gone,
+// and its sandbox with it (init dies with brig); brig gc removes its file.
 #pragma once
 
 #include <string>

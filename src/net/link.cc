@@ -168,11 +168,19 @@ std::string MacStr(const Mac& m) {
 
 Result<int> EnsureBridge(const std::string& name, const Subnet& subnet) {
   Sock s = BRIG_TRY(Connect());
+  // A bridge whose address is not set takes the lowest of its ports', so it changed as
+  // sandboxes came and went, and a sandbox that had learnt the old one lost its gateway
+  // (issue 14). Set, it is the kernel's to keep (addr_assign_type NET_ADDR_SET). The
+  // gateway's own address is no sandbox's, so neither is this MAC.
+  Mac mac = MacFor(subnet.Gateway());
+  std::unique_ptr<nl_addr, AddrFree> lladdr(nl_addr_build(AF_LLC, mac.data(), mac.size()));
+  if (!lladdr) return Fail("netlink", name, "out of memory");
   rtnl_link* raw = nullptr;
   if (rtnl_link_get_kernel(s.get(), 0, name.c_str(), &raw) < 0) {
     Link br(rtnl_link_bridge_alloc());
     if (!br) return Fail("netlink", name, "out of memory");
     rtnl_link_set_name(br.get(), name.c_str());
+    rtnl_link_set_addr(br.get(), lladdr.get());
     int e = rtnl_link_add(s.get(), br.get(), NLM_F_CREATE | NLM_F_EXCL);
     if (e < 0 && e != -NLE_EXIST) return NlError("create bridge", name, e);
     if (int g = rtnl_link_get_kernel(s.get(), 0, name.c_str(), &raw); g < 0) {
@@ -184,6 +192,18 @@ Result<int> EnsureBridge(const std::string& name, const Subnet& subnet) {
     return Fail("bridge", name, "a link of that name exists and is not a bridge");
   }
   int ifindex = rtnl_link_get_ifindex(link.get());
+  // One made by an older brig: its current address is a port's (which the bridge goes on
+  // delivering to), or a random one while it has none, so changing it cuts off no sandbox.
+  if (nl_addr* now = rtnl_link_get_addr(link.get());
+      !now || nl_addr_get_len(now) != mac.size() ||
+      memcmp(nl_addr_get_binary_addr(now), mac.data(), mac.size()) != 0) {
+    Link change(rtnl_link_alloc());
+    if (!change) return Fail("netlink", name, "out of memory");
+    rtnl_link_set_addr(change.get(), lladdr.get());
+    if (int e = rtnl_link_change(s.get(), link.get(), change.get(), 0); e < 0) {
+      return NlError("set address " + MacStr(mac), name, e);
+    }
+  }
   if (!BRIG_TRY(HasAddress(s.get(), name, ifindex, subnet.Gateway(), subnet.prefix))) {
     BRIG_TRY(AddAddress(s.get(), ifindex, subnet.Gateway(), subnet.prefix, name));
   }

@@ -38,9 +38,10 @@ Result<Ipv4> ParseIpv4(std::string_view s);
 Mac MacFor(Ipv4 addr);
 std::string MacStr(const Mac& m);
 
-// Host side. Creates bridge `name` with the subnet's gateway address and brings it up;
-// one that exists already is checked to carry that address (a bridge of another subnet
-// is refused). Returns its ifindex.
+// Host side. Creates bridge `name` with the subnet's gateway address, a MAC of its own
+// (MacFor the gateway, set so that no port joining or leaving changes it), and brings it
+// up; one that exists already is checked to carry that address (a bridge of another
+// subnet is refused) and given that MAC if it has another. Returns its ifindex.
 Result<int> EnsureBridge(const std::string& name, const Subnet& subnet);
 // Refuses a subnet that overlaps a route of any of the host's tables (the local table's
 // own addresses included) other than the bridge's own.

@@ -1,53 +1,116 @@
 #include "net/network.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <sstream>
+#include <optional>
 
 #include <netinet/in.h>
 // After netinet/in.h, which it must not redefine.
 #include <linux/netfilter.h>
 
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::net {
 namespace {
 
 std::string PortName(const std::string& id) { return kPortPrefix + id.substr(id.find('-') + 1); }
 
+// Every field, an empty one at either end included.
 std::vector<std::string> SplitComma(const std::string& s) {
   std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string part; std::getline(in, part, ',');) out.push_back(part);
+  for (std::string_view part : util::Split(s, ',')) out.emplace_back(part);
   return out;
 }
 
-}  // namespace
-
-Result<uint64_t> NetnsId() {
-  struct stat st;
-  if (stat("/proc/self/ns/net", &st) < 0) return SysError("stat", "/proc/self/ns/net");
-  return static_cast<uint64_t>(st.st_ino);
+// A decimal number of at most 19 digits.
+std::optional<uint64_t> ParseNumber(const std::string& s) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoull(s);
 }
 
-Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
-                                                        const Subnet& subnet,
-                                                        state::Record& record) {
-  uint64_t ns = BRIG_TRY(NetnsId());
-  std::string dir = std::string(kStateDir) + "/" + std::to_string(ns);
-  BRIG_TRY(util::MakeDirs(dir + "/addr"));
-  std::unique_ptr<SandboxNet> n(new SandboxNet());
-  n->netns_ = ns;
-  {
-    // One brig at a time makes the bridge and the base tables.
+std::string DirOf(uint64_t ino) { return std::string(kStateDir) + "/" + std::to_string(ino); }
+
+// The cookie a state directory notes; 0 if it notes none.
+Result<uint64_t> NotedCookie(const std::string& dir) {
+  auto text = util::ReadFile(dir + "/netns");
+  if (!text) {
+    if (text.error().err == ENOENT) return uint64_t{0};
+    return std::move(text).error();
+  }
+  return ParseNumber(*text).value_or(0);
+}
+
+// Drops the leases in `addr` whose holders are gone (all of them, in a directory left by
+// a namespace that is gone). Returns false if one is held.
+Result<bool> DropLeases(const std::string& addr) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(addr.c_str())) {
+    while (struct dirent* de = readdir(d)) {
+      if (de->d_name[0] != '.') names.push_back(de->d_name);
+    }
+    closedir(d);
+  }
+  for (const auto& name : names) {
+    std::string path = addr + "/" + name;
+    auto lease = LockLease(path);
+    if (!lease) {
+      if (lease.error().err == EWOULDBLOCK) return false;
+      return std::move(lease).error();
+    }
+    if (unlink(path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", path);
+  }
+  return true;
+}
+
+// Makes a locked state directory this namespace's. One that notes another cookie was left
+// by a namespace that is gone and had this inode: its leases were that namespace's.
+Status ClaimStateDir(const std::string& dir, const NetnsKey& ns) {
+  if (ns.cookie == 0) return {};
+  uint64_t noted = BRIG_TRY(NotedCookie(dir));
+  if (noted == ns.cookie) return {};
+  if (noted != 0) BRIG_TRY(DropLeases(dir + "/addr"));
+  return util::WriteFileAtomic(dir + "/netns", std::to_string(ns.cookie), 0600);
+}
+
+// Locks this namespace's state directory, made if missing, for making the bridge and the
+// base tables (one brig at a time).
+Result<sys::UniqueFd> LockStateDir(const std::string& dir, const NetnsKey& ns) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    BRIG_TRY(util::MakeDirs(dir + "/addr"));
     std::string lock_path = dir + "/lock";
     sys::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (!lock) return SysError("open", lock_path);
     if (flock(lock.get(), LOCK_EX) < 0) return SysError("flock", lock_path);
+    // brig gc removes the directory of a namespace that is gone, lock last; a namespace
+    // that has since taken its inode makes it again.
+    struct stat st;
+    if (fstat(lock.get(), &st) < 0) return SysError("fstat", lock_path);
+    if (st.st_nlink == 0) continue;
+    BRIG_TRY(ClaimStateDir(dir, ns));
+    return lock;
+  }
+  return Fail("network", dir, "removed again and again while brig was taking it");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
+                                                        const Subnet& subnet,
+                                                        state::Record& record) {
+  NetnsKey ns = BRIG_TRY(CurrentNetns());
+  std::string dir = DirOf(ns.ino);
+  std::unique_ptr<SandboxNet> n(new SandboxNet());
+  n->netns_ = ns;
+  {
+    sys::UniqueFd lock = BRIG_TRY(LockStateDir(dir, ns));
     BRIG_TRY_CTX(CheckNoRouteOverlap(subnet, kBridge), "network");
     n->bridge_index_ = BRIG_TRY_CTX(EnsureBridge(kBridge, subnet), "network");
     BRIG_TRY_CTX(EnsureBaseRules(), "network");
@@ -101,18 +164,24 @@ Status SandboxNet::Teardown() {
 
 std::string SandboxNet::RecordEntry() const {
   const ListenerPorts& l = rules_.listeners;
-  return std::to_string(netns_) + "," + rules_.id + "," + rules_.port + "," +
+  return std::to_string(netns_.ino) + "," + rules_.id + "," + rules_.port + "," +
          rules_.addr.Str() + "," + address_.subnet.Gateway().Str() + "," + lease_.path() + "," +
          std::to_string(l.http) + "," + std::to_string(l.https) + "," +
-         std::to_string(l.dns_tcp) + "," + std::to_string(l.dns_udp);
+         std::to_string(l.dns_tcp) + "," + std::to_string(l.dns_udp) + "," +
+         std::to_string(netns_.cookie);
 }
 
 Result<NetEntry> ParseEntry(const std::string& value) {
   auto f = SplitComma(value);
   auto bad = [&] { return Fail("net", value, "malformed record entry", ErrorKind::kInternal); };
-  if (f.size() != 10) return bad();
+  // Ten fields from a brig that did not note the namespace's cookie.
+  if (f.size() != 10 && f.size() != 11) return bad();
   NetEntry e;
   e.netns = f[0];
+  std::optional<uint64_t> ino = ParseNumber(f[0]);
+  std::optional<uint64_t> cookie = f.size() == 11 ? ParseNumber(f[10]) : uint64_t{0};
+  if (!ino || !cookie) return bad();
+  e.ns = {*ino, *cookie};
   e.rules.id = f[1];
   e.rules.port = f[2];
   e.rules.addr = BRIG_TRY(ParseIpv4(f[3]));
@@ -140,10 +209,10 @@ Result<NetEntry> ParseEntry(const std::string& value) {
 Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std::string& value) {
   NetEntry e = BRIG_TRY(ParseEntry(value));
   if (e.rules.id != id) return Fail("net", value, "belongs to " + e.rules.id + ", not " + id);
-  uint64_t ns = BRIG_TRY(NetnsId());
-  if (e.netns != std::to_string(ns)) {
+  NetnsKey here = BRIG_TRY(CurrentNetns());
+  if (!here.Matches(e.ns)) {
     return Fail("net", e.rules.port, "in network namespace " + e.netns + ", not this one (" +
-                                         std::to_string(ns) + "): run brig gc there");
+                                         std::to_string(here.ino) + "): run brig gc there");
   }
   std::vector<std::string> removed;
   // The port's elements and link are this sandbox's alone.
@@ -166,6 +235,47 @@ Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std
   if (unlink(e.lease.c_str()) < 0 && errno != ENOENT) return SysError("unlink", e.lease);
   if (!holder.empty()) removed.push_back("address " + e.rules.addr.Str());
   return removed;
+}
+
+std::vector<NetnsKey> StateDirs() {
+  std::vector<NetnsKey> out;
+  DIR* d = opendir(kStateDir);
+  if (!d) return out;
+  while (struct dirent* de = readdir(d)) {
+    std::optional<uint64_t> ino = ParseNumber(de->d_name);
+    if (!ino) continue;
+    auto cookie = NotedCookie(DirOf(*ino));
+    out.push_back({*ino, cookie ? *cookie : 0});
+  }
+  closedir(d);
+  return out;
+}
+
+Result<std::string> RemoveStateDir(const NetnsKey& gone) {
+  std::string dir = DirOf(gone.ino), lock_path = dir + "/lock";
+  sys::UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!lock) {
+    if (errno == ENOENT) return std::string();
+    return SysError("open", lock_path);
+  }
+  if (flock(lock.get(), LOCK_EX | LOCK_NB) < 0) return std::string();  // a brig is in it
+  // Under the lock: a namespace that took the inode since notes its own cookie first.
+  if (BRIG_TRY(NotedCookie(dir)) != gone.cookie) return std::string();
+  if (!BRIG_TRY(DropLeases(dir + "/addr"))) return std::string();
+  // A lease made meanwhile keeps the directory (ENOTEMPTY).
+  if (rmdir((dir + "/addr").c_str()) < 0 && errno != ENOENT) {
+    if (errno == ENOTEMPTY) return std::string();
+    return SysError("rmdir", dir + "/addr");
+  }
+  std::string noted = dir + "/netns";
+  if (unlink(noted.c_str()) < 0 && errno != ENOENT) return SysError("unlink", noted);
+  // The lock goes last: a brig waiting for it sees it unlinked and makes the directory anew.
+  if (unlink(lock_path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", lock_path);
+  if (rmdir(dir.c_str()) < 0) {
+    if (errno == ENOENT || errno == ENOTEMPTY) return std::string();  // removed, or in use
+    return SysError("rmdir", dir);
+  }
+  return dir;
 }
 
 }  // namespace brig::net

@@ -13,6 +13,7 @@
 #include "net/addr.h"
 #include "net/link.h"
 #include "net/listeners.h"
+#include "net/netns.h"
 #include "net/nft.h"
 #include "state/record.h"
 
@@ -44,7 +45,8 @@ class SandboxNet {
   // sandbox's network namespace. On failure the lease file stays, naming what is left.
   Status Teardown();
   // Its entry in the sandbox record (and its lease file):
-  // "NETNS,ID,PORT,ADDR,GATEWAY,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP".
+  // "NETNS,ID,PORT,ADDR,GATEWAY,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP,COOKIE", NETNS and COOKIE
+  // the inode and cookie of the network namespace brig runs in (netns.h).
   std::string RecordEntry() const;
 
  private:
@@ -53,13 +55,14 @@ class SandboxNet {
   Lease lease_;
   Listeners listeners_;
   PortRules rules_;
-  uint64_t netns_ = 0;
+  NetnsKey netns_;
   int bridge_index_ = 0;
   bool rules_added_ = false;
 };
 
 struct NetEntry {
-  std::string netns, lease;
+  std::string netns, lease;  // netns: the inode, as it names brig's state directory
+  NetnsKey ns;               // cookie 0 in an entry of a brig that did not write it
   PortRules rules;
   Ipv4 gateway;
 };
@@ -71,7 +74,12 @@ Result<NetEntry> ParseEntry(const std::string& value);
 // entry of another network namespace is refused: gc must run where the sandbox ran.
 Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std::string& value);
 
-// This process's network namespace, as the inode number of /proc/self/ns/net.
-Result<uint64_t> NetnsId();
+// brig's per-namespace state directories (kStateDir/INODE), each with the cookie it notes
+// (0 if it notes none).
+std::vector<NetnsKey> StateDirs();
+// Removes the state directory of namespace `gone`, which the caller found gone, unless it
+// now belongs to a namespace that took the inode since, or a lease in it is held. Returns
+// its path if it removed it, "" if not.
+Result<std::string> RemoveStateDir(const NetnsKey& gone);
 
 }  // namespace brig::net

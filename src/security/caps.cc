@@ -27,7 +27,9 @@ Status ApplyRlimits(const config::Rlimits& limits) {
   };
   const Item items[] = {{RLIMIT_NOFILE, "nofile", limits.nofile},
                         {RLIMIT_NPROC, "nproc", limits.nproc},
-                        {RLIMIT_CORE, "core", limits.core}};
+                        {RLIMIT_CORE, "core", limits.core},
+                        {RLIMIT_MSGQUEUE, "msgqueue", limits.msgqueue},
+                        {RLIMIT_SIGPENDING, "sigpending", limits.sigpending}};
   for (const auto& it : items) {
     struct rlimit rl = {it.value, it.value};
     if (setrlimit(it.resource, &rl) < 0) return SysError("setrlimit", it.name);

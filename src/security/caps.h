@@ -10,7 +10,7 @@ namespace brig::security {
 // Drops every capability and sets no_new_privs and non-dumpable. Irreversible.
 Status DropPrivileges();
 
-// Applies nofile, nproc and core.
+// Applies nofile, nproc, core, msgqueue and sigpending.
 Status ApplyRlimits(const config::Rlimits& limits);
 
 }  // namespace brig::security

@@ -95,7 +95,7 @@ std::vector<Entry> ParseRecord(std::string_view text) {
 
 Result<Collected> CollectStale(
     const std::string& dir,
-    const std::function<Status(const std::string& id, const std::vector<Entry>&)>& clean) {
+    const std::function<Result<bool>(const std::string& id, const std::vector<Entry>&)>& clean) {
   Collected out;
   DIR* d = opendir(dir.c_str());
   if (!d) {
@@ -112,21 +112,25 @@ Result<Collected> CollectStale(
     sys::UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) continue;
     if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0) continue;  // its sandbox is alive
+    // Another collector may have cleaned and unlinked it before this one got the lock.
+    struct stat held, named;
+    if (fstat(fd.get(), &held) < 0 || stat(path.c_str(), &named) < 0 ||
+        held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+      continue;
+    }
     auto text_or = util::ReadFd(fd.get(), 0);
     if (!text_or) {
       out.failed.push_back(std::move(text_or).error().Wrap(path));
       continue;
     }
     std::string text = std::move(*text_or);
-    struct stat st;
-    if (text.empty() && fstat(fd.get(), &st) == 0 &&
-        time(nullptr) - st.st_mtime < kEmptyRecordGraceSeconds) {
+    if (text.empty() && time(nullptr) - held.st_mtime < kEmptyRecordGraceSeconds) continue;
+    auto cleaned = clean(id, ParseRecord(text));
+    if (!cleaned) {
+      out.failed.push_back(std::move(cleaned).error());
       continue;
     }
-    if (auto s = clean(id, ParseRecord(text)); !s) {
-      out.failed.push_back(std::move(s).error());
-      continue;
-    }
+    if (!*cleaned) continue;
     if (unlink(path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", path);
     out.removed.push_back(id);
   }

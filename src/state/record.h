@@ -1,8 +1,9 @@
 // What a running sandbox holds on the host, written down before it is made, so `brig gc`
 // can remove it if brig dies without cleaning up (SIGKILL, a crash, the machine's OOM
 // killer). One file a sandbox in /run/brig/sandboxes, named by its id, held under an
-// exclusive flock for the sandbox's lifetime: the open file description is shared with
-// brig init, so the lock is free only once brig and the sandbox are both gone.
+// exclusive flock by brig for the sandbox's lifetime. brig init closes its copy before the
+// workload starts (it holds no host descriptor), so a free lock proves brig gone, and the
+// sandbox gone or being killed with it (init dies with its supervisor).
 #pragma once
 
 #include <functional>
@@ -61,10 +62,11 @@ struct Collected {
   std::vector<Error> failed;         // records kept because cleaning them failed
 };
 
-// Runs `clean` on every record in `dir` whose sandbox is gone (its lock is free) and
-// removes the record once `clean` succeeds; a record whose cleaning fails stays.
+// Runs `clean` on every record in `dir` whose sandbox is gone (its lock is free: taken
+// without waiting, so a live brig never holds this up) and removes the record once `clean`
+// says everything in it is gone (true); a record `clean` leaves (false) or fails on stays.
 Result<Collected> CollectStale(
     const std::string& dir,
-    const std::function<Status(const std::string& id, const std::vector<Entry>&)>& clean);
+    const std::function<Result<bool>(const std::string& id, const std::vector<Entry>&)>& clean);
 
 }  // namespace brig::state

@@ -97,6 +97,8 @@ Result<LoopOutput> Supervise(const LoopInput& in) {
         if (in.direct_pid > 0) {
           out.workload_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
                                                          : si.si_status & 0x7f;
+        } else if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+          out.init_signal = si.si_status;
         }
         return out;
       }

@@ -39,6 +39,7 @@ struct LoopOutput {
   bool timed_out = false;
   int killed_for_signal = 0;
   bool oom_event = false;  // a v1 memory group reported an OOM kill; the sandbox was ended
+  int init_signal = 0;     // the signal brig init died of, if one killed it
   struct rusage usage {};
 };
 

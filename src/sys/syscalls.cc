@@ -9,7 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace brig::sys {
 
@@ -121,6 +123,21 @@ Status CloseRangeCloexec(unsigned first) {
   if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
     return SysError("close_range");
   }
+  return {};
+}
+
+Status CloseAllExcept(std::initializer_list<int> keep) {
+  std::vector<int> kept(keep);
+  std::sort(kept.begin(), kept.end());
+  unsigned next = 0;
+  for (int fd : kept) {
+    if (fd < 0 || static_cast<unsigned>(fd) < next) continue;
+    if (static_cast<unsigned>(fd) > next && syscall(SYS_close_range, next, fd - 1, 0) < 0) {
+      return SysError("close_range");
+    }
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  if (syscall(SYS_close_range, next, ~0U, 0) < 0) return SysError("close_range");
   return {};
 }
 

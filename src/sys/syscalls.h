@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -53,5 +54,7 @@ std::optional<int> ReadExecError(int fd);
 
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
+// Closes every fd but those in `keep` (close_range over the gaps).
+Status CloseAllExcept(std::initializer_list<int> keep);
 
 }  // namespace brig::sys

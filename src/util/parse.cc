@@ -101,6 +101,12 @@ Result<uint64_t> ParseMemory(std::string_view s) {
   return v;
 }
 
+Result<uint64_t> ParseDiskSize(std::string_view s) {
+  uint64_t v = BRIG_TRY(ParseSize(s));
+  if (v < kMinDiskSize) return Bad(s, "must be at least 1M");
+  return v;
+}
+
 Result<uint64_t> ParseSizeLimit(std::string_view s) {
   if (s == "0") return uint64_t{0};
   if (s == "unlimited") return UINT64_MAX;

@@ -20,6 +20,10 @@ Result<uint64_t> ParseSize(std::string_view s);
 // A memory limit: a size of at least kMinMemory.
 inline constexpr uint64_t kMinMemory = 6ull << 20;
 Result<uint64_t> ParseMemory(std::string_view s);
+// A cap on a copy workspace's changes (--disk-size): a size of at least kMinDiskSize, below
+// which the file system that holds them has next to no room of its own.
+inline constexpr uint64_t kMinDiskSize = 1ull << 20;
+Result<uint64_t> ParseDiskSize(std::string_view s);
 // "0", a size as ParseSize reads it, or "unlimited" (UINT64_MAX).
 Result<uint64_t> ParseSizeLimit(std::string_view s);
 // A CPU count, "0.5", "2", "1.25", in thousandths: at least 0.01, at most 1024.

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "fuzz_common.h"
+#include "util/parse.h"
 
 namespace {
 
@@ -17,6 +18,7 @@ bool SameRequest(const brig::cli::RunRequest& a, const brig::cli::RunRequest& b)
          a.policy_dir == b.policy_dir && a.profile == b.profile && a.argv == b.argv &&
          a.rootfs == b.rootfs && a.workspace == b.workspace &&
          a.workspace_mode == b.workspace_mode && a.tmp_size == b.tmp_size &&
+         a.disk_size == b.disk_size &&
          a.timeout == b.timeout && a.grace == b.grace && a.rlimit_nofile == b.rlimit_nofile &&
          a.rlimit_nproc == b.rlimit_nproc && a.rlimit_core == b.rlimit_core &&
          a.result_path == b.result_path;
@@ -65,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!req.timeout || req.timeout->count() >= 1);
   FUZZ_CHECK(!req.grace || req.grace->count() >= 1);
   FUZZ_CHECK(!req.tmp_size || *req.tmp_size >= 1);
+  FUZZ_CHECK(!req.disk_size || *req.disk_size >= brig::util::kMinDiskSize);
   for (const auto& kv : req.set_env) {
     size_t eq = kv.find('=');
     FUZZ_CHECK(eq != std::string::npos && eq > 0);

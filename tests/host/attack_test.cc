@@ -138,5 +138,40 @@ TEST_F(Attack, TerminalInjectionFails) {
   EXPECT_EQ(text.rfind("denied EPERM", 0), 0u) << text;
 }
 
+
+// Issue 14, item 9: the host's kernel tables that Docker (moby's daemon/pkg/oci defaults)
+// and runc mask show nothing inside: each reads as empty or is not there. The list is
+// written here, not taken from brig, so a path brig forgets fails.
+TEST_F(Attack, MaskedKernelPathsShowNothingOfTheHost) {
+  const char* const masked[] = {"/proc/acpi",
+                                 "/proc/asound",
+                                 "/proc/interrupts",
+                                 "/proc/kcore",
+                                 "/proc/keys",
+                                 "/proc/latency_stats",
+                                 "/proc/sched_debug",
+                                 "/proc/scsi",
+                                 "/proc/timer_list",
+                                 "/proc/timer_stats",
+                                 "/sys/firmware",
+                                 "/sys/devices/virtual/powercap",
+                                 "/sys/devices/system/cpu/cpu0/thermal_throttle"};
+  std::string host = ReadFileOrEmpty("/proc/interrupts");
+  ASSERT_NE(host, "") << "the host shows no interrupt table to compare with";
+  std::string script;
+  for (const char* p : masked) {
+    script += std::string("printf '%s ' ") + p + "; if [ -d " + p + " ]; then ls -A " + p +
+              " | wc -l; elif [ -e " + p + " ]; then cat " + p + " 2>/dev/null | wc -c; "
+              "else echo 0; fi; ";
+  }
+  auto r = Sh(script + "head -c 300 /proc/interrupts /proc/self/root/proc/interrupts");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string expect;
+  for (const char* p : masked) expect += std::string(p) + " 0\n";
+  expect += "==> /proc/interrupts <==\n\n==> /proc/self/root/proc/interrupts <==\n";
+  EXPECT_EQ(r.out, expect);
+  EXPECT_EQ(r.out.find("CPU0"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace brig::testing

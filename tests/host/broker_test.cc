@@ -119,11 +119,11 @@ class Upstream {
              log().c_str(), nullptr);
       _exit(99);
     }
-    for (int i = 0; i < 100 && port_ == 0; ++i) {
-      std::this_thread::sleep_for(50ms);
+    Eventually([&] {
       std::string p = ReadFileOrEmpty(dir_.path() + "/port");
       if (!p.empty()) port_ = std::atoi(p.c_str());
-    }
+      return port_ != 0;
+    });
   }
   ~Upstream() {
     if (pid_ > 0) {
@@ -314,10 +314,7 @@ TEST_F(BrokerTest, EndingTheSandboxClosesItsConnections) {
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_TRUE(Contains(r.out, "data: 1")) << r.out;
   std::string log;
-  for (int i = 0; i < 40 && !Contains(log, "EOF /hang"); ++i) {
-    std::this_thread::sleep_for(50ms);
-    log = Lines(up.log());
-  }
+  Eventually([&] { return Contains(log = Lines(up.log()), "EOF /hang"); });
   size_t at = log.find("EOF /hang ");
   ASSERT_NE(at, std::string::npos) << "the upstream never saw its client go\n" << log;
   double eof = std::atof(log.c_str() + at + 10);
@@ -451,10 +448,7 @@ s.serve_forever()
     _exit(99);
   }
   std::string port;
-  for (int i = 0; i < 100 && port.empty(); ++i) {
-    std::this_thread::sleep_for(50ms);
-    port = ReadFileOrEmpty(d + "/port");
-  }
+  Eventually([&] { return !(port = ReadFileOrEmpty(d + "/port")).empty(); });
   HostSecret secret;
   std::vector<std::string> args = {
       "run",

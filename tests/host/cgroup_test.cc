@@ -73,14 +73,18 @@ TEST_F(Cgroups, ForkBombStopsAtPidsMaxAndTheHostStaysResponsive) {
   pid_t pid = SpawnBrig({"run", "--pids", "64", "--timeout", "20s", "--result", result_, "--",
                          "sh", "-c", "b() { b | b & }; b; sleep 2; echo survived"},
                         out_.path());
-  std::this_thread::sleep_for(1s);
-  // The host can still start a process while the bomb is at its ceiling.
+  // The host can still start a process while the bomb is at its ceiling (the sandbox's
+  // shells say so: they cannot fork).
+  EXPECT_TRUE(Eventually([&] {
+    return ReadFileOrEmpty(out_.path() + "/stderr").find("Cannot fork") != std::string::npos;
+  })) << "the fork bomb never reached --pids";
   auto host = RunCommand({"true"});
-  EXPECT_EQ(host.exit_code, 0);
-  EXPECT_LT(host.elapsed, 5s) << "the host stalled under the fork bomb";
+  EXPECT_EQ(host.exit_code, 0) << "the host could not start a process under the fork bomb";
+  // The workload's own status: 0 if `sleep 2` could fork again in time, 2 if not, 124 if
+  // the bomb held out until the timeout. brig itself must not have failed.
   int code = WaitExit(pid);
-  EXPECT_TRUE(code == 0 || code == 124) << code << ": "
-                                        << ReadFileOrEmpty(out_.path() + "/stderr").substr(0, 300);
+  EXPECT_TRUE(code == 0 || code == 2 || code == 124)
+      << code << ": " << ReadFileOrEmpty(out_.path() + "/stderr").substr(0, 300);
   if (code == 0) {
     EXPECT_EQ(ReadFileOrEmpty(out_.path() + "/stdout"), "survived\n");
   }
@@ -111,14 +115,39 @@ TEST_F(Cgroups, OneOomKillEndsTheWholeSandbox) {
   EXPECT_EQ(Result(result_).error_code(), "oom_killed");
 }
 
+// The quota of the sandbox's cpu group as a fraction of a CPU (v2 cpu.max, or v1
+// cpu.cfs_quota_us over cpu.cfs_period_us); 0 if there is none.
+double CpuQuota(const std::string& group) {
+  std::istringstream max(ReadFileOrEmpty(group + "/cpu.max"));
+  double quota = 0, period = 0;
+  if (max >> quota >> period && period > 0) return quota / period;
+  quota = atof(ReadFileOrEmpty(group + "/cpu.cfs_quota_us").c_str());
+  period = atof(ReadFileOrEmpty(group + "/cpu.cfs_period_us").c_str());
+  return quota > 0 && period > 0 ? quota / period : 0;
+}
+
 TEST_F(Cgroups, HalfACpuIsAboutHalf) {
-  // A correctness check with a generous band, not a benchmark.
-  auto r = Sh("while :; do :; done", {"--cpus", "0.5", "--timeout", "4s", "--result", result_});
-  EXPECT_EQ(r.exit_code, 124);
+  // A correctness check, not a benchmark: the group holds the quota asked for, and the
+  // spinning workload used no more than it. How much less depends on what else the
+  // machine runs, so there is no lower bound on its share.
+  pid_t pid = SpawnBrig({"run", "--cpus", "0.5", "--timeout", "4s", "--result", result_, "--",
+                         "sh", "-c", "while :; do :; done"},
+                        out_.path());
+  double quota = 0;
+  EXPECT_TRUE(Eventually([&] {
+    for (const auto& g : BrigCgroups()) {
+      if (IsOwnDescendant(atoi(ReadFileOrEmpty(g + "/cgroup.procs").c_str()))) {
+        quota = std::max(quota, CpuQuota(g));
+      }
+    }
+    return quota > 0;
+  })) << "no cpu quota on the sandbox's groups";
+  EXPECT_DOUBLE_EQ(quota, 0.5);
+  EXPECT_EQ(WaitExit(pid), 124);
   auto res = Result(result_);
   double share = static_cast<double>(res.usage().cpu_time_ms()) / res.duration_ms();
-  EXPECT_GT(share, 0.3) << res.usage().cpu_time_ms() << " ms of cpu in " << res.duration_ms();
-  EXPECT_LT(share, 0.7) << res.usage().cpu_time_ms() << " ms of cpu in " << res.duration_ms();
+  EXPECT_GT(res.usage().cpu_time_ms(), 0u);
+  EXPECT_LT(share, 0.6) << res.usage().cpu_time_ms() << " ms of cpu in " << res.duration_ms();
 }
 
 TEST_F(Cgroups, TimeoutKillsThroughTheCgroup) {
@@ -127,10 +156,8 @@ TEST_F(Cgroups, TimeoutKillsThroughTheCgroup) {
   auto r = RunBrig({"run", "--profile", "none", "--timeout", "1s", "--", "sh", "-c",
                     "setsid sh -c 'sleep 2461 & sleep 2462' & sleep 2463"});
   EXPECT_EQ(r.exit_code, 124) << r.err;
-  for (int i = 0; i < 50 && !FindProcesses("sleep 2461").empty(); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
-  EXPECT_TRUE(FindProcesses("sleep 2461").empty()) << "an escaped daemon outlived the timeout";
+  EXPECT_TRUE(Eventually([] { return FindProcesses("sleep 2461").empty(); }))
+      << "an escaped daemon outlived the timeout";
   EXPECT_TRUE(FindProcesses("sleep 2462").empty());
 }
 
@@ -144,10 +171,8 @@ TEST_F(Cgroups, WithoutCgroupV2TheFreezerMakesTheKill) {
       hide, {"run", "--profile", "none", "--timeout", "1s", "--", "sh", "-c",
              "setsid sh -c 'while :; do sleep 2471 & sleep 0.01; done' & sleep 2473"});
   EXPECT_EQ(r.exit_code, 124) << r.err;
-  for (int i = 0; i < 50 && !FindProcesses("sleep 2471").empty(); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
-  EXPECT_TRUE(FindProcesses("sleep 2471").empty()) << "a forking daemon outlived the freeze";
+  EXPECT_TRUE(Eventually([] { return FindProcesses("sleep 2471").empty(); }))
+      << "a forking daemon outlived the freeze";
 }
 
 TEST_F(Cgroups, NoCgroupRemainsAfterAnyEnding) {
@@ -243,25 +268,22 @@ TEST_F(Cgroups, TheSandboxSeesOnlyItsOwnGroup) {
 TEST_F(Cgroups, AnUnconfinedWorkloadDiesWithBrig) {
   std::string marker = "sleep " + std::to_string(3000000 + getpid());
   pid_t pid = SpawnBrig({"run", "--profile", "none", "--", "sh", "-c", marker}, out_.path());
-  for (int i = 0; i < 100 && FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
-  ASSERT_FALSE(FindProcesses(marker).empty());
+  ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }));
   kill(pid, SIGKILL);
   WaitExit(pid);
-  for (int i = 0; i < 50 && !FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
   // The shell died with brig; its child is what brig gc's cgroup.kill (or the v1
   // freezer) is for.
   auto gc = RunBrig({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
-  for (int i = 0; i < 50 && !FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
-  EXPECT_TRUE(FindProcesses(marker).empty()) << "the workload outlived brig and brig gc";
+  EXPECT_TRUE(Eventually([&] { return FindProcesses(marker).empty(); }))
+      << "the workload outlived brig and brig gc";
 }
 
 TEST_F(Cgroups, GcRemovesTheGroupsOfAKilledBrig) {
   std::string marker = "sleep " + std::to_string(2000000 + getpid());
   auto before = TakeResidue().records;
   pid_t pid = SpawnBrig({"run", "--memory", "64M", "--", "sh", "-c", marker}, out_.path());
-  for (int i = 0; i < 100 && FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
-  ASSERT_FALSE(FindProcesses(marker).empty());
+  ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }));
   std::string id;
   for (const auto& r : TakeResidue().records) {
     if (std::find(before.begin(), before.end(), r) == before.end()) id = r;
@@ -272,7 +294,8 @@ TEST_F(Cgroups, GcRemovesTheGroupsOfAKilledBrig) {
   EXPECT_EQ(live.out.find(id), std::string::npos) << "gc touched a live sandbox: " << live.out;
   kill(pid, SIGKILL);
   WaitExit(pid);
-  for (int i = 0; i < 50 && !FindProcesses(marker).empty(); ++i) std::this_thread::sleep_for(20ms);
+  // The sandbox dies with brig, and the record's lock (shared with brig init) with it.
+  SettleUntilGone("brig-init");
   auto gc = RunBrig({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_NE(gc.out.find("removed cgroup "), std::string::npos) << gc.out;

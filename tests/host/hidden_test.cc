@@ -46,11 +46,8 @@ TEST_F(Hidden, InACopyTheyAreNotThere) {
   auto r = Sh(kReadAll, {"--profile", Profile("copy"), "--workspace", ws.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find(kSecret), std::string::npos) << r.out;
-  EXPECT_EQ(r.out,
-            "./README: public\n\n"
-            "./certs/ca.pem: a public certificate, below the top\n\n"
-            "README\napp\ncerts\n")
-      << "a plain name is hidden at any depth, a glob at the top only";
+  EXPECT_EQ(r.out, "./README: public\n\nREADME\napp\ncerts\n")
+      << "a name is hidden at any depth, a glob too (gitignore's rule)";
 }
 
 TEST_F(Hidden, InABoundWorkspaceTheyReadAsNothing) {
@@ -62,7 +59,7 @@ TEST_F(Hidden, InABoundWorkspaceTheyReadAsNothing) {
     ASSERT_EQ(r.exit_code, 0) << mode << r.err;
     EXPECT_EQ(r.out.find(kSecret), std::string::npos) << mode << ": " << r.out;
     EXPECT_NE(r.out.find("./README: public"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("./certs/ca.pem: a public"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("./certs/ca.pem: \n"), std::string::npos) << r.out;
     // The source keeps its secrets.
     EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.env"), std::string(kSecret) + "\n");
   }
@@ -133,6 +130,93 @@ TEST_F(Hidden, AnExportNeverCarriesASecret) {
   std::string diff = ReadFileOrEmpty(exported + "/git.diff");
   EXPECT_NE(diff.find("+more"), std::string::npos) << diff;
   EXPECT_NE(diff.find("new file mode"), std::string::npos) << diff;
+}
+
+
+// A shipped profile as the tests run it: the same filesystem section, with no network (so
+// no test world is needed). Written to `dir`; returns its path.
+std::string Shipped(const std::string& name, const ScratchDir& dir) {
+  std::string text = ReadFileOrEmpty(SourceRoot() + "/policies/profiles/" + name + ".textproto");
+  size_t at = text.find("posture: POSTURE_ALLOWLIST");
+  if (at != std::string::npos) text.replace(at, 26, "posture: POSTURE_NONE");
+  return dir.Write(name + ".textproto", text);
+}
+
+const std::pair<const char*, const char*> kShipped[] = {
+    {"untrusted-code-read", "ro"}, {"trusted-code-write", "rw"}, {"untrusted-code-write", "copy"}};
+
+// Issue 14, item 11: the shipped profiles' secret patterns hide what they name at any
+// depth, as a monorepo holds them (packages/api/.env), in every workspace mode.
+TEST_F(Hidden, ShippedPatternsHideSecretsAtAnyDepth) {
+  ScratchDir profiles;
+  for (const auto& [name, mode] : kShipped) {
+    ScratchDir ws;
+    for (const char* d : {"packages", "packages/api", "deploy", "deploy/tls"}) {
+      ASSERT_EQ(mkdir((ws.path() + "/" + d).c_str(), 0755), 0) << d;
+    }
+    for (const char* f : {"packages/api/.env", "packages/api/.env.local", "deploy/id_rsa.pem",
+                          "deploy/tls/server.key", "packages/.npmrc"}) {
+      ws.Write(f, std::string(kSecret) + "\n");
+    }
+    ws.Write("packages/api/index.js", "public\n");
+    RunCommand({"chown", "-R", "1234:1234", ws.path()});
+    auto r = Sh(kReadAll + std::string("; cat packages/api/.env deploy/id_rsa.pem 2>&1; true"),
+                {"--profile", Shipped(name, profiles), "--workspace", ws.path()});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    EXPECT_EQ(r.out.find(kSecret), std::string::npos) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("./packages/api/index.js: public"), std::string::npos) << r.out;
+  }
+}
+
+// Issue 14, item 11: what editors and agents run or trust later on the host (.vscode/,
+// .idea/, .claude/, .mcp.json, .envrc, .gitmodules) cannot be written, made or moved away
+// in a writable workspace, whether the workspace has it or not.
+TEST_F(Hidden, ShippedProfilesHoldEditorAndAgentSettings) {
+  ScratchDir profiles;
+  for (const auto& [name, mode] : kShipped) {
+    if (std::string(mode) == "ro") continue;
+    ScratchDir ws;
+    ASSERT_EQ(mkdir((ws.path() + "/.vscode").c_str(), 0755), 0);
+    ws.Write(".vscode/settings.json", "{}\n");
+    ws.Write("a.txt", "hello\n");
+    RunCommand({"chown", "-R", "1234:1234", ws.path()});
+    const char* const attacks[] = {
+        "echo evil > .vscode/settings.json", "echo evil > .vscode/tasks.json",
+        "rm -rf .vscode", "mv .vscode v", "mkdir -p .idea", "echo x > .idea/workspace.xml",
+        "mkdir -p .claude", "echo evil > .claude/settings.json", "echo evil > .mcp.json",
+        "echo evil > .envrc", "echo evil > .gitmodules"};
+    std::string script = "cd /workspace; ";
+    for (const char* cmd : attacks) {
+      script += std::string("if (") + cmd + ") 2>/dev/null; then echo 'CHANGED: " + cmd + "'; fi; ";
+    }
+    script += "cat .vscode/settings.json; echo ok > a.txt";
+    auto r = Sh(script, {"--profile", Shipped(name, profiles), "--workspace", ws.path()});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    EXPECT_EQ(r.out, "{}\n") << mode;
+    EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.vscode/settings.json"), "{}\n") << mode;
+    EXPECT_EQ(RunCommand({"ls", "-A", ws.path()}).out, ".vscode\na.txt\n") << mode;
+  }
+}
+
+
+// .envrc is both hidden (.env*) and protected in the shipped writable profiles: it reads as
+// nothing and stays as it was on the host in every mode; in a copy it is an empty
+// read-only file.
+TEST_F(Hidden, AnEnvrcIsHiddenAndHeldInEveryMode) {
+  ScratchDir profiles;
+  for (const auto& [name, mode] : kShipped) {
+    ScratchDir ws;
+    ws.Write(".envrc", std::string("export TOKEN=") + kSecret + "\n");
+    RunCommand({"chown", "-R", "1234:1234", ws.path()});
+    auto r = Sh("cd /workspace; cat .envrc; (echo evil > .envrc) 2>/dev/null; cat .envrc; "
+                "stat -c '%s' .envrc",
+                {"--profile", Shipped(name, profiles), "--workspace", ws.path()});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    EXPECT_EQ(r.out.find(kSecret), std::string::npos) << mode << ": " << r.out;
+    EXPECT_EQ(r.out.find("evil"), std::string::npos) << mode << ": " << r.out;
+    EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.envrc"),
+              std::string("export TOKEN=") + kSecret + "\n");
+  }
 }
 
 }  // namespace

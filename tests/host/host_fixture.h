@@ -1,5 +1,6 @@
 // Fixture for the host tier: skips without root and namespaces, and fails a test that
-// leaves anything behind on the host (mounts, brig-init processes, /tmp entries).
+// leaves anything behind on the host (mounts, brig-init processes, cgroups, records; only
+// what the test itself could have made: see Residue in testlib.h).
 #pragma once
 
 #include <gtest/gtest.h>

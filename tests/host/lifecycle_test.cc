@@ -19,7 +19,9 @@ TEST_F(Lifecycle, TimeoutKillsDetachedDaemons) {
   auto r = RunBrig({"run", "--timeout", "2s", "--", "setsid", "sh", "-c", "sleep 1237 &"});
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_GE(r.elapsed, 2000ms);
-  EXPECT_LE(r.elapsed, 3000ms) << "more than 1 s past the deadline";
+  // Not a measure of speed (tools/bench has those): a bound that only a teardown that hangs
+  // reaches, on however loaded a machine.
+  EXPECT_LE(r.elapsed, 32s) << "the timeout did not end the run";
   EXPECT_TRUE(FindProcesses("sleep 1237").empty()) << "the daemon outlived its sandbox";
 }
 
@@ -29,9 +31,7 @@ TEST_F(Lifecycle, SignalIsForwardedToTheWorkload) {
                          "trap 'echo got-term; exit 7' TERM; echo ready; "
                          "while :; do sleep 0.05; done"},
                         d.path());
-  for (int i = 0; i < 100 && ReadFileOrEmpty(d.path() + "/stdout").empty(); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  ASSERT_TRUE(Eventually([&] { return !ReadFileOrEmpty(d.path() + "/stdout").empty(); }));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitExit(pid), 7);
   EXPECT_EQ(ReadFileOrEmpty(d.path() + "/stdout"), "ready\ngot-term\n");
@@ -43,12 +43,11 @@ TEST_F(Lifecycle, GracePeriodThenKill) {
   pid_t pid = SpawnBrig({"run", "--grace", "1s", "--", "sh", "-c",
                          "trap '' TERM; echo ready; sleep 1238"},
                         d.path());
-  for (int i = 0; i < 100 && ReadFileOrEmpty(d.path() + "/stdout").empty(); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  ASSERT_TRUE(Eventually([&] { return !ReadFileOrEmpty(d.path() + "/stdout").empty(); }));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitExit(pid), 128 + SIGTERM);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  // A bound that only a brig that never kills reaches (see Timeout above).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 31s);
   EXPECT_TRUE(FindProcesses("sleep 1238").empty());
 }
 
@@ -57,15 +56,14 @@ TEST_F(Lifecycle, SandboxDiesWithItsSupervisor) {
   std::string secs = std::to_string(1000000 + getpid());
   std::string marker = "sleep " + secs;
   pid_t pid = SpawnBrig({"run", "--", "sh", "-c", "setsid " + marker + " & " + marker}, d.path());
-  for (int i = 0; i < 100 && FindProcesses(marker).size() < 2; ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  ASSERT_TRUE(Eventually([&] { return FindProcesses(marker).size() == 2; }));
   size_t running = FindProcesses(marker).size();
   kill(pid, SIGKILL);
   WaitExit(pid);
   ASSERT_EQ(running, 2u);
   SettleUntilGone(marker);
   EXPECT_TRUE(FindProcesses(marker).empty()) << "the workload outlived a SIGKILLed brig";
+  SettleUntilGone("brig-init");
   // What brig could not remove itself, brig gc does (the fixture checks that nothing
   // is left).
   auto gc = RunBrig({"gc"});

@@ -143,17 +143,6 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// Waits up to `limit` for `done`; returns its last value.
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds limit = 3s) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return done();
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 class Network : public HostTest {
  protected:
   void SetUp() override {
@@ -212,8 +201,7 @@ class Network : public HostTest {
           auto found = FindProcesses("sh -c " + idle);
           sb = found.empty() ? 0 : found[0];
           return sb != 0;
-        },
-        10s);
+        });
     return {brig, sb};
   }
 
@@ -299,7 +287,7 @@ TEST_F(Network, EverythingElseIsRefusedAtOnceAndReachesNoServer) {
   ScratchDir b_dir;
   pid_t b = world_.SpawnBrig(RunArgs("exec python3 /workspace/listen.py 8080"), b_dir.path());
   ASSERT_TRUE(Eventually(
-      [&] { return Contains(ReadFileOrEmpty(b_dir.path() + "/stdout"), "listening"); }, 10s))
+      [&] { return Contains(ReadFileOrEmpty(b_dir.path() + "/stdout"), "listening"); }))
       << ReadFileOrEmpty(b_dir.path() + "/stdout") << ReadFileOrEmpty(b_dir.path() + "/stderr");
   std::string b_addr = ProbeResults(ReadFileOrEmpty(b_dir.path() + "/stdout"))["addr"];
   ASSERT_FALSE(b_addr.empty());
@@ -544,7 +532,7 @@ TEST_F(Network, HandMadeFramesToAnotherSandboxAreDropped) {
   std::string listen = "python3 /workspace/listen.py 8081";
   pid_t b = world_.SpawnBrig(RunArgs("exec " + listen), b_dir.path());
   ASSERT_TRUE(Eventually(
-      [&] { return Contains(ReadFileOrEmpty(b_dir.path() + "/stdout"), "listening"); }, 10s))
+      [&] { return Contains(ReadFileOrEmpty(b_dir.path() + "/stdout"), "listening"); }))
       << ReadFileOrEmpty(b_dir.path() + "/stderr");
   std::string b_addr = ProbeResults(ReadFileOrEmpty(b_dir.path() + "/stdout"))["addr"];
   auto b_pids = FindProcesses(listen);
@@ -625,7 +613,7 @@ TEST_F(Network, AfterKill9AndGcNothingRemains) {
   size_t inits = FindProcesses("brig-init").size();
   std::string marker = "sleep " + std::to_string(30000 + getpid() % 10000);
   pid_t brig = world_.SpawnBrig(RunArgs("exec " + marker), dir.path());
-  ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }, 10s))
+  ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }))
       << ReadFileOrEmpty(dir.path() + "/stderr");
   auto records = WorldRecords();
   ASSERT_EQ(records.size(), 1u);
@@ -686,7 +674,7 @@ TEST_F(Network, ACrashedRunsAddressIsReclaimedAndGcLeavesItsNewHolderAlone) {
   size_t inits = FindProcesses("brig-init").size();
   std::string marker = "sleep " + std::to_string(40000 + getpid() % 10000);
   pid_t a = world_.SpawnBrig(RunArgs("exec " + marker, subnet), a_dir.path());
-  ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }, 10s))
+  ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }))
       << ReadFileOrEmpty(a_dir.path() + "/stderr");
   auto records = WorldRecords();
   ASSERT_EQ(records.size(), 1u);
@@ -707,7 +695,7 @@ TEST_F(Network, ACrashedRunsAddressIsReclaimedAndGcLeavesItsNewHolderAlone) {
       "http://198.51.100.10/";
   pid_t b = world_.SpawnBrig(RunArgs(script, subnet), b_dir.path());
   ASSERT_TRUE(Eventually(
-      [&] { return Contains(ReadFileOrEmpty(b_dir.path() + "/stdout"), "before"); }, 10s))
+      [&] { return Contains(ReadFileOrEmpty(b_dir.path() + "/stdout"), "before"); }))
       << ReadFileOrEmpty(b_dir.path() + "/stderr");
   // Meanwhile a third finds no address free.
   auto c = world_.Brig(RunArgs("echo ran", subnet));

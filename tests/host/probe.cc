@@ -8,6 +8,7 @@
 #include <linux/keyctl.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,11 +169,30 @@ int main(int argc, char** argv) {
     if (a >= 0 || b >= 0) return Report(0);
     return Report(-1);
   }
+  if (what == "sigqueue" && argc > 3) {
+    // A signal that claims to come from pid 0, the way the kernel shows a sender outside
+    // the pid namespace; only a negative si_code may be chosen for another process.
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = atoi(argv[3]);
+    si.si_code = SI_QUEUE;
+    si.si_pid = 0;
+    si.si_uid = 0;
+    return Report(syscall(SYS_rt_sigqueueinfo, atoi(argv[2]), si.si_signo, &si));
+  }
   if (what == "ctty") return Report(open("/dev/tty", O_RDWR));
   if (what == "i386") return Report(I386Getpid());
   // The x32 ABI: the same syscall instruction, the number with __X32_SYSCALL_BIT set.
   if (what == "x32") return Report(syscall(0x40000000L | SYS_getpid));
   if (what == "syscalls") return Syscalls(argc, argv);
+  // Erases what its stdout already holds: the harness's file, if it were the caller's.
+  if (what == "clobber-stdout") {
+    long t = ftruncate(1, 0);
+    int e = errno;
+    long w = pwrite(1, "CLOBBERED\n", 10, 0);
+    errno = t < 0 ? e : errno;
+    return Report(t < 0 && w < 0 ? -1 : 0);
+  }
   if (what == "write" && argc > 2) {
     return Report(open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644));
   }

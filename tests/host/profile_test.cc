@@ -70,8 +70,7 @@ TEST_F(Profile, NoneRunsUnconfinedOnlyWhenNamed) {
   std::string left = "sleep " + std::to_string(3000000 + getpid());
   EXPECT_EQ(RunBrig({"run", "--profile", "none", "--", "sh", "-c", left + " & exit 0"}).exit_code,
             0);
-  for (int i = 0; i < 50 && !FindProcesses(left).empty(); ++i) usleep(20000);
-  EXPECT_TRUE(FindProcesses(left).empty());
+  EXPECT_TRUE(Eventually([&] { return FindProcesses(left).empty(); }));
   // Limits still apply.
   auto lim = RunBrig({"run", "--profile", "none", "--rlimit", "nofile=64", "--", "sh", "-c",
                       "ulimit -n"});

@@ -200,6 +200,20 @@ std::string WireName(const std::string& name) {
   return out;
 }
 
+// Reads a request head from `fd` (for at most 5 s) and sends `reply`.
+void Respond(int fd, const std::string& reply) {
+  std::string head;
+  char buf[4096];
+  while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 5000) <= 0) return;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return;
+    head.append(buf, static_cast<size_t>(n));
+  }
+  (void)!send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+}
+
 }  // namespace
 
 std::string Lines(const std::vector<std::string>& lines) {
@@ -210,8 +224,8 @@ std::string Lines(const std::vector<std::string>& lines) {
 
 // ---- CountingServer --------------------------------------------------------------------
 
-CountingServer::CountingServer(int fd, bool tcp, std::string label)
-    : fd_(fd), tcp_(tcp), label_(std::move(label)) {
+CountingServer::CountingServer(int fd, bool tcp, std::string label, std::string reply)
+    : fd_(fd), tcp_(tcp), label_(std::move(label)), reply_(std::move(reply)) {
   if (pipe2(stop_, O_CLOEXEC) < 0) abort();
   thread_ = std::thread([this] { Loop(); });
 }
@@ -250,6 +264,7 @@ void CountingServer::Loop() {
       int c = accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &pl, SOCK_CLOEXEC);
       if (c < 0) continue;
       getsockname(c, reinterpret_cast<sockaddr*>(&local), &ll);
+      if (!reply_.empty()) Respond(c, reply_);
       close(c);
       hit = "tcp " + Endpoint(peer) + " -> " + Endpoint(local);
     } else {
@@ -594,6 +609,18 @@ RecordingServer* TestWorld::Record(const std::string& addr, uint16_t port) {
   return recorders_.back().get();
 }
 
+CountingServer* TestWorld::ServeHttp(Where w, const std::string& addr, uint16_t port,
+                                     const std::string& body) {
+  int fd = Listen(Fd(w), true, addr.c_str(), port);
+  if (fd < 0) return nullptr;
+  std::string label = std::string(w == kWorld ? "world" : "internet") + " http " + addr + ":" +
+                      std::to_string(port);
+  std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\nConnection: close\r\n\r\n" + body;
+  servers_.push_back(std::make_unique<CountingServer>(fd, true, label, reply));
+  return servers_.back().get();
+}
+
 std::vector<std::string> TestWorld::AllHits() const {
   std::vector<std::string> out;
   for (const auto& s : servers_) {
@@ -679,7 +706,7 @@ std::string TestWorld::Build() {
   if (auto r = Connect(kInternet, kWorldAddr, 8080); r != "ok") {
     return std::string("the internet host cannot reach the world: ") + r;
   }
-  for (int i = 0; i < 100 && AllHits().size() < 2; ++i) usleep(10000);
+  Eventually([&] { return AllHits().size() >= 2; });
   if (AllHits().size() != 2)
     return "the servers did not see the wiring check:\n" + Lines(AllHits());
   ClearHits();
@@ -771,12 +798,14 @@ std::string TestWorld::BuildServices(const std::vector<std::string>& cert_names)
     _exit(99);
   }
   if (web_pid_ < 0) return "cannot fork the web servers";
-  for (int i = 0; i < 500 && ReadFileOrEmpty(log).find("ready\n") == std::string::npos; ++i) {
-    if (waitpid(web_pid_, nullptr, WNOHANG) == web_pid_) {
-      web_pid_ = -1;
-      return "the web servers died: " + ReadFileOrEmpty(err);
-    }
-    usleep(20000);
+  bool died = false;
+  Eventually([&] {
+    died = waitpid(web_pid_, nullptr, WNOHANG) == web_pid_;
+    return died || ReadFileOrEmpty(log).find("ready\n") != std::string::npos;
+  });
+  if (died) {
+    web_pid_ = -1;
+    return "the web servers died: " + ReadFileOrEmpty(err);
   }
   if (ReadFileOrEmpty(log).find("ready\n") == std::string::npos) {
     return "the web servers did not start: " + ReadFileOrEmpty(err);
@@ -791,7 +820,7 @@ std::string TestWorld::StopWebServers() {
   kill(web_pid_, SIGTERM);
   int status = 0;
   pid_t got = 0;
-  for (int i = 0; i < 250 && (got = waitpid(web_pid_, &status, WNOHANG)) == 0; ++i) usleep(20000);
+  Eventually([&] { return (got = waitpid(web_pid_, &status, WNOHANG)) != 0; });
   if (got == 0) {
     problems = "the web servers did not end on SIGTERM; killed them\n";
     kill(web_pid_, SIGKILL);
@@ -828,9 +857,9 @@ std::string TestWorld::TearDown() {
   }
   spawned_.clear();
   // A brig killed here leaves its record, cgroups and rules to brig gc (which must run in
-  // the world). The workload dies with brig; give it a moment.
+  // the world). The workload dies with brig, and the record's lock with it.
   if (killed_brig && world_fd_ >= 0) {
-    for (int i = 0; i < 100 && !FindProcesses("brig-init").empty(); ++i) usleep(20000);
+    SettleUntilGone("brig-init");
     Brig({"gc"});
   }
   problems += StopWebServers();

@@ -23,7 +23,8 @@
 // and change the mount table the host fixture compares. Commands enter them with
 // `nsenter --net=/proc/<test pid>/fd/<fd>` (not `ip netns exec`, which remounts /sys and
 // hides /sys/fs/cgroup from brig). Nothing is ever addressed outside 198.51.100.0/24 and
-// brig's own subnet, and the world has no route anywhere else.
+// brig's own subnet, but for the host addresses a test gives the world itself (11.0.0.1,
+// host_address_test.cc), and the world has no route anywhere else.
 #pragma once
 
 #include <sys/types.h>
@@ -50,10 +51,11 @@ inline constexpr char kWrongHost[] = "198.51.100.21";     // HTTPS that should g
 
 // A TCP or UDP server bound to 0.0.0.0:port in one of the world's namespaces. It accepts
 // (and closes) every connection and reads every datagram, and notes each as
-// "tcp 10.213.4.5:40000 -> 198.51.100.10:8080".
+// "tcp 10.213.4.5:40000 -> 198.51.100.10:8080". With a `reply`, a TCP server reads a
+// request head first and answers it with those bytes.
 class CountingServer {
  public:
-  CountingServer(int fd, bool tcp, std::string label);
+  CountingServer(int fd, bool tcp, std::string label, std::string reply = "");
   ~CountingServer();
   CountingServer(const CountingServer&) = delete;
   CountingServer& operator=(const CountingServer&) = delete;
@@ -66,7 +68,7 @@ class CountingServer {
   void Loop();
   int fd_;
   bool tcp_;
-  std::string label_;
+  std::string label_, reply_;
   int stop_[2] = {-1, -1};
   mutable std::mutex mu_;
   std::vector<std::string> hits_;
@@ -186,6 +188,11 @@ class TestWorld {
   // A RecordingServer on `addr`:`port` of the internet host (the address is added to its
   // eth0); null if it cannot listen.
   RecordingServer* Record(const std::string& addr, uint16_t port);
+  // An HTTP server on addr:port of namespace `w` that answers every request "200 OK" with
+  // `body` (a host's own web service, say); it takes that address's connections from the
+  // catch-all server on the port. Null if it cannot listen.
+  CountingServer* ServeHttp(Where w, const std::string& addr, uint16_t port,
+                            const std::string& body);
   // Every hit on every server, each prefixed with the server's label; empty if nothing
   // reached any of them.
   std::vector<std::string> AllHits() const;

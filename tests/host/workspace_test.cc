@@ -540,5 +540,101 @@ TEST_F(WorkspaceRw, BrigGcRemovesPlaceholdersAndNothingElse) {
   EXPECT_EQ(Snapshot(ws.path()), before);
 }
 
+
+// Issue 14, item 5. A file of the workspace that is also a file outside it (a hard link,
+// as a home directory's .bashrc linked into a checkout) is one inode: a write through the
+// workspace's name would change the file outside. Every attempt fails, and the outside
+// file is unchanged; a link whose other name is in the workspace too stays writable.
+constexpr char kLinkAttacks[] =
+    "cd /workspace; for c in 'echo evil >> bashrc' 'echo evil > bashrc' 'truncate -s 0 bashrc' "
+    "'chmod 666 bashrc && echo evil >> bashrc' 'ln bashrc again && echo evil >> again' "
+    "'cp /dev/null bashrc' 'dd if=/dev/zero of=bashrc bs=1 count=1 conv=notrunc'; do "
+    "(sh -c \"$c\") 2>/dev/null && echo \"WROTE: $c\"; done; "
+    "echo ok >> pair-a; cat pair-b";
+
+void LinkedOutside(const ScratchDir& ws, const ScratchDir& home) {
+  home.Write(".bashrc", "# mine\n");
+  ws.Write("a.txt", "hello\n");
+  ws.Write("pair-a", "pair\n");
+  ASSERT_EQ(link((home.path() + "/.bashrc").c_str(), (ws.path() + "/bashrc").c_str()), 0);
+  ASSERT_EQ(link((ws.path() + "/pair-a").c_str(), (ws.path() + "/pair-b").c_str()), 0);
+  RunCommand({"chown", "-R", "1234:1234", ws.path(), home.path()});
+}
+
+TEST_F(WorkspaceRw, NoWriteLeavesThroughAHardLink) {
+  ScratchDir ws, home;
+  LinkedOutside(ws, home);
+  auto r = Sh(kLinkAttacks, {"--profile", RwProfile(), "--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "pair\nok\n");
+  EXPECT_EQ(ReadFileOrEmpty(home.path() + "/.bashrc"), "# mine\n");
+  struct stat st;
+  ASSERT_EQ(stat((home.path() + "/.bashrc").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+}
+
+// In a copy the first write copies the file up into brig's scratch space, which breaks
+// the link: the sandbox changes its copy, never the file outside.
+TEST_F(WorkspaceCopy, AHardLinkToAFileOutsideIsCopiedUpNotWrittenThrough) {
+  ScratchDir ws, home;
+  LinkedOutside(ws, home);
+  auto r = Copy(ws.path(), kLinkAttacks + std::string("; cat bashrc"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("WROTE: echo evil >> bashrc"), std::string::npos) << r.out;
+  EXPECT_EQ(ReadFileOrEmpty(home.path() + "/.bashrc"), "# mine\n");
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/pair-b"), "pair\n");
+}
+
+// A local git clone hard-links its objects to the source repository's: the clone works
+// in a read-write workspace (status, commit, log), and no object of the source can be
+// changed through it.
+TEST_F(WorkspaceRw, ALocalGitCloneWorksAndItsSourceStaysAsItWas) {
+  ScratchDir src, ws;
+  const std::string git = "git -c safe.directory='*' -c user.email=t@test -c user.name=t ";
+  ASSERT_EQ(RunCommand({"sh", "-c", "cd " + src.path() + " && git init -q && echo a > a.txt && " +
+                        git + "add a.txt && " + git + "commit -qm one && " + git + "clone -q " +
+                        src.path() + " " + ws.path() + " && chown -R 1234:1234 . " + ws.path()})
+                .exit_code,
+            0);
+  std::string linked = RunCommand({"find", ws.path() + "/.git/objects", "-type", "f",
+                                   "-links", "+1"}).out;
+  ASSERT_NE(linked, "") << "git clone made no hard links here";
+  std::string before = Snapshot(src.path());
+  auto r = Sh("cd /workspace; export HOME=/tmp; " + git + "status --short; echo b >> a.txt; " +
+                  git + "commit -qam two && " + git + "log --oneline | wc -l; "
+                  "find .git/objects -type f -links +1 | while read f; do "
+                  "(chmod u+w $f && echo evil >> $f) 2>/dev/null && echo \"WROTE $f\"; done; true",
+              {"--profile", RwProfile(), "--workspace", ws.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "2\n");
+  EXPECT_EQ(Snapshot(src.path()), before);
+  EXPECT_EQ(RunCommand({"git", "-c", "safe.directory=*", "-C", src.path(), "fsck"}).exit_code, 0);
+}
+
+
+// Past 1,000 files that are hard links to files outside, the run is refused before
+// anything runs, naming the first and the count; nothing is left in the workspace.
+TEST_F(WorkspaceRw, TooManyHardLinksOutsideAreRefused) {
+  ScratchDir ws, store;
+  for (int i = 0; i < 1001; ++i) {
+    std::string name = "f" + std::to_string(i);
+    store.Write(name, "x\n");
+    ASSERT_EQ(link((store.path() + "/" + name).c_str(), (ws.path() + "/" + name).c_str()), 0);
+  }
+  RunCommand({"chown", "-R", "1234:1234", ws.path(), store.path()});
+  auto r = Sh("echo RAN", {"--profile", RwProfile(), "--workspace", ws.path()});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("1001 files of the read-write workspace are hard links to files "
+                       "outside it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(ws.path() + "/f"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--workspace-mode copy"), std::string::npos) << r.err;
+  auto copy = Copy(ws.path(), "echo evil >> f1; echo RAN");
+  EXPECT_EQ(copy.out, "RAN\n") << copy.err;
+  EXPECT_EQ(ReadFileOrEmpty(store.path() + "/f1"), "x\n");
+}
+
 }  // namespace
 }  // namespace brig::testing

@@ -168,8 +168,8 @@ int WaitExit(pid_t pid) {
 }
 
 ScratchDir::ScratchDir() {
-  char tmpl[] = "/tmp/brig-test.XXXXXX";
-  if (!mkdtemp(tmpl)) abort();
+  std::string tmpl = ScratchPrefix() + "XXXXXX";
+  if (!mkdtemp(tmpl.data())) abort();
   path_ = tmpl;
   chmod(path_.c_str(), 0755);
 }
@@ -201,30 +201,75 @@ std::string HostNs(const std::string& name) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
+namespace {
+
+// The parent pid from /proc/PID/stat, 0 if the process is gone; `zombie` says whether it
+// is one.
+pid_t ParentOf(pid_t pid, bool* zombie = nullptr) {
+  std::string stat = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || stat.size() < paren + 5) return 0;
+  if (zombie) *zombie = stat[paren + 2] == 'Z';
+  return static_cast<pid_t>(atoi(stat.c_str() + paren + 4));
+}
+
+std::string Comm(pid_t pid) {
+  std::string comm = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/comm");
+  if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm;
+}
+
+std::vector<pid_t> AllPids() {
+  std::vector<pid_t> pids;
+  if (DIR* d = opendir("/proc")) {
+    while (struct dirent* de = readdir(d)) {
+      if (pid_t pid = atoi(de->d_name); pid > 0) pids.push_back(pid);
+    }
+    closedir(d);
+  }
+  return pids;
+}
+
+// A brig-init whose brig was killed is adopted by this process (a subreaper, see
+// main.cc); reap it once it has died, so that it is not counted as left behind. Only
+// brig-init: every other child of this process was forked by a test that waits for it.
+void ReapAdoptedInits() {
+  for (pid_t pid : AllPids()) {
+    bool zombie = false;
+    if (ParentOf(pid, &zombie) == getpid() && zombie && Comm(pid) == "brig-init") {
+      (void)waitpid(pid, nullptr, WNOHANG);
+    }
+  }
+}
+
+}  // namespace
+
+bool IsOwnDescendant(pid_t pid) {
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    pid = ParentOf(pid);
+    if (pid == getpid()) return true;
+  }
+  return false;
+}
+
 std::vector<pid_t> FindProcesses(const std::string& needle) {
+  ReapAdoptedInits();
   std::vector<pid_t> found;
-  DIR* d = opendir("/proc");
-  if (!d) return found;
-  while (struct dirent* de = readdir(d)) {
-    pid_t pid = atoi(de->d_name);
-    if (pid <= 0 || pid == getpid()) continue;
+  for (pid_t pid : AllPids()) {
     // A zombie is not running; whether its parent reaps it is the host's business.
-    std::string stat = ReadFileOrEmpty("/proc/" + std::string(de->d_name) + "/stat");
-    size_t paren = stat.rfind(')');
-    if (paren == std::string::npos || stat.size() < paren + 3 || stat[paren + 2] == 'Z') continue;
-    std::string cmd = ReadFileOrEmpty("/proc/" + std::string(de->d_name) + "/cmdline");
+    bool zombie = false;
+    if (pid == getpid() || ParentOf(pid, &zombie) == 0 || zombie) continue;
+    std::string cmd = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/cmdline");
     while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
     std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    std::string comm = ReadFileOrEmpty("/proc/" + std::string(de->d_name) + "/comm");
-    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-    if (cmd == needle || comm == needle) found.push_back(pid);
+    if ((cmd == needle || Comm(pid) == needle) && IsOwnDescendant(pid)) found.push_back(pid);
   }
-  closedir(d);
   return found;
 }
 
 void SettleUntilGone(const std::string& needle) {
-  for (int i = 0; i < 50 && !FindProcesses(needle).empty(); ++i) {
+  auto end = std::chrono::steady_clock::now() + kSettleLimit;
+  while (!FindProcesses(needle).empty() && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -264,6 +309,61 @@ std::vector<std::string> BrigCgroups() {
   return out;
 }
 
+namespace {
+
+// The pid holding a lock on the file with this inode (from /proc/locks), 0 if none.
+pid_t LockHolder(ino_t ino) {
+  std::istringstream locks(ReadFileOrEmpty("/proc/locks"));
+  for (std::string line; std::getline(locks, line);) {
+    std::istringstream f(line);
+    std::string n, type, mode, access, dev;
+    pid_t pid = 0;
+    f >> n >> type >> mode >> access >> pid >> dev;
+    size_t colon = dev.rfind(':');
+    if (colon != std::string::npos && strtoull(dev.c_str() + colon + 1, nullptr, 10) == ino) {
+      return pid;
+    }
+  }
+  return 0;
+}
+
+// Whether this test could have made the sandbox record `id`: its lock is held by a
+// process this test started, or by nobody (a record left by a brig that died).
+bool OwnRecord(const std::string& id) {
+  struct stat st;
+  if (stat(("/run/brig/sandboxes/" + id).c_str(), &st) < 0) return false;
+  pid_t holder = LockHolder(st.st_ino);
+  return holder == 0 || ParentOf(holder) == 0 || IsOwnDescendant(holder);
+}
+
+// Whether this test could have made the cgroup `dir` (named after its sandbox's id): a
+// process in it was started by this test, or it is empty and its sandbox's record is the
+// test's or gone. (Another brig's groups are empty too while it starts, under its record.)
+bool OwnGroup(const std::string& dir) {
+  std::istringstream procs(ReadFileOrEmpty(dir + "/cgroup.procs"));
+  bool empty = true;
+  for (pid_t pid; procs >> pid;) {
+    empty = false;
+    if (IsOwnDescendant(pid)) return true;
+  }
+  if (!empty) return false;
+  std::string id = dir.substr(dir.rfind('/') + 1);
+  return access(("/run/brig/sandboxes/" + id).c_str(), F_OK) < 0 || OwnRecord(id);
+}
+
+// Mount points this test could have made: under its own scratch directories, or under
+// brig's state in /run/brig. Other work on the host mounts and unmounts as it pleases.
+bool OwnMount(const std::string& line) {
+  std::istringstream f(line);
+  std::string devno, root, point;
+  f >> devno >> root >> point;
+  return point.rfind(ScratchPrefix(), 0) == 0 || point.rfind("/run/brig", 0) == 0;
+}
+
+}  // namespace
+
+std::string ScratchPrefix() { return "/tmp/brig-test." + std::to_string(getpid()) + "."; }
+
 Residue TakeResidue() {
   Residue r;
   std::istringstream mi(ReadFileOrEmpty("/proc/self/mountinfo"));
@@ -274,22 +374,17 @@ Residue TakeResidue() {
     std::string id, parent, rest;
     ls >> id >> parent;
     std::getline(ls, rest);
-    lines.push_back(rest);
+    if (OwnMount(rest)) lines.push_back(rest);
   }
   std::sort(lines.begin(), lines.end());
   for (const auto& l : lines) r.mounts += l + "\n";
   for (pid_t p : FindProcesses("brig-init")) r.processes.push_back(std::to_string(p));
-  if (DIR* d = opendir("/tmp")) {
-    while (struct dirent* de = readdir(d)) {
-      std::string n = de->d_name;
-      // Only names brig could use; other programs on the host may come and go.
-      if (n.rfind("brig", 0) == 0 && n.rfind("brig-test.", 0) != 0) r.tmp_entries.push_back(n);
-    }
-    closedir(d);
-    std::sort(r.tmp_entries.begin(), r.tmp_entries.end());
+  for (auto& g : BrigCgroups()) {
+    if (OwnGroup(g)) r.cgroups.push_back(std::move(g));
   }
-  r.cgroups = BrigCgroups();
-  r.records = ListDir("/run/brig/sandboxes");
+  for (auto& id : ListDir("/run/brig/sandboxes")) {
+    if (OwnRecord(id)) r.records.push_back(std::move(id));
+  }
   return r;
 }
 
@@ -299,10 +394,6 @@ std::string DiffResidue(const Residue& before, const Residue& after) {
   std::set<std::string> ran(before.processes.begin(), before.processes.end());
   for (const auto& p : after.processes) {
     if (!ran.count(p)) diff += "process left: brig-init pid " + p + "\n";
-  }
-  std::set<std::string> was(before.tmp_entries.begin(), before.tmp_entries.end());
-  for (const auto& t : after.tmp_entries) {
-    if (!was.count(t)) diff += "left in /tmp: " + t + "\n";
   }
   std::set<std::string> groups(before.cgroups.begin(), before.cgroups.end());
   for (const auto& g : after.cgroups) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace brig::testing {
@@ -52,13 +53,15 @@ class ScratchDir {
   std::string path_;
 };
 
-// What a sandbox could leave on the host: mounts of this mount namespace, processes
-// named brig/brig-init or running a marker, entries in /tmp, cgroups named brig-* in any
-// hierarchy under /sys/fs/cgroup, and sandbox records (/run/brig/sandboxes).
+// What a sandbox started by this test could leave on the host: mounts under the test's
+// scratch directories or /run/brig, brig-init processes, cgroups named brig-* in any
+// hierarchy under /sys/fs/cgroup, and sandbox records (/run/brig/sandboxes). Only what
+// this test could have made counts: a process it did not start, a record locked by one, a
+// cgroup holding only such processes, and other mounts belong to other work on the host.
+// brig writes nothing under /tmp on the host.
 struct Residue {
   std::string mounts;
   std::vector<std::string> processes;
-  std::vector<std::string> tmp_entries;
   std::vector<std::string> cgroups;
   std::vector<std::string> records;
 };
@@ -68,11 +71,30 @@ Residue TakeResidue();
 // Human-readable difference, empty if none.
 std::string DiffResidue(const Residue& before, const Residue& after);
 
-// Processes on the host whose whole command line (arguments joined by spaces) or whose
-// comm is `needle`.
+// Whether `pid` descends from this process. The test process is a child subreaper
+// (main.cc), so a sandbox whose brig died is still its descendant.
+bool IsOwnDescendant(pid_t pid);
+// Processes started by this test (descendants) whose whole command line (arguments joined
+// by spaces) or whose comm is `needle`.
 std::vector<pid_t> FindProcesses(const std::string& needle);
-// Waits up to a second for every process matching `needle` to be gone.
+// How long SettleUntilGone waits: only a failing test waits that long, and a loaded
+// machine may take seconds to reap what a sandbox's end killed.
+inline constexpr std::chrono::seconds kSettleLimit{60};
+// Waits up to `limit` for `done`, checking every 20 ms; returns its last value. A bound
+// that only a failing test reaches, never a measure of speed.
+template <typename F>
+bool Eventually(F done, std::chrono::milliseconds limit = kSettleLimit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return done();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+// Waits up to kSettleLimit for every process matching `needle` to be gone.
 void SettleUntilGone(const std::string& needle);
+// The prefix of this test process's ScratchDirs: /tmp/brig-test.PID.
+std::string ScratchPrefix();
 
 std::string ReadFileOrEmpty(const std::string& path);
 

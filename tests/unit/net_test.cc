@@ -84,7 +84,20 @@ TEST(NetRecord, EntryRoundTripsAndRefusesWhatBrigWouldNotWrite) {
   EXPECT_EQ(e->rules.addr.Str(), "10.213.0.5");
   EXPECT_EQ(e->gateway.Str(), "10.213.0.1");
   EXPECT_EQ(e->rules.listeners.dns_udp, 40054);
+  // Ten fields: a brig that did not note the namespace's cookie.
+  EXPECT_EQ(e->ns.ino, 4026531840u);
+  EXPECT_EQ(e->ns.cookie, 0u);
+  auto c = ParseEntry(good + ",4107");
+  ASSERT_TRUE(c) << c.error().Render();
+  EXPECT_EQ(c->ns.ino, 4026531840u);
+  EXPECT_EQ(c->ns.cookie, 4107u);
   const std::string bad[] = {
+      good + ",",
+      good + ",x",
+      good + ",1,2",
+      // a namespace that is not an inode number
+      "netns,brig-0123456789ab,bv0123456789ab,10.213.0.5,10.213.0.1,"
+      "/run/brig/net/netns/addr/10.213.0.5,40080,40443,40053,40054",
       "",
       "1,2,3",
       // a link brig does not own
@@ -103,6 +116,15 @@ TEST(NetRecord, EntryRoundTripsAndRefusesWhatBrigWouldNotWrite) {
       "/run/brig/net/4026531840/addr/10.213.0.5,1,2,3,4",
   };
   for (const auto& b : bad) EXPECT_FALSE(ParseEntry(b)) << b;
+}
+
+// The same namespace when both keys say so; a key without a cookie goes by the inode.
+TEST(NetRecord, NamespaceKeysTellAReusedInodeApart) {
+  EXPECT_TRUE((NetnsKey{7, 100}).Matches({7, 100}));
+  EXPECT_FALSE((NetnsKey{7, 100}).Matches({7, 101}));
+  EXPECT_FALSE((NetnsKey{7, 100}).Matches({8, 100}));
+  EXPECT_TRUE((NetnsKey{7, 0}).Matches({7, 101}));
+  EXPECT_TRUE((NetnsKey{7, 100}).Matches({7, 0}));
 }
 
 }  // namespace

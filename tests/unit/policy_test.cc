@@ -1,4 +1,4 @@
-// `brig policy`: golden files for list, show, explain, export and diff against the source
+// `brig policy`: golden files for list, show, explain, export, diff and paths against the source
 // tree's policies (tests/golden/), check over every shipped policy file, error positions,
 // and the OCI-JSON round trip. BRIG_UPDATE_GOLDEN=1 rewrites the golden files.
 #include <google/protobuf/util/json_util.h>
@@ -132,6 +132,12 @@ TEST(PolicyGolden, DiffDefaultPodman) {
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(r.err, "");
   ExpectGolden("diff-default-podman.txt", r.out);
+}
+
+TEST(PolicyGolden, Paths) {
+  auto r = Policy({"paths"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  ExpectGolden("paths.txt", r.out);
 }
 
 // ---- check -------------------------------------------------------------------------

@@ -61,6 +61,10 @@ TEST(Profiles, RunOptionsChangeOnlyLimits) {
   EXPECT_EQ(sb->tmp_size, 64u << 20);
   EXPECT_EQ(sb->rlimits.nofile, 100u);
   EXPECT_EQ(sb->rlimits.nproc, 4096u);  // the profile's, untouched
+  EXPECT_FALSE(sb->output_limit) << "no output bound unless one is asked for";
+  auto bounded = Resolve({"--output-limit", "10M", "true"});
+  ASSERT_TRUE(bounded) << bounded.error().Render();
+  EXPECT_EQ(bounded->output_limit, 10u << 20);
 }
 
 TEST(Profiles, APostureCannotBeWidenedFromTheCommandLine) {
@@ -184,6 +188,46 @@ TEST(Profiles, ACopyMayNarrowAReadWriteWorkspaceButWidenNothing) {
   }
 }
 
+// --disk-size caps a copy's changes, and only a copy's: a tmpfs of it without --copy-dir,
+// the profile's limits.disk unless the run sets its own. Without a copy it is refused.
+TEST(Profiles, ADiskCapNeedsACopyWorkspace) {
+  brig::testing::ScratchDir dir;
+  std::string rw = BRIG_SOURCE_POLICY_DIR "/../tests/host/profiles/workspace-rw.textproto";
+  std::string ws = dir.path() + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  ASSERT_EQ(chown(ws.c_str(), 1234, 1234), 0);
+  auto sb = Resolve({"--profile", rw, "--workspace", ws, "--workspace-mode", "copy",
+                     "--disk-size", "64M", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_EQ(sb->disk_size, 64u << 20);
+  EXPECT_EQ(Resolve({"--profile", rw, "--workspace", ws, "--workspace-mode", "copy", "true"})
+                ->disk_size,
+            0u);
+  dir.Write("capped.textproto",
+            "isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_COPY }\n"
+            "network { posture: POSTURE_NONE }\nsecurity { seccomp_policy: \"default\" }\n"
+            "limits { disk: \"16M\" }\n");
+  std::string capped = dir.path() + "/capped.textproto";
+  EXPECT_EQ(Resolve({"--profile", capped, "--workspace", ws, "true"})->disk_size, 16u << 20);
+  EXPECT_EQ(Resolve({"--profile", capped, "--workspace", ws, "--disk-size", "2M", "true"})
+                ->disk_size,
+            2u << 20);
+  EXPECT_EQ(Resolve({"--profile", capped, "true"})->disk_size, 0u) << "no workspace, no copy";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--profile", rw, "--workspace", ws, "--disk-size", "8M", "true"},
+           {"--workspace", ws, "--disk-size", "8M", "true"},
+           {"--profile", rw, "--workspace-mode", "copy", "--disk-size", "8M", "true"}}) {
+    auto r = Resolve(args);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().Render().rfind("--disk-size: needs a copy workspace", 0), 0u)
+        << r.error().Render();
+    EXPECT_EQ(ExitCodeFor(r.error().kind), 125);
+  }
+  auto none = Resolve({"--profile", "none", "--disk-size", "8M", "true"});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().Render().find("--disk-size"), std::string::npos);
+}
+
 TEST(Profiles, UnknownProfileNamesTheKnownOnes) {
   auto r = Resolve({"--profile", "no-such-profile", "true"});
   ASSERT_FALSE(r);
@@ -193,6 +237,12 @@ TEST(Profiles, UnknownProfileNamesTheKnownOnes) {
   EXPECT_NE(r.error().Render().find("untrusted-code-read"), std::string::npos);
 }
 
+// What the shipped writable profiles hold read-only: git's, husky's and brig's own, and
+// what editors and agents run or trust later on the host.
+const std::vector<std::string> kShippedProtected = {
+    ".git/hooks", ".git/config", ".gitmodules", ".husky", ".brig",
+    ".vscode",    ".idea",       ".claude",     ".mcp.json", ".envrc"};
+
 TEST(Profiles, UntrustedCodeWriteIsACopyWithItsProtectedPaths) {
   brig::testing::ScratchDir dir;
   ASSERT_EQ(chown(dir.path().c_str(), 1234, 1234), 0);
@@ -200,8 +250,7 @@ TEST(Profiles, UntrustedCodeWriteIsACopyWithItsProtectedPaths) {
                      "--dns-upstream", "198.51.100.53", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kCopy);
-  EXPECT_EQ(sb->protected_paths, (std::vector<std::string>{".git/hooks", ".git/config",
-                                                           ".gitmodules", ".husky", ".brig"}));
+  EXPECT_EQ(sb->protected_paths, kShippedProtected);
   EXPECT_TRUE(sb->network);
 }
 
@@ -212,8 +261,7 @@ TEST(Profiles, TrustedCodeWriteIsReadWriteWithItsProtectedPaths) {
                      "--dns-upstream", "198.51.100.53", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kReadWrite);
-  EXPECT_EQ(sb->protected_paths, (std::vector<std::string>{".git/hooks", ".git/config",
-                                                           ".gitmodules", ".husky", ".brig"}));
+  EXPECT_EQ(sb->protected_paths, kShippedProtected);
 }
 
 TEST(Profiles, NoneIsExplicitAndUnconfined) {
@@ -254,9 +302,21 @@ TEST(Profiles, MalformedProfilesNameFileLineColumn) {
       {"isolation: ISOLATION_NONE\nlimits { memory: \"1G\" swap: \"x\" }\n", "p 'limits.swap'"},
       {"isolation: ISOLATION_NONE\nlimits { cpus: \"0.001\" }\n", "p 'limits.cpus'"},
       {"isolation: ISOLATION_NONE\nlimits { pids: 0 }\n", "p 'limits.pids'"},
+      {"isolation: ISOLATION_NONE\nlimits { user_counts { namespaces: 0 } }\n",
+       "p 'limits.user_counts.namespaces': must be from 1 to 2147483647"},
+      {"isolation: ISOLATION_NONE\nlimits { user_counts { inotify_watches: 2147483648 } }\n",
+       "p 'limits.user_counts.inotify_watches'"},
       {"isolation: ISOLATION_NONE\nlimits { optional_limits: LIMIT_UNSPECIFIED }\n",
        "p 'limits.optional_limits'"},
       {"isolation: ISOLATION_NONE\nlimits { optional_limits: LIMIT_NOPE }\n", "p:2:"},
+      {"isolation: ISOLATION_NONE\nlimits { disk: \"512K\" }\n",
+       "p 'limits.disk': must be at least 1M"},
+      {"isolation: ISOLATION_NONE\nlimits { disk: \"1G\" }\n",
+       "p 'limits.disk': ISOLATION_NONE has no copy workspace to cap"},
+      {"isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_RW }\n"
+       "network { posture: POSTURE_NONE }\nsecurity { seccomp_policy: \"default\" }\n"
+       "limits { disk: \"1G\" }\n",
+       "p 'limits.disk': only a copy workspace (WORKSPACE_COPY) can be capped"},
       {"isolation: ISOLATION_NONE\nnetwork { posture: POSTURE_OPEN }\n", "p 'isolation'"},
       {"isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_RO }\n"
        "network { posture: POSTURE_ALLOWLIST allow_hosts: \"example.com\" "
@@ -282,6 +342,7 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--bogus", "true"}, "brig run '--bogus': unknown option"},
       {{"--timeout", "5x", "true"}, "--timeout '5x': unknown unit 'x'"},
       {{"--tmp-size", "lots", "true"}, "--tmp-size 'lots'"},
+      {{"--output-limit", "0", "true"}, "--output-limit '0': must be at least 1 byte"},
       {{"--workspace-mode", "wx", "true"}, "--workspace-mode 'wx': expected ro, rw or copy"},
       {{"--env", "NOEQUALS", "true"}, "--env 'NOEQUALS'"},
       {{"--rlimit", "stack=1", "true"}, "unknown limit 'stack'"},
@@ -292,6 +353,8 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--pids", "unlimited", "true"}, "--pids 'unlimited'"},
       {{"--pids", "4194305", "true"}, "--pids '4194305': expected a number from 1 to 4194304"},
       {{"--cpus", "0.001", "true"}, "--cpus '0.001': must be at least 0.01"},
+      {{"--disk-size", "512K", "true"}, "--disk-size '512K': must be at least 1M"},
+      {{"--disk-size", "lots", "true"}, "--disk-size 'lots'"},
       {{"--cgroup-parent", "relative", "true"}, "--cgroup-parent 'relative'"},
       {{"--cgroup-parent", "/a/../b", "true"}, "--cgroup-parent '/a/../b'"},
       {{"--allow-host", "evil.test/x", "true"}, "--allow-host: allowlist entry 'evil.test/x'"},

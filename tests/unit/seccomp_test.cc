@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "security/init_filter.h"
 #include "security/seccomp.h"
 #include "security/seccomp_cache.h"
 #include "util/files.h"
@@ -239,6 +240,27 @@ TEST(SeccompPolicy, OciJsonParsesIntoTheSameMessage) {
   EXPECT_EQ(p.syscalls(1).errno_ret(), 38u);
   EXPECT_EQ(p.syscalls(2).args(0).op(), v1::SeccompOp::SCMP_CMP_EQ);
   EXPECT_TRUE(CompileSeccomp(p));
+}
+
+// brig init's own filter: it compiles, kills on anything outside its list, and its list
+// is the few calls of init's loop, each with its reason.
+TEST(InitFilter, CompilesKillsByDefaultAndSaysWhyForEachCall) {
+  v1::SeccompPolicy policy = InitFilterPolicy();
+  EXPECT_EQ(policy.default_action(), v1::SCMP_ACT_KILL_PROCESS);
+  std::vector<std::string> names;
+  for (const auto& rule : policy.syscalls()) {
+    EXPECT_EQ(rule.action(), v1::SCMP_ACT_ALLOW);
+    EXPECT_FALSE(rule.comment().empty()) << rule.names(0);
+    for (const auto& n : rule.names()) names.push_back(n);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"read", "close", "wait4", "kill", "sendmsg",
+                                             "exit_group", "brk", "munmap"}));
+  auto prog = CompileInitFilter();
+  ASSERT_TRUE(prog) << prog.error().Render();
+  EXPECT_GT(prog->insns.size(), 4u);
+  auto pfc = ExportPfc(policy);
+  ASSERT_TRUE(pfc) << pfc.error().Render();
+  EXPECT_NE(pfc->find("KILL_PROCESS"), std::string::npos) << *pfc;
 }
 
 }  // namespace

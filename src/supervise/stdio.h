@@ -1,0 +1,97 @@
+// The workload's stdin, stdout and stderr, and the supervisor's relay of them to the
+// caller's (design.md, Process model). The workload never holds the caller's descriptors:
+// its output goes into pipes (or a terminal of its own when the caller's stdin is a
+// terminal) that brig copies to its own fds 1 and 2, at most --output-limit bytes each.
+// Owns the caller's terminal modes while the sandbox runs, and puts them back.
+#pragma once
+
+#include <termios.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "brig/result.h"
+#include "config/brig.pb.h"
+#include "sys/fd.h"
+
+namespace brig::supervise {
+
+// Makes sure brig's fds 0-2 are open (on /dev/null if the caller closed them), so nothing
+// brig opens later lands there and is taken for the caller's stdio. Call first thing.
+void EnsureStdio();
+
+class Stdio {
+ public:
+  // Reads what brig's fds 0-2 are and makes the workload's. `limit`: bytes relayed per
+  // output stream; the rest is read and dropped. Before the clone.
+  static Result<std::unique_ptr<Stdio>> Prepare(std::optional<uint64_t> limit);
+  Stdio(const Stdio&) = delete;
+  Stdio& operator=(const Stdio&) = delete;
+  ~Stdio();
+
+  // In the cloned child: the workload's descriptors onto 0, 1 and 2, every other fd of
+  // this object closed. Async-signal-safe (no allocation).
+  void ApplyInChild() const;
+  // In the parent, after the clone: drops the child's ends (so the sandbox's end closes
+  // every write end) and, with a terminal, puts the caller's into raw mode.
+  Status Started();
+  // Readable when the relay has work; the supervisor's loop calls Handle() then.
+  int fd() const { return ep_.get(); }
+  void Handle();
+  // After every process of the sandbox is gone: relays what is left in the pipes.
+  void Drain();
+  // Puts the caller's terminal back as it was (also done on destruction); idempotent.
+  void RestoreTerminal();
+  v1::Output Summary() const;
+
+ private:
+  // One direction: from `src` (a pipe's read end, the terminal's master, or the caller's
+  // terminal) to a caller's descriptor, the master, or /dev/null.
+  struct Stream {
+    enum class Kind { kSplice, kBuffered, kSend };
+    sys::UniqueFd src;
+    int dst = -1;           // borrowed: the caller's, or null_
+    sys::UniqueFd dst_own;  // the caller's pipe or terminal reopened nonblocking, or a master
+    Kind kind = Kind::kBuffered;
+    int caller = 0;          // 1 or 2: the caller's fd it stands for in the summary and limit
+    bool pollable = true;    // the destination has a reader to wait for (pipe, socket, tty)
+    bool done = true;
+    std::string pending;
+    uint64_t bytes = 0, dropped = 0;
+    bool truncated = false;
+    uint32_t src_events = 0, dst_events = 0;
+    int dst_fd() const { return dst_own ? dst_own.get() : dst; }
+  };
+  enum class Want { kNothing, kSource, kDestination };
+
+  Stdio() = default;
+  Status PrepareTerminal();
+  Status PrepareOutput(int caller);
+  Status PrepareInput();
+  void Aim(Stream& s, int caller_fd, bool from_pipe);
+  Want Pump(Stream& s);
+  Want Discard(Stream& s);
+  Want Flush(Stream& s);
+  Want Broken(Stream& s);
+  void PumpAll();
+  void Resize();
+
+  std::optional<uint64_t> limit_;
+  // In the child: what becomes its 0, 1 and 2.
+  std::array<sys::UniqueFd, 3> child_;
+  // The workload's stdout pipe, its stderr pipe, its terminal's output, the caller's input
+  // to its terminal.
+  std::array<Stream, 4> streams_;
+  sys::UniqueFd master_;  // the workload's terminal, if it has one
+  sys::UniqueFd null_;    // where output past the limit goes
+  sys::UniqueFd ep_;
+  sys::UniqueFd winch_;  // SIGWINCH, with a terminal
+  bool terminal_ = false;
+  bool raw_ = false;
+  struct termios saved_ {};
+};
+
+}  // namespace brig::supervise

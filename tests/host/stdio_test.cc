@@ -1,0 +1,193 @@
+// The caller's descriptors stay the caller's (issue 14, item 10): the workload writes to
+// pipes brig relays, and gets a terminal of its own when the caller's stdin is one; what
+// it does to them never reaches the caller's files or terminal.
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "host/host_fixture.h"
+
+namespace brig::testing {
+namespace {
+
+class Stdio : public HostTest {};
+
+std::vector<char*> Argv(std::vector<std::string>& args) {
+  std::vector<char*> v;
+  for (auto& a : args) v.push_back(a.data());
+  v.push_back(nullptr);
+  return v;
+}
+
+// Starts brig with the given descriptors as its 0, 1 and 2. With `terminal`, brig leads a
+// session whose controlling terminal that is, as in an interactive shell.
+pid_t Start(std::vector<std::string> args, int in, int out, int err, int terminal = -1) {
+  args.insert(args.begin(), BrigBinary());
+  auto argv = Argv(args);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (terminal >= 0) {
+      setsid();
+      ioctl(terminal, TIOCSCTTY, 0);
+    }
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(99);
+  }
+  return pid;
+}
+
+// Reads the terminal's master side until `want` has appeared, or it is closed.
+bool ReadUntil(int master, std::string& seen, const std::string& want) {
+  while (seen.find(want) == std::string::npos) {
+    struct pollfd p = {master, POLLIN, 0};
+    if (poll(&p, 1, 60000) <= 0) return false;
+    char buf[4096];
+    ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) return false;
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+TEST_F(Stdio, TheCallersStdoutFileKeepsItsEarlierContent) {
+  ScratchDir d;
+  std::string path = d.Write("harness.log", "EARLIER\n");
+  int file = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(file, 0);
+  ASSERT_EQ(lseek(file, 0, SEEK_END), 8);
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  pid_t pid = Start({"run", "--workspace", ProbeDir(), "--", "/workspace/brig-probe",
+                     "clobber-stdout"},
+                    null, file, null);
+  int code = WaitExit(pid);
+  close(file);
+  close(null);
+  std::string log = ReadFileOrEmpty(path);
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_EQ(log.rfind("EARLIER\n", 0), 0u) << "the workload erased the caller's file: " << log;
+  EXPECT_NE(log.find("denied "), std::string::npos) << log;
+}
+
+TEST_F(Stdio, SttyInsideLeavesTheCallersTerminalAsItWas) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  struct termios before = {};
+  ASSERT_EQ(tcgetattr(slave, &before), 0);
+  pid_t pid = Start({"run", "--", "/bin/sh", "-c", "stty -echo -icanon raw; echo changed"}, slave,
+                    slave, slave, slave);
+  std::string seen;
+  EXPECT_TRUE(ReadUntil(master, seen, "changed")) << seen;
+  EXPECT_EQ(WaitExit(pid), 0) << seen;
+  struct termios after = {};
+  ASSERT_EQ(tcgetattr(slave, &after), 0);
+  EXPECT_EQ(after.c_lflag, before.c_lflag) << "local modes changed (echo, icanon)";
+  EXPECT_EQ(after.c_iflag, before.c_iflag);
+  EXPECT_EQ(after.c_oflag, before.c_oflag);
+  EXPECT_EQ(after.c_cflag, before.c_cflag);
+  EXPECT_EQ(memcmp(after.c_cc, before.c_cc, sizeof after.c_cc), 0);
+  close(slave);
+  close(master);
+}
+
+TEST_F(Stdio, TheWorkloadsOwnTerminalGetsInputAndWindowSize) {
+  struct winsize ws = {};
+  ws.ws_row = 33;
+  ws.ws_col = 77;
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, &ws), 0);
+  std::string script =
+      "test -t 0 && test -t 1 && echo own-tty; stty size; read line; echo \"got $line\"; "
+      "while [ \"$(stty size)\" != \"40 100\" ]; do :; done; echo resized";
+  pid_t pid = Start({"run", "--", "/bin/sh", "-c", script}, slave, slave, slave, slave);
+  std::string seen;
+  EXPECT_TRUE(ReadUntil(master, seen, "33 77")) << seen;
+  EXPECT_NE(seen.find("own-tty"), std::string::npos) << seen;
+  ASSERT_EQ(write(master, "hello\r", 6), 6);
+  EXPECT_TRUE(ReadUntil(master, seen, "got hello")) << seen;
+  // The resize reaches brig as the kernel's SIGWINCH to the terminal's foreground group.
+  ws.ws_row = 40;
+  ws.ws_col = 100;
+  ASSERT_EQ(ioctl(master, TIOCSWINSZ, &ws), 0);
+  EXPECT_TRUE(ReadUntil(master, seen, "resized")) << seen;
+  EXPECT_EQ(WaitExit(pid), 0) << seen;
+  close(slave);
+  close(master);
+}
+
+TEST_F(Stdio, OutputPastTheLimitIsCutAndTheResultSaysSo) {
+  ScratchDir d;
+  std::string result = d.path() + "/result.json";
+  auto r = Sh("head -c 100000 /dev/zero | tr '\\0' a; echo status $? >&2",
+              {"--output-limit", "1K", "--result", result});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string(1024, 'a'));
+  EXPECT_EQ(r.err, "status 0\n") << "the workload's writes past the limit failed";
+  std::string json = ReadFileOrEmpty(result);
+  EXPECT_NE(json.find("\"stdout_truncated\":true"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"stdout_bytes\":\"1024\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"stderr_truncated\":false"), std::string::npos) << json;
+}
+
+TEST_F(Stdio, OutputWrittenJustBeforeExitIsAllRelayed) {
+  auto r = Sh("head -c 3000000 /dev/zero | tr '\\0' b; echo last >&2; exit 3");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.out.size(), 3000000u);
+  EXPECT_EQ(r.out.find_first_not_of('b'), std::string::npos);
+  EXPECT_EQ(r.err, "last\n");
+}
+
+// Processes that hold the output pipes open (a background one, the workload itself) end
+// with the sandbox; brig then relays what they wrote and exits.
+TEST_F(Stdio, AKilledSandboxsOutputIsRelayedAndNothingHoldsBrig) {
+  int out[2], err[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(err, O_CLOEXEC), 0);
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = Start({"run", "--grace", "1ms", "--", "/bin/sh", "-c",
+                     "sleep 1000 & head -c 3000000 /dev/zero | tr '\\0' b; echo last >&2; "
+                     "exec sleep 1000"},
+                    null, out[1], err[1]);
+  close(out[1]);
+  close(err[1]);
+  close(null);
+  std::string text[2];
+  int fds[2] = {out[0], err[0]};
+  bool signalled = false;
+  for (int open_fds = 2; open_fds > 0;) {
+    struct pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    ASSERT_GT(poll(p, 2, 60000), 0) << "brig is held: " << text[1];
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[65536];
+      ssize_t n = read(fds[i], buf, sizeof buf);
+      if (n > 0) {
+        text[i].append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      close(fds[i]);
+      fds[i] = -1;
+      --open_fds;
+    }
+    if (!signalled && text[1] == "last\n") {
+      // With no grace period, the sandbox ends at once.
+      kill(pid, SIGTERM);
+      signalled = true;
+    }
+  }
+  EXPECT_EQ(WaitExit(pid), 128 + SIGTERM) << text[1];
+  EXPECT_EQ(text[0].size(), 3000000u);
+  EXPECT_EQ(text[0].find_first_not_of('b'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace brig::testing
