@@ -11,9 +11,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "broker/http.h"
 #include "broker/tls.h"
 #include "egress/relay.h"
+#include "http/framing.h"
 #include "sys/syscalls.h"
 
 namespace brig::broker {
@@ -33,26 +33,6 @@ constexpr auto kTick = 500ms;
 // connection (client, upstream) from kFirstConn on.
 constexpr uint64_t kTimer = 1;
 constexpr uint64_t kFirstConn = 1 << 20;
-
-std::string StatusText(int status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 501:
-      return "Not Implemented";
-    default:
-      return "Bad Gateway";
-  }
-}
-
-std::string Refusal(int status, const std::string& why) {
-  std::string body = "brig broker: " + why + "\n";
-  return "HTTP/1.1 " + std::to_string(status) + " " + StatusText(status) +
-         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n\r\n" + body;
-}
 
 uint32_t Micros(Clock::duration d) {
   return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
@@ -74,11 +54,14 @@ class Service::Impl {
   Impl(std::vector<Config> brokers, Listeners l, std::string attribution, AuditSink audit)
       : brokers_(std::move(brokers)), l_(std::move(l)), audit_(std::move(audit)) {
     for (const Config& c : brokers_) {
-      Rewrite rw;
-      for (const Header& h : c.headers) rw.set.emplace_back(h.name, h.value);
-      rw.set.emplace_back(c.attribution, attribution);
-      if (c.to.kind == Target::kHttp || c.to.kind == Target::kHttps) rw.host = c.to.Authority();
-      rewrites_.push_back(std::move(rw));
+      http::Rules rules;
+      for (const Header& h : c.headers) rules.set.emplace_back(h.name, h.value);
+      rules.set.emplace_back(c.attribution, attribution);
+      if (c.to.kind == Target::kHttp || c.to.kind == Target::kHttps) rules.host = c.to.Authority();
+      rules.no_trace = true;
+      rules.methods = c.methods;
+      rules.paths = c.paths;
+      rules_.push_back(std::move(rules));
       v1::BrokerTraffic t;
       t.set_name(c.name);
       traffic_.push_back(std::move(t));
@@ -93,7 +76,7 @@ class Service::Impl {
 
  private:
   struct Exchange {
-    RequestHead head;
+    http::RequestHead head;
     Clock::time_point start;
     uint64_t up = 0, down = 0;
   };
@@ -108,8 +91,8 @@ class Service::Impl {
     uint32_t client_events = 0, up_events = 0;
     // http
     std::unique_ptr<Upstream> up;
-    std::unique_ptr<RequestFramer> req;
-    std::unique_ptr<ResponseFramer> resp;
+    std::unique_ptr<http::RequestFramer> req;
+    std::unique_ptr<http::ResponseFramer> resp;
     std::string to_up, to_client;
     std::deque<Exchange> ex;  // ex.front() awaits the next response; ex.back() may be sending
     bool client_eof = false, up_eof = false, up_shut = false;
@@ -144,7 +127,7 @@ class Service::Impl {
   void Tick();
 
   std::vector<Config> brokers_;
-  std::vector<Rewrite> rewrites_;
+  std::vector<http::Rules> rules_;
   Listeners l_;
   AuditSink audit_;
   SslCtx tls_;
@@ -218,8 +201,8 @@ void Service::Impl::Accept(size_t b, int listener) {
     c.client = std::move(fd);
     c.start = Clock::now();
     if (brokers_[b].http) {
-      c.req = std::make_unique<RequestFramer>(&rewrites_[b]);
-      c.resp = std::make_unique<ResponseFramer>();
+      c.req = std::make_unique<http::RequestFramer>(&rules_[b]);
+      c.resp = std::make_unique<http::ResponseFramer>();
     }
     traffic_[b].set_connections(traffic_[b].connections() + 1);
     conns_.emplace(c.id, std::move(conn));
@@ -333,7 +316,7 @@ void Service::Impl::ReadClient(Conn& c) {
     std::string_view in(buf, static_cast<size_t>(n));
     while (!in.empty()) {
       size_t before = c.to_up.size();
-      RequestFramer::Step s = c.req->Feed(in, c.to_up);
+      http::RequestFramer::Step s = c.req->Feed(in, c.to_up);
       if (s.head) {
         c.ex.push_back(Exchange{c.req->head(), Clock::now()});
         traffic_[c.b].set_requests(traffic_[c.b].requests() + 1);
@@ -366,7 +349,7 @@ void Service::Impl::ReadUpstream(Conn& c) {
     if (n == Upstream::kWouldBlock) return;
     if (n == Upstream::kFailed || n == 0) {
       c.up_eof = true;
-      ResponseFramer::Step s = c.resp->Eof();
+      http::ResponseFramer::Step s = c.resp->Eof();
       if (s.done && !c.ex.empty()) {
         Audit(c, c.ex.front(), s.status, "");
         c.ex.pop_front();
@@ -376,7 +359,7 @@ void Service::Impl::ReadUpstream(Conn& c) {
     }
     std::string_view in(buf, static_cast<size_t>(n));
     while (!in.empty()) {
-      ResponseFramer::Step s = c.resp->Feed(in);
+      http::ResponseFramer::Step s = c.resp->Feed(in);
       if (c.resp->malformed()) {
         c.up_eof = true;
         c.why = c.resp->why();
@@ -448,7 +431,7 @@ void Service::Impl::PumpHttp(Conn& c) {
   if (c.refusal && c.to_client.empty() && c.ex.size() == 1) {
     // Everything before the refused request is answered: now its refusal, then a close.
     Exchange& e = c.ex.back();
-    c.to_client = Refusal(c.refusal, c.why);
+    c.to_client = http::Refusal(c.refusal, "brig broker: " + c.why);
     e.down = c.to_client.size();
     Audit(c, e, c.refusal, c.why);
     c.ex.clear();
@@ -512,7 +495,7 @@ void Service::Impl::Finish(uint64_t id, const std::string& detail) {
   if (it == conns_.end()) return;
   Conn& c = *it->second;
   if (!Http(c)) {
-    Exchange e{RequestHead{"", brokers_[c.b].to.Str(), ""}, c.start};
+    Exchange e{http::RequestHead{"", brokers_[c.b].to.Str(), ""}, c.start};
     if (c.relay) {
       e.up = c.relay->bytes_up();
       e.down = c.relay->bytes_down();

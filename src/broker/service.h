@@ -1,11 +1,13 @@
 // A sandbox's brokers at work (design.md, Broker; issue 8): the supervisor accepts on each
 // broker's listeners (broker/listen.h) and forwards to the broker's target on the host.
-// An http broker reads each request head (broker/http.h), drops client-sent copies of the
+// An http broker frames each request (http/framing.h), drops client-sent copies of the
 // headers it sets, sets them with values read on the host and the attribution
-// "<sandbox id>/<attempt>", and passes bodies and responses on as they come (keep-alive,
-// chunked, server-sent events), originating TLS itself for an https target. A tcp broker
-// splices bytes. Upgrade, CONNECT and malformed heads get an immediate 501 or 400 and a
-// close; a target that cannot be reached, a 502.
+// "<sandbox id>/<attempt>", sends its target only origin-form, and passes bodies and
+// responses on as they come (keep-alive, chunked, server-sent events), originating TLS
+// itself for an https target. A tcp broker splices bytes. A malformed or ambiguous request
+// or one for another authority gets an immediate 400, TRACE and TRACK a 405, a method or
+// path the broker's binding does not allow a 403, Upgrade a 501, each then a close; a
+// target that cannot be reached, a 502.
 //
 // Everything runs in the supervisor's single-threaded event loop, behind one epoll fd:
 // no thread, no process. Close() ends every connection, both sides, at once. Every request

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "http/framing.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -19,6 +20,7 @@ namespace {
 constexpr size_t kMaxName = 32;
 constexpr size_t kMaxHeaderValue = 8192;
 constexpr size_t kMaxHeaders = 32;
+constexpr size_t kMaxList = 32;  // methods, paths
 
 Error Bad(std::string_view what, std::string why) {
   return BadInput(what.empty() ? "spec" : std::string(what), "", std::move(why));
@@ -166,6 +168,52 @@ bool ReservedInside(const std::string& p) {
   return false;
 }
 
+// methods=: distinct method tokens, never TRACE, TRACK or CONNECT (the broker refuses them
+// whatever the list says).
+Result<std::vector<std::string>> CheckMethods(
+    const google::protobuf::RepeatedPtrField<std::string>& methods) {
+  std::vector<std::string> out;
+  if (methods.size() > static_cast<int>(kMaxList)) {
+    return Bad("methods", "more than " + std::to_string(kMaxList));
+  }
+  for (const std::string& m : methods) {
+    if (!IsHeaderName(m)) return Bad("methods", "'" + m + "' is not a method name");
+    if (m == "TRACE" || m == "TRACK" || m == "CONNECT") {
+      return Bad("methods", m + " is never brokered");
+    }
+    if (std::find(out.begin(), out.end(), m) != out.end()) {
+      return Bad("methods", "'" + m + "' given twice");
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+// paths=: distinct prefixes, each a path a request could have that no server reads as
+// another (http::NotCanonical), with no query.
+Result<std::vector<std::string>> CheckPaths(
+    const google::protobuf::RepeatedPtrField<std::string>& paths) {
+  std::vector<std::string> out;
+  if (paths.size() > static_cast<int>(kMaxList)) {
+    return Bad("paths", "more than " + std::to_string(kMaxList));
+  }
+  for (const std::string& p : paths) {
+    bool visible = std::all_of(p.begin(), p.end(), [](char c) {
+      return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+    });
+    std::string why = http::NotCanonical(p);
+    if (!visible || p.find_first_of("?#") != std::string::npos) {
+      why = "holds a space, a control byte, '?' or '#'";
+    }
+    if (!why.empty()) return Bad("paths", "'" + p + "': " + why);
+    if (std::find(out.begin(), out.end(), p) != out.end()) {
+      return Bad("paths", "'" + p + "' given twice");
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool IsHeaderName(std::string_view s) {
@@ -206,8 +254,14 @@ Result<v1::Broker> ParseSpec(std::string_view s) {
   if (eq == std::string_view::npos) return Bad("", "expected NAME=SPEC");
   v1::Broker b;
   b.set_name(std::string(s.substr(0, eq)));
+  std::string_view list;  // "methods" or "paths" while items without '=' go on with it
   for (std::string_view item : util::Split(s.substr(eq + 1), ',')) {
     size_t ieq = item.find('=');
+    if (!item.empty() && ieq == std::string_view::npos && !list.empty()) {
+      (list == "methods" ? b.add_methods() : b.add_paths())->assign(item);
+      continue;
+    }
+    list = {};
     if (item.empty() || ieq == std::string_view::npos) {
       return Bad("", "'" + std::string(item) + "' is not KEY=VALUE");
     }
@@ -246,9 +300,14 @@ Result<v1::Broker> ParseSpec(std::string_view s) {
       } else {
         return Bad("mode", "'" + std::string(value) + "' is neither http nor tcp");
       }
+    } else if (key == "methods" || key == "paths") {
+      BRIG_TRY(once(key == "methods" ? b.methods_size() > 0 : b.paths_size() > 0));
+      if (value.empty()) return Bad(key, "empty");
+      (key == "methods" ? b.add_methods() : b.add_paths())->assign(value);
+      list = key;
     } else {
-      return Bad(
-          "", "unknown key '" + std::string(key) + "' (port, unix, to, header, attribution, mode)");
+      return Bad("", "unknown key '" + std::string(key) +
+                         "' (port, unix, to, header, attribution, mode, methods, paths)");
     }
   }
   return b;
@@ -275,12 +334,15 @@ Result<Config> Check(const v1::Broker& b) {
   }
   c.to = BRIG_TRY(ParseTarget(b.to()));
   bool http_target = c.to.kind == Target::kHttp || c.to.kind == Target::kHttps;
-  bool http_keys = b.headers_size() > 0 || !b.attribution_header().empty();
+  bool http_keys = b.headers_size() > 0 || !b.attribution_header().empty() ||
+                   b.methods_size() > 0 || b.paths_size() > 0;
   if (b.mode() == v1::BROKER_TCP && (http_target || http_keys)) {
-    return Bad("mode",
-               std::string("tcp, but ") + (http_target ? "the target is an http(s) URL"
-                                                       : "headers and attribution are HTTP's"));
+    return Bad("mode", std::string("tcp, but ") +
+                           (http_target ? "the target is an http(s) URL"
+                                        : "headers, attribution, methods and paths are HTTP's"));
   }
+  c.methods = BRIG_TRY(CheckMethods(b.methods()));
+  c.paths = BRIG_TRY(CheckPaths(b.paths()));
   c.http = b.mode() == v1::BROKER_HTTP || http_target || http_keys;
   if (b.headers_size() > static_cast<int>(kMaxHeaders)) {
     return Bad("header", "more than " + std::to_string(kMaxHeaders));

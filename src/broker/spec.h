@@ -10,6 +10,9 @@
 //   header=NAME:SOURCE   set header NAME from env:VAR or file:/PATH (repeatable)
 //   attribution=NAME     the attribution header's name (default x-brig-attribution)
 //   mode=http|tcp        default: http with an http(s) target, a header or attribution=
+//   methods=M[,M...]     only these methods reach the target (http); others get 403
+//   paths=/P[,/P...]     only paths under these prefixes reach the target (http)
+// A methods= or paths= list goes on over the items after it that have no '='.
 #pragma once
 
 #include <netinet/in.h>
@@ -56,6 +59,7 @@ struct Config {
   bool http = false;
   std::vector<Header> headers;  // distinct names
   std::string attribution;      // the header's name (http only)
+  std::vector<std::string> methods, paths;  // empty: any (http only)
   // Filled in by Resolve: where the target is.
   std::vector<Address> addresses;
 };

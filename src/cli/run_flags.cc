@@ -172,7 +172,8 @@ const std::vector<Flag>& Flags() {
       {"--broker", "NAME=SPEC",
        "a broker (repeatable): SPEC is port=PORT and/or unix=/PATH inside, to=TARGET "
        "(unix:/PATH, tcp:HOST:PORT, http(s)://HOST[:PORT]) on the host, and "
-       "header=NAME:env:VAR or NAME:file:/PATH, attribution=NAME, mode=http|tcp",
+       "header=NAME:env:VAR or NAME:file:/PATH, attribution=NAME, mode=http|tcp, "
+       "methods=M[,M...] and paths=/P[,/P...] (only these reach the target)",
        [](RunRequest& r, const std::string& v) -> Status {
          auto b = broker::ParseSpec(v);
          if (!b) return BadInput("--broker", v, b.error().Render());

@@ -18,10 +18,12 @@
 
 #include "egress/dns.h"
 #include "egress/http.h"
+#include "egress/http_relay.h"
 #include "egress/pool.h"
 #include "egress/relay.h"
 #include "egress/tls.h"
 #include "egress/upstream.h"
+#include "http/framing.h"
 #include "net/local_route.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -172,7 +174,12 @@ class Service::Impl {
     uint64_t id;
     bool tls;
     sys::UniqueFd client, upstream;  // until the relay takes them
-    std::optional<Relay> relay;
+    std::optional<Relay> relay;  // TLS
+    // Plain HTTP: the first request's framing (its head in to_up), then its relay.
+    std::unique_ptr<http::RequestFramer> framer;
+    std::string to_up;
+    bool first_is_head = false;
+    std::unique_ptr<HttpRelay> http;
     uint32_t client_events = 0, upstream_events = 0;
     std::string buf;
     uint32_t dialed = 0;
@@ -189,8 +196,12 @@ class Service::Impl {
     std::string reason, detail;
   };
 
-  int ClientFd(const Conn& c) const { return c.relay ? c.relay->client() : c.client.get(); }
-  int UpstreamFd(const Conn& c) const { return c.relay ? c.relay->upstream() : c.upstream.get(); }
+  uint64_t BytesUp(const Conn& c) const {
+    return c.relay ? c.relay->bytes_up() : c.http ? c.http->bytes_up() : 0;
+  }
+  uint64_t BytesDown(const Conn& c) const {
+    return c.relay ? c.relay->bytes_down() : c.http ? c.http->bytes_down() : 0;
+  }
   void Interest(int fd, uint64_t token, uint32_t& current, uint32_t want);
   void Tick();
   v1::HostTraffic* Host(const std::string& name);
@@ -224,6 +235,7 @@ class Service::Impl {
   // Proxy.
   void Accept(int listener, bool tls);
   void OnClient(Conn& c, uint32_t events);
+  Peek<HostPort> FrameFirstRequest(Conn& c);
   void OnUpstream(Conn& c, uint32_t events);
   void Decide(Conn& c);
   void Resolved(Conn& c, const Resolution& r);
@@ -231,9 +243,11 @@ class Service::Impl {
   void StartRelay(Conn& c);
   void Pump(Conn& c);
   void Refuse(Conn& c, const std::string& reason, const std::string& detail);
+  void Linger(Conn& c);
   void Finish(uint64_t id);
 
   Policy policy_;
+  http::Rules http_rules_;  // the proxy's: none of a broker's, the client's Host goes on
   const net::Listeners& l_;
   uint32_t sandbox_;
   net::Subnet bridge_;
@@ -378,7 +392,7 @@ void Service::Impl::Tick() {
   std::vector<uint64_t> expired;
   for (auto& [id, c] : conns_) {
     if (c.state == Conn::kRelaying) {
-      uint64_t bytes = c.relay->bytes_up() + c.relay->bytes_down();
+      uint64_t bytes = BytesUp(c) + BytesDown(c);
       if (bytes != c.seen_bytes) {
         c.seen_bytes = bytes;
         c.last = now;
@@ -884,13 +898,14 @@ void Service::Impl::OnClient(Conn& c, uint32_t events) {
       if (c.name.empty()) return Refuse(c, "no_sni", "the ClientHello names no server");
     }
   } else {
-    HttpParse p = ParseHttpHost(c.buf);
+    if (!c.framer) c.framer = std::make_unique<http::RequestFramer>(&http_rules_);
+    Peek<HostPort> p = FrameFirstRequest(c);
+    if (c.framer->refusal() == 501) return Refuse(c, "unsupported", p.why);
     status = p.status;
     why = p.why;
     address = p.address;
     if (status == PeekStatus::kOk) {
-      c.name = p.value.host;
-      if (c.name.empty()) return Refuse(c, "no_host", "the request names no Host");
+      c.name = p.value.name;
       if (p.value.port != 0 && p.value.port != c.port) {
         return Refuse(c, "name_mismatch", "the Host names port " + std::to_string(p.value.port) +
                                               ", the connection is to port " + std::to_string(c.port));
@@ -914,6 +929,29 @@ void Service::Impl::OnClient(Conn& c, uint32_t events) {
     return;
   }
   Decide(c);
+}
+
+// Frames the client's bytes up to the end of its first request head, which names the host
+// the connection is for: kNeedMore until then, kMalformed if the framing refused it.
+Peek<HostPort> Service::Impl::FrameFirstRequest(Conn& c) {
+  std::string_view in = c.buf;
+  bool head = false;
+  while (!in.empty() && !head && !c.framer->refusal()) {
+    http::RequestFramer::Step s = c.framer->Feed(in, c.to_up);
+    in.remove_prefix(s.consumed);
+    head = s.head;
+    if (s.consumed == 0 && !s.head && !s.done) break;
+  }
+  c.buf.erase(0, c.buf.size() - in.size());
+  Peek<HostPort> p;
+  if (c.framer->refusal()) {
+    p.status = PeekStatus::kMalformed;
+    p.why = c.framer->why();
+  } else if (head) {
+    c.first_is_head = c.framer->head().method == "HEAD";
+    p = ParseHost(c.framer->head().host);
+  }
+  return p;
 }
 
 void Service::Impl::Decide(Conn& c) {
@@ -996,14 +1034,20 @@ void Service::Impl::OnUpstream(Conn& c, uint32_t events) {
 }
 
 void Service::Impl::StartRelay(Conn& c) {
-  auto relay = Relay::Start(std::move(c.client), std::move(c.upstream), std::move(c.buf));
-  if (!relay) {
-    c.reason = "upstream_failed";
-    c.detail = relay.error().Render();
-    Finish(c.id);
-    return;
+  if (c.tls) {
+    auto relay = Relay::Start(std::move(c.client), std::move(c.upstream), std::move(c.buf));
+    if (!relay) {
+      c.reason = "upstream_failed";
+      c.detail = relay.error().Render();
+      Finish(c.id);
+      return;
+    }
+    c.relay.emplace(std::move(*relay));
+  } else {
+    c.http = std::make_unique<HttpRelay>(std::move(c.client), std::move(c.upstream),
+                                         std::move(c.framer), std::move(c.to_up),
+                                         std::move(c.buf), c.first_is_head, c.name, c.port);
   }
-  c.relay.emplace(std::move(*relay));
   c.state = Conn::kRelaying;
   c.allowed = true;
   c.reason = AllowReason();
@@ -1012,6 +1056,26 @@ void Service::Impl::StartRelay(Conn& c) {
 }
 
 void Service::Impl::Pump(Conn& c) {
+  if (c.http) {
+    if (!c.http->Pump()) {
+      if (c.http->refused()) {
+        // The connection stood; a later request on it did not.
+        c.detail = "a request was refused: " + c.http->why();
+        c.client = c.http->TakeClient();
+        return Linger(c);
+      }
+      if (c.http->failed()) {
+        c.detail = c.http->why().empty() ? "a side reset the connection" : c.http->why();
+      }
+      Finish(c.id);
+      return;
+    }
+    Interest(c.http->client(), c.id << 2 | kClient, c.client_events,
+             c.http->Wanted(c.http->client()));
+    Interest(c.http->upstream(), c.id << 2 | kUpstreamSide, c.upstream_events,
+             c.http->Wanted(c.http->upstream()));
+    return;
+  }
   if (!c.relay->Pump()) {
     if (c.relay->failed()) c.detail = "a side reset the connection";
     Finish(c.id);
@@ -1035,10 +1099,17 @@ void Service::Impl::Refuse(Conn& c, const std::string& reason, const std::string
                                                                  : kAlertAccessDenied;
     say = TlsAlert(alert);
   } else {
-    int status = reason == "malformed" ? 400 : reason == "upstream_failed" ? 502 : 403;
-    say = HttpRefusal(status, reason + (detail.empty() ? "" : ": " + detail));
+    int status = reason == "malformed"         ? 400
+                 : reason == "unsupported"     ? 501
+                 : reason == "upstream_failed" ? 502
+                                               : 403;
+    say = http::Refusal(status, "brig: " + reason + (detail.empty() ? "" : ": " + detail));
   }
   (void)!send(c.client.get(), say.data(), say.size(), MSG_NOSIGNAL);
+  Linger(c);
+}
+
+void Service::Impl::Linger(Conn& c) {
   // A FIN after the refusal; the socket stays until the client closes too, so what the
   // client sent meanwhile cannot turn the close into a reset that loses the refusal.
   (void)shutdown(c.client.get(), SHUT_WR);
@@ -1060,10 +1131,8 @@ void Service::Impl::Finish(uint64_t id) {
   ev.set_allowed(c.allowed);
   ev.set_reason(c.reason);
   ev.set_detail(c.detail);
-  if (c.relay) {
-    ev.set_bytes_up(c.relay->bytes_up());
-    ev.set_bytes_down(c.relay->bytes_down());
-  }
+  ev.set_bytes_up(BytesUp(c));
+  ev.set_bytes_down(BytesDown(c));
   ev.set_duration_ms(Millis(Clock::now() - c.start));
   if (c.allowed) {
     totals_.set_connections(totals_.connections() + 1);

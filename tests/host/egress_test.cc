@@ -566,6 +566,70 @@ TEST_F(Egress, PlainHttpWithAnAllowedAndADeniedHost) {
   EXPECT_EQ(conns[2].reason(), "ip_literal") << conns[2].ShortDebugString();
 }
 
+// A client of the sandbox's own on port 80: sends a file's bytes as they are, half-closes,
+// and prints whatever comes back until the other side closes.
+constexpr char kRawHttp[] = R"py(import socket, sys
+s = socket.create_connection((sys.argv[1], 80), timeout=8)
+s.sendall(open(sys.argv[2], "rb").read())
+s.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += b
+sys.stdout.write(got.decode("latin-1"))
+)py";
+
+constexpr char kRecorderHost[] = "198.51.100.22";
+
+// Request smuggling (issue 14, item 3): a request whose head has both Content-Length and
+// Transfer-Encoding carries a second request for a denied name in what one reader takes for
+// its body and another for the next request. The proxy refuses the first head with a 400,
+// and nothing, smuggled or not, reaches the upstream.
+TEST_F(Egress, AClTeSmuggledRequestNeverReachesTheUpstream) {
+  RecordingServer* rec = world_.Record(kRecorderHost, 80);
+  ASSERT_NE(rec, nullptr);
+  world_.Dns().SetA("rec.allowed.test", {kRecorderHost});
+  ws_.Write("raw.py", kRawHttp);
+  ws_.Write("smuggle.http",
+            "POST /first HTTP/1.1\r\nHost: rec.allowed.test\r\nContent-Length: 50\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+            "GET /smuggled HTTP/1.1\r\nHost: denied.test\r\n\r\n");
+  auto sb = RunSteps({{"smuggle", "python3 /workspace/raw.py rec.allowed.test "
+                                  "/workspace/smuggle.http"}});
+  EXPECT_STEP_OK(sb, "smuggle");
+  EXPECT_EQ(sb.steps["smuggle"].out.rfind("HTTP/1.1 400 ", 0), 0u) << sb.steps["smuggle"].out;
+  EXPECT_EQ(Lines(rec->Received()), "") << "the upstream received this";
+  auto conns = sb.Connections();
+  ASSERT_EQ(conns.size(), 1u) << sb.ConnectionText();
+  EXPECT_FALSE(conns[0].allowed()) << conns[0].ShortDebugString();
+  EXPECT_EQ(conns[0].reason(), "malformed") << conns[0].ShortDebugString();
+}
+
+// Virtual-host confusion (issue 14, item 3): a connection admitted for rec.allowed.test
+// carries a second request for denied.test. The first is answered; the second gets a 400
+// and the connection closes; the upstream never sees the second.
+TEST_F(Egress, ASecondRequestForAnotherHostOnAKeptAliveConnectionIsRefused) {
+  RecordingServer* rec = world_.Record(kRecorderHost, 80);
+  ASSERT_NE(rec, nullptr);
+  world_.Dns().SetA("rec.allowed.test", {kRecorderHost});
+  ws_.Write("raw.py", kRawHttp);
+  ws_.Write("two.http",
+            "GET /first HTTP/1.1\r\nHost: rec.allowed.test\r\n\r\n"
+            "GET /second HTTP/1.1\r\nHost: denied.test\r\n\r\n");
+  auto sb = RunSteps({{"two", "python3 /workspace/raw.py rec.allowed.test /workspace/two.http"}});
+  EXPECT_STEP_OK(sb, "two");
+  const std::string& out = sb.steps["two"].out;
+  EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << out;
+  size_t refused = out.find("recorded\nHTTP/1.1 400 ");
+  EXPECT_NE(refused, std::string::npos) << out;
+  EXPECT_TRUE(Contains(out, "denied.test")) << out;
+  std::vector<std::string> got = rec->Received();
+  ASSERT_EQ(got.size(), 1u) << Lines(got);
+  EXPECT_EQ(got[0], "GET /first HTTP/1.1\r\nHost: rec.allowed.test\r\n\r\n");
+}
+
 TEST_F(Egress, ATunnellingAttemptReachesNoUpstream) {
   // 50 questions, each a 60-character random label under a denied apex.
   std::mt19937 rng(std::random_device{}());

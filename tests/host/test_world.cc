@@ -296,6 +296,58 @@ void CountingServer::Loop() {
   }
 }
 
+// ---- RecordingServer -------------------------------------------------------------------
+
+RecordingServer::RecordingServer(int fd) : fd_(fd) {
+  if (pipe2(stop_, O_CLOEXEC) < 0) abort();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+RecordingServer::~RecordingServer() {
+  (void)!write(stop_[1], "x", 1);
+  thread_.join();
+  for (int fd : {stop_[0], stop_[1], fd_}) close(fd);
+}
+
+std::vector<std::string> RecordingServer::Received() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return received_;
+}
+
+void RecordingServer::Loop() {
+  static constexpr char kReply[] =
+      "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\nrecorded\n";
+  int conn = -1;
+  std::string got;
+  for (;;) {
+    pollfd p[2] = {{conn >= 0 ? conn : fd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (p[1].revents) break;
+    if (conn < 0) {
+      conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      got.clear();
+      continue;
+    }
+    char buf[4096];
+    ssize_t n = read(conn, buf, sizeof buf);
+    if (n > 0) {
+      got.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      received_.push_back(got);
+    }
+    (void)!write(conn, kReply, sizeof kReply - 1);
+    close(conn);
+    conn = -1;
+  }
+  if (conn >= 0) close(conn);
+}
+
 // ---- ZoneServer ------------------------------------------------------------------------
 
 ZoneServer::ZoneServer(int udp_fd, int tcp_fd) : udp_(udp_fd), tcp_(tcp_fd) {
@@ -545,6 +597,16 @@ CountingServer* TestWorld::Serve(Where w, bool tcp, uint16_t port) {
                       std::to_string(port);
   servers_.push_back(std::make_unique<CountingServer>(fd, tcp, label));
   return servers_.back().get();
+}
+
+RecordingServer* TestWorld::Record(const std::string& addr, uint16_t port) {
+  if (Run(kInternet, {"ip", "addr", "add", addr + "/32", "dev", "eth0"}).exit_code != 0) {
+    return nullptr;
+  }
+  int fd = Listen(Fd(kInternet), true, addr.c_str(), port);
+  if (fd < 0) return nullptr;
+  recorders_.push_back(std::make_unique<RecordingServer>(fd));
+  return recorders_.back().get();
 }
 
 CountingServer* TestWorld::ServeHttp(Where w, const std::string& addr, uint16_t port,
@@ -812,6 +874,7 @@ std::string TestWorld::TearDown() {
     }
   }
   servers_.clear();
+  recorders_.clear();
   if (world_ino_ != 0) {
     // brig keeps its lock and leases per network namespace; this one is about to go.
     RunCommand({"rm", "-rf", "--one-file-system", StateDir()});

@@ -109,6 +109,29 @@ class ZoneServer {
   std::thread thread_;
 };
 
+// A TCP server on one address of the internet host that writes down every byte that
+// reaches it: each connection is read to its end (the client's FIN), noted whole, answered
+// "HTTP/1.1 200 OK" with the body "recorded\n", and closed. "Reaches the upstream" is
+// then asserted on what the upstream received, not on what a client saw.
+class RecordingServer {
+ public:
+  explicit RecordingServer(int fd);
+  ~RecordingServer();
+  RecordingServer(const RecordingServer&) = delete;
+  RecordingServer& operator=(const RecordingServer&) = delete;
+
+  // What each connection sent, in the order they ended.
+  std::vector<std::string> Received() const;
+
+ private:
+  void Loop();
+  int fd_;
+  int stop_[2] = {-1, -1};
+  mutable std::mutex mu_;
+  std::vector<std::string> received_;
+  std::thread thread_;
+};
+
 // A new network namespace, held by the returned descriptor only (-1 on failure).
 int NewNetns();
 
@@ -165,6 +188,9 @@ class TestWorld {
 
   // A further server (the usual ones exist after Build); null if it cannot listen.
   CountingServer* Serve(Where w, bool tcp, uint16_t port);
+  // A RecordingServer on `addr`:`port` of the internet host (the address is added to its
+  // eth0); null if it cannot listen.
+  RecordingServer* Record(const std::string& addr, uint16_t port);
   // An HTTP server on addr:port of namespace `w` that answers every request "200 OK" with
   // `body` (a host's own web service, say); it takes that address's connections from the
   // catch-all server on the port. Null if it cannot listen.
@@ -187,6 +213,7 @@ class TestWorld {
   uint64_t world_ino_ = 0, internet_ino_ = 0;
   std::string StopWebServers();
   std::vector<std::unique_ptr<CountingServer>> servers_;
+  std::vector<std::unique_ptr<RecordingServer>> recorders_;
   std::set<pid_t> spawned_;
   std::unique_ptr<ZoneServer> dns_;
   std::unique_ptr<ScratchDir> services_dir_;

@@ -1,12 +1,11 @@
-// Brokers, the pure parts (issue 8): the --broker SPEC syntax and its checks, and the HTTP
-// framing that rewrites request heads and finds where requests and responses end.
+// Brokers, the pure parts (issue 8): the --broker SPEC syntax and its checks. The HTTP
+// framing they share with the proxy is tested in http_framing_test.cc.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
-#include "broker/http.h"
 #include "broker/spec.h"
 #include "config/profile.h"
 #include "testlib/testlib.h"
@@ -97,13 +96,41 @@ TEST(BrokerSpec, RefusesWhatIsMalformedOrConflicting) {
       {"m=port=1,to=unix:/x,header=x-brig-attribution:env:A", "given twice"},
       {"m=port=1,to=unix:/x,attribution=a b", "not an HTTP header name"},
       {"m=port=1,to=http://h,mode=tcp", "the target is an http(s) URL"},
-      {"m=port=1,to=unix:/x,header=a:env:A,mode=tcp", "headers and attribution"},
+      {"m=port=1,to=unix:/x,header=a:env:A,mode=tcp", "headers, attribution"},
+      {"m=port=1,to=unix:/x,methods=GET,mode=tcp", "methods and paths are HTTP's"},
+      {"m=port=1,to=http://h,methods=", "empty"},
+      {"m=port=1,to=http://h,methods=GET,methods=PUT", "'methods' given twice"},
+      {"m=port=1,to=http://h,methods=GET,GET", "'GET' given twice"},
+      {"m=port=1,to=http://h,methods=GET,TRACE", "TRACE is never brokered"},
+      {"m=port=1,to=http://h,methods=G T", "not a method name"},
+      {"m=port=1,to=http://h,paths=v1", "does not start with /"},
+      {"m=port=1,to=http://h,paths=/v1/../admin", ". or .. segment"},
+      {"m=port=1,to=http://h,paths=/v1//x", "empty segment"},
+      {"m=port=1,to=http://h,paths=/v1/%2e", "percent-encodes"},
+      {"m=port=1,to=http://h,paths=/v1?x", "'?' or '#'"},
+      {"m=port=1,to=http://h,paths=/a,/a", "given twice"},
+      {"m=port=1,to=http://h,POST", "'POST' is not KEY=VALUE"},
       {"m=port=1,to=unix:/x,mode=udp", "neither http nor tcp"},
   };
   for (const auto& c : cases) {
     std::string why = Why(c.spec);
     EXPECT_NE(why.find(c.why), std::string::npos) << c.spec << " -> " << why;
   }
+}
+
+// methods= and paths= are lists that go on over the items after them without '='.
+TEST(BrokerSpec, MethodsAndPathsBindTheBroker) {
+  auto c = Spec("m=port=1,methods=GET,POST,to=http://h,paths=/v1/,/v2/models,header=a:env:A");
+  ASSERT_TRUE(c) << c.error().Render();
+  EXPECT_EQ(c->methods, (std::vector<std::string>{"GET", "POST"}));
+  EXPECT_EQ(c->paths, (std::vector<std::string>{"/v1/", "/v2/models"}));
+  EXPECT_TRUE(c->http);
+  auto unix_target = Spec("m=port=1,to=unix:/x,paths=/v1/");
+  ASSERT_TRUE(unix_target) << unix_target.error().Render();
+  EXPECT_TRUE(unix_target->http);
+  auto none = Spec("m=port=1,to=http://h");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->methods.empty() && none->paths.empty());
 }
 
 TEST(BrokerSpec, BrokersOfARunAreDistinct) {
@@ -148,9 +175,15 @@ TEST(BrokerSpec, ProfilesCheckTheirBrokers) {
   auto ok =
       config::ParseProfile(base +
                                "brokers { name: \"m\" port: 8080 to: \"https://api.example.com\" "
-                               "headers { name: \"x-api-key\" from: \"env:MODEL_KEY\" } }",
+                               "headers { name: \"x-api-key\" from: \"env:MODEL_KEY\" } "
+                               "methods: \"GET\" paths: \"/v1/\" }",
                            "p");
   EXPECT_TRUE(ok) << ok.error().Render();
+  auto unbound = config::ParseProfile(
+      base + "brokers { name: \"m\" port: 8080 to: \"http://h\" paths: \"/v1/../x\" }", "p");
+  ASSERT_FALSE(unbound);
+  EXPECT_NE(unbound.error().Render().find(". or .. segment"), std::string::npos)
+      << unbound.error().Render();
   auto bad = config::ParseProfile(base + "brokers { name: \"m\" port: 8080 to: \"ftp://x\" }", "p");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().Render().find("brokers"), std::string::npos) << bad.error().Render();
@@ -164,149 +197,6 @@ TEST(BrokerSpec, ProfilesCheckTheirBrokers) {
       "isolation: ISOLATION_NONE brokers { name: \"m\" port: 1 to: \"unix:/x\" }", "p");
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().Render().find("broker"), std::string::npos);
-}
-
-// ---- framing ------------------------------------------------------------------------------
-
-struct Framed {
-  std::string out;
-  std::vector<RequestHead> heads;
-  int done = 0;
-  int refusal = 0;
-};
-
-// Feeds `in` to a request framer in pieces of `piece` bytes.
-Framed FeedRequests(const Rewrite& rw, const std::string& in, size_t piece) {
-  RequestFramer f(&rw);
-  Framed r;
-  for (size_t at = 0; at < in.size() && !f.refusal(); at += piece) {
-    std::string_view chunk = std::string_view(in).substr(at, piece);
-    while (!chunk.empty() && !f.refusal()) {
-      auto s = f.Feed(chunk, r.out);
-      if (s.head) r.heads.push_back(f.head());
-      r.done += s.done;
-      if (s.consumed == 0 && !s.head && !s.done) break;
-      chunk.remove_prefix(s.consumed);
-    }
-  }
-  r.refusal = f.refusal();
-  return r;
-}
-
-Rewrite ModelRewrite() {
-  Rewrite rw;
-  rw.set = {{"x-api-key", "host-secret"}, {"x-brig-attribution", "brig-0123456789ab/2"}};
-  return rw;
-}
-
-TEST(BrokerHttp, ReplacesClientCopiesAndSetsAttribution) {
-  std::string req =
-      "GET /v1/models?key=q HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-API-KEY: forged\r\n"
-      "x-brig-attribution: someone-else\r\nAccept: */*\r\n\r\n";
-  Framed r = FeedRequests(ModelRewrite(), req, req.size());
-  EXPECT_EQ(r.out,
-            "GET /v1/models?key=q HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n"
-            "x-api-key: host-secret\r\nx-brig-attribution: brig-0123456789ab/2\r\n\r\n");
-  ASSERT_EQ(r.heads.size(), 1u);
-  EXPECT_EQ(r.heads[0].method, "GET");
-  EXPECT_EQ(r.heads[0].path, "/v1/models");
-  EXPECT_EQ(r.heads[0].host, "127.0.0.1:8080");
-  EXPECT_EQ(r.done, 1);
-}
-
-TEST(BrokerHttp, HostIsTheTargetsForAnHttpTarget) {
-  Rewrite rw = ModelRewrite();
-  rw.host = "api.example.com";
-  Framed r = FeedRequests(rw, "GET / HTTP/1.1\r\nhost: 127.0.0.1:8080\r\n\r\n", 7);
-  EXPECT_EQ(r.out,
-            "GET / HTTP/1.1\r\nHost: api.example.com\r\nx-api-key: host-secret\r\n"
-            "x-brig-attribution: brig-0123456789ab/2\r\n\r\n");
-  EXPECT_EQ(r.heads.at(0).host, "api.example.com");
-}
-
-TEST(BrokerHttp, KeepAliveChunkedBodiesPassAsTheyCame) {
-  std::string body = "5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n";
-  std::string req = "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" + body +
-                    "PUT /b HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nwxyz" +
-                    "GET /c HTTP/1.1\r\nHost: h\r\n\r\n";
-  std::string want;
-  for (size_t piece : {req.size(), size_t{1}, size_t{2}, size_t{5}, size_t{13}}) {
-    Framed r = FeedRequests(ModelRewrite(), req, piece);
-    ASSERT_EQ(r.refusal, 0);
-    EXPECT_EQ(r.done, 3) << piece;
-    ASSERT_EQ(r.heads.size(), 3u);
-    EXPECT_EQ(r.heads[1].method, "PUT");
-    EXPECT_EQ(r.heads[2].path, "/c");
-    EXPECT_NE(r.out.find("\r\n\r\n" + body + "PUT /b"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("x-brig-attribution: brig-0123456789ab/2\r\n\r\nwxyzGET /c"),
-              std::string::npos);
-    if (want.empty()) want = r.out;
-    EXPECT_EQ(r.out, want) << "split in pieces of " << piece;
-  }
-}
-
-TEST(BrokerHttp, RefusesUpgradeConnectAndMalformedHeads) {
-  EXPECT_EQ(FeedRequests(ModelRewrite(),
-                         "GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\n"
-                         "Upgrade: websocket\r\n\r\n",
-                         100)
-                .refusal,
-            501);
-  Framed connect = FeedRequests(ModelRewrite(), "CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 100);
-  EXPECT_EQ(connect.refusal, 501);
-  EXPECT_EQ(connect.out, "");
-  EXPECT_EQ(FeedRequests(ModelRewrite(), "GET / HTTP/1.1\r\nBad Header\r\n\r\n", 100).refusal, 400);
-  EXPECT_EQ(FeedRequests(ModelRewrite(), "\x16\x03\x01\x02\x00", 100).refusal, 400);
-  // http-parser takes any byte after the head's last CR; brig does not (found by fuzzing).
-  for (size_t piece : {size_t{1}, size_t{5}, size_t{100}}) {
-    EXPECT_EQ(FeedRequests(ModelRewrite(), "GET / HTTP/1.1\r\nHost: h\r\n\r-x", piece).refusal,
-              400);
-  }
-  // After a good request, a bad one: the good one went on whole, nothing of the bad one.
-  Framed r = FeedRequests(ModelRewrite(), "GET /ok HTTP/1.1\r\nHost: h\r\n\r\nJUNK\r\n\r\n", 3);
-  EXPECT_EQ(r.done, 1);
-  EXPECT_EQ(r.refusal, 400);
-  EXPECT_EQ(r.out.find("JUNK"), std::string::npos);
-  std::string huge = "GET / HTTP/1.1\r\nHost: h\r\nX: " + std::string(70000, 'a') + "\r\n\r\n";
-  EXPECT_NE(FeedRequests(ModelRewrite(), huge, 4096).refusal, 0);
-}
-
-TEST(BrokerHttp, ResponsesEndWhereTheyEnd) {
-  ResponseFramer f;
-  f.Expect(false);
-  f.Expect(true);  // HEAD: no body, whatever Content-Length says
-  f.Expect(false);
-  std::string in =
-      "HTTP/1.1 100 Continue\r\n\r\n"
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nevent1\r\n0\r\n\r\n"
-      "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"
-      "HTTP/1.1 404 Not Found\r\n\r\ntail until close";
-  std::vector<int> statuses;
-  size_t passed = 0;
-  std::string_view rest = in;
-  while (!rest.empty()) {
-    auto s = f.Feed(rest.substr(0, 3));
-    passed += s.consumed;
-    if (s.done) statuses.push_back(s.status);
-    rest.remove_prefix(s.consumed);
-    ASSERT_FALSE(f.malformed()) << f.why();
-  }
-  EXPECT_EQ(passed, in.size());
-  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
-  auto end = f.Eof();
-  EXPECT_TRUE(end.done);
-  EXPECT_EQ(end.status, 404);
-  EXPECT_EQ(f.outstanding(), 0u);
-}
-
-TEST(BrokerHttp, UnaskedOrMalformedResponsesEndTheConnection) {
-  ResponseFramer unasked;
-  unasked.Feed("HTTP/1.1 200 OK\r\n\r\n");
-  EXPECT_TRUE(unasked.malformed());
-  ResponseFramer bad;
-  bad.Expect(false);
-  bad.Feed("SSH-2.0-OpenSSH\r\n");
-  EXPECT_TRUE(bad.malformed());
 }
 
 }  // namespace

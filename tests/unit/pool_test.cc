@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "egress/http.h"
+#include "http/framing.h"
 #include "egress/pool.h"
 
 namespace brig::egress {
@@ -72,8 +72,8 @@ TEST(TokenBucket, BurstThenRate) {
 }
 
 TEST(HttpRefusal, IsAWellFormedResponse) {
-  for (int status : {400, 403, 502}) {
-    std::string r = HttpRefusal(status, "not_allowlisted: denied.test on port 80");
+  for (int status : {400, 403, 405, 431, 501, 502}) {
+    std::string r = http::Refusal(status, "brig: not_allowlisted: denied.test on port 80");
     EXPECT_EQ(r.rfind("HTTP/1.1 " + std::to_string(status) + " ", 0), 0u) << r;
     size_t body = r.find("\r\n\r\n");
     ASSERT_NE(body, std::string::npos);
