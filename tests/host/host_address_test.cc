@@ -149,13 +149,11 @@ TEST_F(HostAddress, AnAllowedNameThatResolvesToTheHostIsRefused) {
 // cached the answer): the proxy refuses to connect to it all the same, and the resolver
 // stops answering for it.
 TEST_F(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
-  std::string fifo = ws_.path() + "/go";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
   // Resolve while the address is nobody's, say so, wait for the test, then connect by the
   // pool address brig gave out, and ask again.
   std::string script = std::string(kFetch) + "a=$(getent ahostsv4 " + kName +
-                       " | head -n 1 | cut -d ' ' -f 1); echo \"resolved $a\"; read go < "
-                       "/workspace/go; echo http $(fetch --resolve " +
+                       " | head -n 1 | cut -d ' ' -f 1); echo \"resolved $a\"; "
+                       "while [ ! -e /workspace/go ]; do sleep 0.02; done; echo http $(fetch --resolve " +
                        kName + ":80:$a http://" + kName + "/); echo https $(fetch -k --resolve " +
                        kName + ":443:$a https://" + kName + "/); echo getent $(getent hosts " +
                        kName + " >/dev/null; echo $?)";
@@ -167,12 +165,7 @@ TEST_F(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
       << "the name did not resolve while it was nobody's:\n"
       << ReadFileOrEmpty(stdout_path);
   AddHostAddress();
-  {
-    int fd = open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(write(fd, "go\n", 3), 3);
-    close(fd);
-  }
+  ws_.Write("go", "");
   EXPECT_EQ(world_.Wait(brig), 0) << ReadFileOrEmpty(out_.path() + "/stderr");
   std::string out = ReadFileOrEmpty(stdout_path);
   EXPECT_TRUE(Contains(out, "http code=403\n")) << out;
