@@ -23,20 +23,6 @@ namespace {
 
 using util::Split;
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string Unescape(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3') {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 bool Contains(const std::vector<std::string_view>& v, std::string_view x) {
   for (auto e : v) {
     if (e == x) return true;
@@ -204,7 +190,7 @@ Layout ParseLayout(std::string_view mountinfo, std::string_view proc_cgroup) {
     while (dash < f.size() && f[dash] != "-") ++dash;
     if (f.size() < 5 || dash + 3 >= f.size()) continue;
     std::string_view root = f[3], fstype = f[dash + 1];
-    std::string mount = Unescape(f[4]);
+    std::string mount = util::UnescapeMountinfo(f[4]);
     if (fstype == "cgroup2") {
       if (!layout.v2) layout.v2 = Hierarchy{mount, relative(v2_self.empty() ? "/" : v2_self, root)};
       continue;

@@ -107,20 +107,6 @@ uint64_t NetLinkInode(std::string_view link) {
   return v;
 }
 
-// A mountinfo field with its \ooo escapes undone.
-std::string Unescape(std::string_view f) {
-  std::string out;
-  for (size_t i = 0; i < f.size(); ++i) {
-    if (f[i] == '\\' && i + 3 < f.size() && f[i + 1] >= '0' && f[i + 1] <= '3') {
-      out += static_cast<char>((f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += f[i];
-    }
-  }
-  return out;
-}
-
 // nsfs mounts of network namespaces in the mount namespace of process `pid`.
 bool SearchMounts(Search& s, const std::string& pid) {
   auto text = util::ReadFile("/proc/" + pid + "/mountinfo");
@@ -131,7 +117,7 @@ bool SearchMounts(Search& s, const std::string& pid) {
     std::vector<std::string_view> f = util::Split(line.substr(0, dash), ' ');
     if (f.size() < 5) continue;
     uint64_t ino = NetLinkInode(f[3]);
-    if (ino && s.Found(ino, "/proc/" + pid + "/root" + Unescape(f[4]))) return true;
+    if (ino && s.Found(ino, "/proc/" + pid + "/root" + util::UnescapeMountinfo(f[4]))) return true;
   }
   return false;
 }

@@ -134,6 +134,19 @@ Result<uint64_t> ParseLimit(std::string_view s) {
   return v;
 }
 
+std::string UnescapeMountinfo(std::string_view f) {
+  std::string out;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] == '\\' && i + 3 < f.size() && f[i + 1] >= '0' && f[i + 1] <= '3') {
+      out += static_cast<char>((f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += f[i];
+    }
+  }
+  return out;
+}
+
 std::vector<std::string_view> Split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
   size_t start = 0;

@@ -30,6 +30,9 @@ Result<uint64_t> ParseSizeLimit(std::string_view s);
 Result<uint64_t> ParseCpus(std::string_view s);
 // "123" or "unlimited".
 Result<uint64_t> ParseLimit(std::string_view s);
+// A /proc/PID/mountinfo field with its escapes undone (space, tab, newline and backslash
+// are written as \ooo).
+std::string UnescapeMountinfo(std::string_view f);
 // The pieces of `s` between separators (an empty piece where two meet, or at an end).
 std::vector<std::string_view> Split(std::string_view s, char sep);
 // A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.

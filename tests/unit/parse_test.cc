@@ -30,6 +30,12 @@ TEST(ParseDuration, RejectsGarbage) {
   EXPECT_NE(ParseDuration("5x").error().detail.find("unknown unit 'x'"), std::string::npos);
 }
 
+TEST(UnescapeMountinfo, UndoesOctalEscapesOnly) {
+  EXPECT_EQ(util::UnescapeMountinfo("/a\\040b\\011c\\012d\\134e"), "/a b\tc\nd\\e");
+  EXPECT_EQ(util::UnescapeMountinfo("/plain"), "/plain");
+  EXPECT_EQ(util::UnescapeMountinfo("/cut\\04"), "/cut\\04");
+}
+
 TEST(ParseSize, AcceptsBinaryUnits) {
   EXPECT_EQ(*ParseSize("1048576"), 1048576u);
   EXPECT_EQ(*ParseSize("512K"), 512u * 1024);
