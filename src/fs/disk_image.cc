@@ -69,16 +69,7 @@ Status Mkfs(const std::string& mkfs, int image, const std::string& path) {
   }
   w.Reset();
   std::string err;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(r.get(), buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    err.append(buf, static_cast<size_t>(n));
-  }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
+  int st = sys::ReadAllAndReap(r.get(), pid, err);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return {};
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   err = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);

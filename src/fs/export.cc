@@ -230,16 +230,7 @@ Result<std::string> GitDiff(const std::string& cwd, const std::string& path, boo
   }
   w.Reset();
   std::string out;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(r.get(), buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
+  int st = sys::ReadAllAndReap(r.get(), pid, out);
   // 0: no difference, 1: differences.
   if (!WIFEXITED(st) || WEXITSTATUS(st) > 1) {
     return Fail("export: git diff", path, "exited with status " + std::to_string(WEXITSTATUS(st)));

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,6 +108,20 @@ Status PidfdSendSignal(int pidfd, int sig) {
     return SysError("pidfd_send_signal", strsignal(sig));
   }
   return {};
+}
+
+int ReadAllAndReap(int fd, pid_t pid, std::string& out) {
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
 }
 
 std::optional<int> ReadExecError(int fd) {

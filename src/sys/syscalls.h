@@ -51,6 +51,9 @@ Status PidfdSendSignal(int pidfd, int sig);
 // After forking a child that reports a failed execve as an int on a CLOEXEC pipe: waits
 // for EOF (the exec succeeded: nothing) or the int the child wrote.
 std::optional<int> ReadExecError(int fd);
+// After spawning a helper program whose output goes to the pipe `fd` (the caller's write
+// end closed): reads it to EOF into `out`, then reaps `pid` and returns its wait status.
+int ReadAllAndReap(int fd, pid_t pid, std::string& out);
 
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
