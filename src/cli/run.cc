@@ -22,6 +22,20 @@ uint32_t Ms(const struct timeval& tv) {
   return static_cast<uint32_t>(tv.tv_sec * 1000 + tv.tv_usec / 1000);
 }
 
+// Why brig has no status for the workload: brig init ended without reporting one, killed
+// by `sig` (0: it exited).
+std::string InitGoneSilent(int sig) {
+  if (sig == SIGSYS) {
+    return "brig init died of SIGSYS, which its own seccomp filter sends when it makes a call "
+           "outside its loop's (security/init_filter.cc)";
+  }
+  if (sig) {
+    return "brig init was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+           ") without reporting the workload's status";
+  }
+  return "brig init exited without reporting the workload's status";
+}
+
 // Fills exit_code, signal, error_code and error from an outcome.
 void Judge(const container::Outcome& o, v1::RunResult& r) {
   if (o.oom_killed) {
@@ -49,21 +63,10 @@ void Judge(const container::Outcome& o, v1::RunResult& r) {
   } else if (o.killed_for_signal) {
     r.set_signal(o.killed_for_signal);
     r.set_exit_code(128 + o.killed_for_signal);
-  } else if (o.init_signal == SIGSYS) {
-    r.set_exit_code(kExitRefused);
-    r.set_error_code("internal");
-    r.set_error("brig init died of SIGSYS, which its own seccomp filter sends when it makes "
-                "a call outside its loop's (security/init_filter.cc)");
-  } else if (o.init_signal) {
-    r.set_exit_code(kExitRefused);
-    r.set_error_code("internal");
-    r.set_error(std::string("brig init was killed by signal ") +
-                std::to_string(o.init_signal) + " (" + strsignal(o.init_signal) +
-                ") without reporting the workload's status");
   } else {
     r.set_exit_code(kExitRefused);
     r.set_error_code("internal");
-    r.set_error("brig init exited without reporting the workload's status");
+    r.set_error(InitGoneSilent(o.init_signal));
   }
   r.set_ok(r.exit_code() == 0 && r.error_code().empty());
 }

@@ -190,7 +190,8 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   sigprocmask(SIG_SETMASK, &none, nullptr);
   int e = 0;
   // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
-  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3) || !security::ApplyRlimits(sb.rlimits) ||
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3) ||
+      !security::ApplyRlimits(sb.rlimits) ||
       (!sb.workspace.empty() && chdir(sb.workspace.c_str()) < 0)) {
     e = errno;
   } else {
