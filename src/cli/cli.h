@@ -65,7 +65,8 @@ std::string RunUsage();
 std::string MainUsage();
 
 int RunMain(const std::vector<std::string>& args);
-// `brig policy`: list, show, check, explain, export and diff policies (cli/policy.cc).
+// `brig policy`: list, show, check, explain, export and diff policies, and show the masked
+// kernel paths (cli/policy.cc).
 int PolicyMain(const std::vector<std::string>& args);
 // `brig check`: what this host offers brig (cli/check.cc).
 int CheckMain(const std::vector<std::string>& args);
