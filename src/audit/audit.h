@@ -5,7 +5,7 @@
 #include <string>
 
 #include "brig/result.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 
 namespace brig::audit {
 

@@ -22,7 +22,7 @@
 #include "brig/result.h"
 #include "broker/listen.h"
 #include "broker/spec.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 
 namespace brig::broker {
 

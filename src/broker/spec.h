@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "brig/result.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 
 namespace brig::broker {
 

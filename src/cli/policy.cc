@@ -11,7 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/flags.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "config/profile.h"
 #include "fs/kernel_paths.h"
 #include "security/policy_view.h"

@@ -10,7 +10,7 @@
 #include "audit/audit.h"
 #include "cli/cli.h"
 #include "cli/reclaim.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "container/launch.h"
 #include "supervise/stdio.h"
 #include "util/files.h"

@@ -13,7 +13,7 @@
 #include "broker/spec.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "egress/upstream.h"
 #include "fs/disk_image.h"
 #include "net/network.h"

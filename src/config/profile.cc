@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "broker/spec.h"
-#include "config/textproto.h"
+#include "proto/textproto.h"
 #include "egress/allowlist.h"
 #include "fs/hidden.h"
 #include "egress/floor.h"
@@ -216,7 +216,7 @@ std::vector<std::string> ListPolicyNames(const std::string& dir, const std::stri
 
 Result<v1::Profile> ParseProfile(const std::string& text, const std::string& name) {
   v1::Profile p;
-  BRIG_TRY(ParseTextProto(text, name, &p));
+  BRIG_TRY(proto::ParseTextProto(text, name, &p));
   BRIG_TRY(Validate(p, name));
   return p;
 }

@@ -10,7 +10,7 @@
 
 #include "brig/result.h"
 #include "cgroup/cgroup.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "config/sandbox.h"
 
 namespace brig::container {

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "brig/result.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "egress/policy.h"
 #include "net/link.h"
 #include "net/listeners.h"

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "brig/result.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "security/seccomp.h"
 
 namespace brig::security {

@@ -296,7 +296,7 @@ std::string DiffLine(const std::string& what, const std::string& a, const std::s
 }
 
 // The 0-based line and column of each rule's `syscalls` (empty if the text does not
-// parse). A second parse, with positions: config::ParseTextProto gives none.
+// parse). A second parse, with positions: proto::ParseTextProto gives none.
 std::vector<std::pair<int, int>> RulePositions(const std::string& text) {
   google::protobuf::TextFormat::Parser parser;
   google::protobuf::TextFormat::ParseInfoTree tree;

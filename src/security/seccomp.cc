@@ -31,7 +31,7 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 #include <optional>
 #include <set>
 
-#include "config/textproto.h"
+#include "proto/textproto.h"
 #include "sys/fd.h"
 #include "util/files.h"
 
@@ -232,7 +232,7 @@ Result<std::string> Export(scmp_filter_ctx ctx, int (*fn)(const scmp_filter_ctx,
 
 Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name) {
   v1::SeccompPolicy policy;
-  BRIG_TRY(config::ParseTextProto(text, name, &policy));
+  BRIG_TRY(proto::ParseTextProto(text, name, &policy));
   return policy;
 }
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "brig/result.h"
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "sys/fd.h"
 
 namespace brig::supervise {

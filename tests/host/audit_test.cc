@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "host/host_fixture.h"
 
 namespace brig::testing {

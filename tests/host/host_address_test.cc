@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "host/host_fixture.h"
 #include "host/test_world.h"
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "config/brig.pb.h"
+#include "proto/brig.pb.h"
 #include "host/host_fixture.h"
 
 namespace brig::testing {

@@ -1,10 +1,10 @@
 // Text-format parsing with the first error as an Error (positions are 1-based).
-#include "config/textproto.h"
+#include "proto/textproto.h"
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
-namespace brig::config {
+namespace brig::proto {
 namespace {
 
 class FirstError : public google::protobuf::io::ErrorCollector {
@@ -38,4 +38,4 @@ Status ParseTextProto(const std::string& text, const std::string& name,
   return {};
 }
 
-}  // namespace brig::config
+}  // namespace brig::proto

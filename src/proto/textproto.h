@@ -7,11 +7,11 @@
 
 #include "brig/result.h"
 
-namespace brig::config {
+namespace brig::proto {
 
 // Parses `text` into `msg`. Unknown fields and malformed text are errors (kBadInput)
 // naming `name`:line:column of the first problem.
 Status ParseTextProto(const std::string& text, const std::string& name,
                       google::protobuf::Message* msg);
 
-}  // namespace brig::config
+}  // namespace brig::proto
