@@ -224,7 +224,11 @@ int RunMain(const std::vector<std::string>& args) {
     return 0;
   }
   auto sb = ResolveRun(*req, environ);
-  if (!sb) return Refuse("", req->result_path, std::move(sb).error());
+  if (!sb) {
+    // A refused --result is not written to: the refusal is the one line on stderr.
+    bool refused = sb.error().op == "--result";
+    return Refuse("", refused ? std::string() : req->result_path, std::move(sb).error());
+  }
   if (auto s = FitLimits(*sb); !s) return Refuse(sb->id, sb->result_path, std::move(s).error());
   // An audit log that cannot be written stops the run before it starts: the audit is part
   // of the posture, not a best effort. Its start event records the limits that will hold.
