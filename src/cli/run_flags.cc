@@ -16,6 +16,7 @@
 #include "proto/brig.pb.h"
 #include "egress/upstream.h"
 #include "fs/disk_image.h"
+#include "fs/outputs.h"
 #include "net/network.h"
 #include "util/parse.h"
 
@@ -317,24 +318,6 @@ Status CheckRlimits(const config::Rlimits& rl) {
   return {};
 }
 
-// brig's own outputs must not be where the sandbox can write: in a workspace it could
-// plant a symlink, truncate, or forge lines (design.md, Invariant 5).
-Status CheckOutputOutsideWorkspace(const std::string& path, const char* flag,
-                                   const std::string& workspace) {
-  if (path.empty() || workspace.empty()) return {};
-  std::string dir = path.substr(0, path.rfind('/') + 1);
-  if (dir.empty()) dir = ".";
-  char* real = realpath(dir.c_str(), nullptr);
-  if (!real) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
-  std::string d = real;
-  free(real);
-  if (d == workspace || d.rfind(workspace + "/", 0) == 0) {
-    return BadInput(flag, path, "inside the workspace, where the sandbox could forge or "
-                                "truncate it");
-  }
-  return {};
-}
-
 Status ResolveWorkspace(config::Sandbox& sb) {
   if (sb.workspace.empty()) return {};
   BRIG_TRY(Canonicalize(sb.workspace, "--workspace"));
@@ -365,48 +348,27 @@ config::WorkspaceMode ModeOf(v1::WorkspaceAccess a) {
                                    : config::WorkspaceMode::kReadOnly;
 }
 
-// --export-changes: a directory brig creates at the end, outside the workspace.
-Status CheckExportDir(config::Sandbox& sb) {
+// --export-changes: a directory brig creates at the end (its path: fs::CheckOutputs).
+Status CheckExportDir(const config::Sandbox& sb) {
   if (sb.export_changes.empty()) return {};
   if (sb.workspace_mode != config::WorkspaceMode::kCopy || sb.workspace.empty()) {
     return BadInput("--export-changes", sb.export_changes,
                     "needs a copy workspace (--workspace with a profile or --workspace-mode "
                     "of copy)");
   }
-  std::string& p = sb.export_changes;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  struct stat st;
-  if (lstat(p.c_str(), &st) == 0) return BadInput("--export-changes", p, "already exists");
-  std::string parent = p.rfind('/') == std::string::npos ? "." : p.substr(0, std::max<size_t>(p.rfind('/'), 1));
-  std::string name = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
-  BRIG_TRY(Canonicalize(parent, "--export-changes"));
-  p = (parent == "/" ? "" : parent) + "/" + name;
-  return CheckOutputOutsideWorkspace(p, "--export-changes", sb.workspace);
+  return {};
 }
 
-// --copy-dir: an existing directory outside the workspace, on a filesystem that can hold an
-// overlay's upper layer (overlayfs itself says so when the copy is made). brig makes a
-// directory of its own in it, root's and no one else's.
-Status CheckCopyDir(config::Sandbox& sb) {
+// --copy-dir: an existing directory outside the workspace (fs::CheckOutputs), on a file
+// system that can hold an overlay's upper layer (overlayfs itself says so when the copy is
+// made). brig makes a directory of its own in it, root's and no one else's.
+Status CheckCopyDir(const config::Sandbox& sb) {
   if (sb.copy_dir.empty()) return {};
   if (sb.workspace_mode != config::WorkspaceMode::kCopy || sb.workspace.empty()) {
     return BadInput("--copy-dir", sb.copy_dir,
                     "needs a copy workspace (--workspace with a profile or --workspace-mode "
                     "that makes one)");
   }
-  BRIG_TRY(Canonicalize(sb.copy_dir, "--copy-dir"));
-  struct stat st;
-  if (stat(sb.copy_dir.c_str(), &st) < 0) {
-    return SysError("--copy-dir", sb.copy_dir).WithKind(ErrorKind::kBadInput);
-  }
-  if (!S_ISDIR(st.st_mode)) return BadInput("--copy-dir", sb.copy_dir, "not a directory");
-  const std::string& w = sb.workspace;
-  if (sb.copy_dir == w || sb.copy_dir.rfind(w + "/", 0) == 0) {
-    return BadInput("--copy-dir", sb.copy_dir,
-                    "inside the workspace, whose copy cannot hold its own changes");
-  }
-  // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
-  if (sb.disk_size) BRIG_TRY(fs::CheckDiskImage(sb.copy_dir));
   return {};
 }
 
@@ -545,6 +507,8 @@ Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
       ++i;
       break;
     }
+    // A lone "-" is stdin's name elsewhere, never a command here.
+    if (a == "-") return BadInput("brig run", a, "not a command or an option");
     if (a.size() < 2 || a[0] != '-') break;  // the command starts here
     BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig run"));
     if (req.help) return req;
@@ -648,13 +612,17 @@ Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ) {
     sb.layers.push_back(layer);
   }
   BRIG_TRY(ResolveWorkspace(sb));
-  BRIG_TRY(CheckOutputOutsideWorkspace(sb.result_path, "--result", sb.workspace));
-  BRIG_TRY(CheckOutputOutsideWorkspace(sb.audit_path, "--audit-log", sb.workspace));
   sb.export_changes = req.export_changes;
   BRIG_TRY(CheckExportDir(sb));
   BRIG_TRY(ApplyDiskSize(profile.limits(), req, sb));
   sb.copy_dir = req.copy_dir;
   BRIG_TRY(CheckCopyDir(sb));
+  fs::Outputs outputs{sb.result_path, sb.audit_path, sb.export_changes, sb.copy_dir};
+  BRIG_TRY(fs::CheckOutputs(outputs, sb.workspace));
+  sb.export_changes = outputs.export_changes;
+  sb.copy_dir = outputs.copy_dir;
+  // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
+  if (!sb.copy_dir.empty() && sb.disk_size) BRIG_TRY(fs::CheckDiskImage(sb.copy_dir));
   BRIG_TRY(CheckRlimits(sb.rlimits));
   sb.env = BuildEnv(req, host_environ);
   sb.id = RandomId();
