@@ -206,7 +206,9 @@ class Network : public HostTest {
   }
 
   // The records (/run/brig/sandboxes) of sandboxes in this world: their "net" entries,
-  // "NETNS,ID,PORT,ADDR,...,HTTP,HTTPS,DNSTCP,DNSUDP", split at the commas, by id.
+  // "NETNS,ID,PORT,ADDR,GATEWAY,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP,COOKIE" (net/network.h),
+  // split at the commas, by id.
+  static constexpr size_t kHttp = 6;  // then HTTPS, DNSTCP, DNSUDP
   std::map<std::string, std::vector<std::string>> WorldRecords() {
     std::map<std::string, std::vector<std::string>> out;
     std::string prefix = "net " + std::to_string(world_.WorldInode()) + ",";
@@ -295,10 +297,10 @@ TEST_F(Network, EverythingElseIsRefusedAtOnceAndReachesNoServer) {
   // through the redirect of B's own traffic, not from A, not even on the gateway address.
   std::vector<std::string> b_listeners;
   for (const auto& [id, f] : WorldRecords()) {
-    if (f.size() < 8 || f[3] != b_addr) continue;
+    if (f.size() != 11 || f[3] != b_addr) continue;
     const std::string gw = std::string("tcp,") + kGateway + ",";
-    b_listeners = {gw + f[f.size() - 4], gw + f[f.size() - 3], gw + f[f.size() - 2],
-                   std::string("udp,") + kGateway + "," + f[f.size() - 1]};
+    b_listeners = {gw + f[kHttp], gw + f[kHttp + 1], gw + f[kHttp + 2],
+                   std::string("udp,") + kGateway + "," + f[kHttp + 3]};
   }
   EXPECT_EQ(b_listeners.size(), 4u) << "no record names " << b_addr;
 
@@ -733,8 +735,9 @@ TEST_F(Network, TheListenersServeOnlyTheirOwnSandbox) {
   ASSERT_NE(sb, 0) << ReadFileOrEmpty(dir.path() + "/stderr");
   auto records = WorldRecords();
   ASSERT_EQ(records.size(), 1u);
-  const auto& f = records.begin()->second;  // ..., HTTP, HTTPS, DNSTCP, DNSUDP
-  std::string http = f[f.size() - 4], dns_udp = f[f.size() - 1];
+  const auto& f = records.begin()->second;
+  ASSERT_EQ(f.size(), 11u);
+  std::string http = f[kHttp], dns_udp = f[kHttp + 3];
   auto direct = world_.InWorld({"curl", "-sS", "-m", "3", "http://10.213.0.1:" + http + "/"});
   EXPECT_NE(direct.exit_code, 0);
   EXPECT_EQ(direct.out, "") << "the listener answered a host process";
