@@ -96,9 +96,10 @@ Status CheckExport(std::string& p, const std::string& workspace) {
   size_t slash = p.rfind('/');
   std::string parent = slash == std::string::npos ? "." : p.substr(0, std::max<size_t>(slash, 1));
   std::string name = p.substr(slash == std::string::npos ? 0 : slash + 1);
-  std::string real = BRIG_TRY(RealDir(parent, flag, p));
-  p = (real == "/" ? "" : real) + "/" + name;
-  return CheckDir(real, flag, p, workspace, kForgeable);
+  auto real = RealDir(parent, flag, p);
+  if (!real) return std::move(real).error();
+  p = (*real == "/" ? "" : *real) + "/" + name;
+  return CheckDir(*real, flag, p, workspace, kForgeable);
 }
 
 // --copy-dir: an existing directory, checked.
