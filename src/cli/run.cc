@@ -1,19 +1,25 @@
-// `brig run`: parse, resolve against the host, run, and turn the outcome into the output
-// contract (exit code, --result JSON).
+// `brig run`: parse, plan (load the profile, config::Resolve, config::ProbeHost), run, and
+// turn the outcome into the output contract (exit code, --result JSON).
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "audit/audit.h"
 #include "cli/cli.h"
 #include "cli/reclaim.h"
+#include "config/probe.h"
+#include "config/profile.h"
+#include "config/resolve.h"
 #include "proto/brig.pb.h"
 #include "container/launch.h"
 #include "supervise/stdio.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::cli {
 namespace {
@@ -88,12 +94,12 @@ v1::AuditEvent StartEvent(const config::Sandbox& sb) {
   s->set_profile(sb.profile);
   s->set_isolated(sb.isolated);
   for (const auto& a : sb.argv) s->add_argv(a);
-  s->set_workspace(sb.workspace);
+  s->set_workspace(sb.fs.workspace);
   if (sb.isolated) {
-    s->set_workspace_mode(config::WorkspaceModeName(sb.workspace_mode));
+    s->set_workspace_mode(fs::WorkspaceModeName(sb.fs.workspace_mode));
   }
-  s->set_rootfs(sb.rootfs);
-  for (const auto& l : sb.layers) s->add_layers(l);
+  s->set_rootfs(sb.fs.rootfs);
+  for (const auto& l : sb.fs.layers) s->add_layers(l);
   s->set_seccomp_policy(sb.seccomp_policy);
   s->set_timeout_ms(static_cast<uint32_t>(sb.timeout.count()));
   const cgroup::Limits& l = sb.limits;
@@ -136,7 +142,38 @@ int Report(const std::string& result_path, v1::RunResult& r) {
   return r.exit_code();
 }
 
+// "brig-" and 12 hex digits of random.
+std::string NewSandboxId() {
+  unsigned char b[6];
+  if (getrandom(b, sizeof b, 0) != sizeof b) {
+    uint64_t t = static_cast<uint64_t>(getpid()) ^ static_cast<uint64_t>(time(nullptr));
+    memcpy(b, &t, sizeof b);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = "brig-";
+  for (unsigned char c : b) {
+    id += kHex[c >> 4];
+    id += kHex[c & 15];
+  }
+  return id;
+}
+
 }  // namespace
+
+Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
+  config::Overrides run = req;
+  run.id = NewSandboxId();
+  run.policy_dir = config::ResolvePolicyDir(req.policy_dir);
+  for (const auto& k : req.pass_env) {
+    if (auto v = util::EnvLookup(host_environ, k)) {
+      run.passed_env.push_back(k + "=" + std::string(*v));
+    }
+  }
+  v1::Profile profile = BRIG_TRY(config::LoadProfile(run.policy_dir, run.profile));
+  config::Sandbox sb = BRIG_TRY(config::Resolve(profile, run));
+  BRIG_TRY(config::ProbeHost(sb, host_environ));
+  return sb;
+}
 
 int ExitCodeFor(ErrorKind kind) {
   switch (kind) {
@@ -173,7 +210,8 @@ int RunMain(const std::vector<std::string>& args) {
   r.mutable_usage();  // present, zero, even when nothing ran
   r.mutable_output();
   const std::string& result_path = req->result_path;
-  auto sandbox = ResolveRun(*req, environ);
+  // Before the audit's start event, which records the limits that will hold.
+  auto sandbox = PlanRun(*req, environ);
   if (!sandbox) {
     r.set_exit_code(kExitRefused);
     r.set_error_code(ErrorCodeFor(sandbox.error().kind));
@@ -181,13 +219,6 @@ int RunMain(const std::vector<std::string>& args) {
     return Report(result_path, r);
   }
   r.set_sandbox_id(sandbox->id);
-  // Before the audit's start event, which records the limits that will hold.
-  if (auto s = container::FitLimits(*sandbox); !s) {
-    r.set_exit_code(kExitRefused);
-    r.set_error_code(ErrorCodeFor(s.error().kind));
-    r.set_error(s.error().Render());
-    return Report(result_path, r);
-  }
   // An audit log that cannot be written stops the run before it starts: the audit is part
   // of the posture, not a best effort.
   if (auto s = audit::Append(sandbox->audit_path, sandbox->id, StartEvent(*sandbox)); !s) {

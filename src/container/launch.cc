@@ -192,7 +192,7 @@ Outcome FromLoop(supervise::LoopOutput&& lo, std::chrono::steady_clock::time_poi
   // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
   if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3) ||
       !security::ApplyRlimits(sb.rlimits) ||
-      (!sb.workspace.empty() && chdir(sb.workspace.c_str()) < 0)) {
+      (!sb.fs.workspace.empty() && chdir(sb.fs.workspace.c_str()) < 0)) {
     e = errno;
   } else {
     execve(path.c_str(), argv, envp);
@@ -209,8 +209,8 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
   Outcome out;
   // The command runs from the workspace, so a relative path means one inside it.
   std::string cmd = sb.argv[0];
-  if (!sb.workspace.empty() && cmd[0] != '/' && cmd.find('/') != std::string::npos) {
-    cmd = sb.workspace + "/" + cmd;
+  if (!sb.fs.workspace.empty() && cmd[0] != '/' && cmd.find('/') != std::string::npos) {
+    cmd = sb.fs.workspace + "/" + cmd;
   }
   auto path = ResolveCommand(cmd, sb.env);
   if (!path) {
@@ -287,12 +287,6 @@ Result<Outcome> RunUnconfined(const config::Sandbox& sb,
 
 }  // namespace
 
-Status FitLimits(config::Sandbox& sb) {
-  sb.cgroup_layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
-  sb.cgroup_plan = cgroup::PlanFor(sb.cgroup_layout, sb.cgroup_parent);
-  return cgroup::FitLimits(sb.cgroup_plan, sb.limits);
-}
-
 Result<Outcome> Run(const config::Sandbox& sb) {
   auto started = std::chrono::steady_clock::now();
   if (!sb.isolated) return RunUnconfined(sb, started);
@@ -305,7 +299,7 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   sys::UniqueFd sigfd = BRIG_TRY(SupervisorSignals());
   // Whatever the sandbox holds on the host is noted before it is made (brig gc).
   state::Record record = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
-  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb, record), "filesystem");
+  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(sb.fs, record), "filesystem");
   // A broker's unix socket is bound now, so the plan can put it in the sandbox.
   broker::Listeners broker_listeners;
   if (!sb.brokers.empty()) {
@@ -447,9 +441,9 @@ Result<Outcome> Run(const config::Sandbox& sb) {
   out.network = std::move(network);
   out.output = stdio->Summary();
   // The sandbox is gone; its copy's changes are still in brig's scratch tmpfs.
-  if (!sb.export_changes.empty()) {
-    if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.workspace, sb.export_changes,
-                                      plan.protected_paths, plan.hidden);
+  if (!sb.fs.export_changes.empty()) {
+    if (auto s = fs::ExportChanges(plan.copy_scratch.get(), sb.fs.workspace,
+                                   sb.fs.export_changes, plan.protected_paths, plan.hidden);
         !s) {
       out.export_error = std::move(s).error();
     }

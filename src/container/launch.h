@@ -33,12 +33,8 @@ struct Outcome {
   std::optional<Error> export_error;
 };
 
-// Fits the sandbox's limits to this host's cgroups: probes them once (sb.cgroup_layout,
-// sb.cgroup_plan), drops the optional limits whose controller is missing, refuses a
-// required one (exit 125). Reads only.
-Status FitLimits(config::Sandbox& sb);
-
-// Runs one sandbox, already fitted (FitLimits), to completion. An Error return means nothing ran (exit 125); failures
+// Runs one sandbox, its plan resolved and probed (config/resolve.h, config/probe.h), to
+// completion. An Error return means nothing ran (exit 125); failures
 // after the clone are reported inside the Outcome.
 Result<Outcome> Run(const config::Sandbox& sb);
 
