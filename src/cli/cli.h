@@ -22,8 +22,10 @@ int ExitCodeFor(ErrorKind kind);
 std::string ErrorCodeFor(ErrorKind kind);
 
 // What `brig run`'s flags say: the run's overrides of its profile (config/overrides.h),
-// or a request for help.
+// the names --pass-env takes from brig's environment (PlanRun looks them up), or a
+// request for help.
 struct RunRequest : config::Overrides {
+  std::vector<std::string> pass_env;
   bool help = false;
 };
 

@@ -116,8 +116,8 @@ Result<Limits> ParseLimits(const v1::Limits& given, const std::string& file) {
   auto tmp = util::ParseSize(l.tmp_size());
   if (!tmp) return Field(file, "limits.tmp_size", tmp.error().detail);
   out.tmp_size = *tmp;
-  out.output_limit = BRIG_TRY(
-      Optional<uint64_t>(l.output_limit(), file, "limits.output_limit", util::ParseSize));
+  out.output_limit =
+      BRIG_TRY(Optional<uint64_t>(l.output_limit(), file, "limits.output_limit", util::ParseSize));
   out.cgroup = BRIG_TRY(ParseCgroup(l, file));
   out.disk = BRIG_TRY(Optional<uint64_t>(l.disk(), file, "limits.disk", util::ParseDiskSize));
   BRIG_TRY(ParseCounts(l, file, out));

@@ -44,15 +44,14 @@ struct Overrides {
   std::optional<uint64_t> memory, swap, pids, cpu_milli;
   std::string cgroup_parent;
   std::optional<net::Subnet> subnet;
-  std::vector<std::string> allow_hosts;        // added to the profile's allowlist
+  std::vector<std::string> allow_hosts;          // added to the profile's allowlist
   std::optional<egress::Upstream> dns_upstream;  // instead of /etc/resolv.conf's
   // --broker NAME=SPEC, as given and as parsed, in order.
   std::vector<std::pair<std::string, v1::Broker>> brokers;
   uint32_t attempt = 1;
   // The sandbox's environment beyond brig's few defaults, built from nothing (design.md,
-  // Invariant 3): the names to pass (--pass-env), the "K=V" of those the front end found
-  // in its own environment, then the "K=V" set explicitly (--env), which win.
-  std::vector<std::string> pass_env;
+  // Invariant 3): "K=V" that the front end took from its own environment (--pass-env),
+  // then "K=V" set explicitly (--env), which win.
   std::vector<std::string> passed_env;
   std::vector<std::string> set_env;
 };

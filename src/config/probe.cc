@@ -65,8 +65,9 @@ Status CheckOutputOutsideWorkspace(const std::string& path, const char* flag,
   std::string d = real;
   free(real);
   if (d == workspace || d.rfind(workspace + "/", 0) == 0) {
-    return BadInput(flag, path, "inside the workspace, where the sandbox could forge or "
-                                "truncate it");
+    return BadInput(flag, path,
+                    "inside the workspace, where the sandbox could forge or "
+                    "truncate it");
   }
   return {};
 }

@@ -199,9 +199,9 @@ Status ResolveCopy(const Limits& l, const Overrides& run, fs::Spec& spec) {
   }
   if (run.disk_size && !copy) {
     return BadInput("--disk-size", "",
-                    std::string(kNeedsCopy) + ": a read-only one takes no changes, and a "
-                                              "read-write one, the host's own directory, "
-                                              "cannot be capped");
+                    std::string(kNeedsCopy) +
+                        ": a read-only one takes no changes, and a read-write one, the host's "
+                        "own directory, cannot be capped");
   }
   if (!run.copy_dir.empty() && !copy) return BadInput("--copy-dir", run.copy_dir, kNeedsCopy);
   if (!copy) return {};

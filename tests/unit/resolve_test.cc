@@ -92,7 +92,6 @@ TEST(Resolve, MakesNoSystemCallButForMemory) {
   run.export_changes = std::string(kNowhere) + "/out";
   run.result_path = std::string(kNowhere) + "/r.json";
   run.audit_path = std::string(kNowhere) + "/a.jsonl";
-  run.pass_env = {"HOME"};
   run.passed_env = {"HOME=/root"};
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -143,8 +142,8 @@ TEST(Resolve, AllowlistPostureTakesTheRunsHostsAndNameserver) {
   Overrides run = AnyRun();
   run.allow_hosts = {"*.extra.test:443"};
   run.dns_upstream = *egress::ParseUpstream("192.0.2.53:5353");
-  auto sb = Resolve(Profile("WORKSPACE_RO", "POSTURE_ALLOWLIST allow_hosts: \"allowed.test\""),
-                    run);
+  auto sb =
+      Resolve(Profile("WORKSPACE_RO", "POSTURE_ALLOWLIST allow_hosts: \"allowed.test\""), run);
   ASSERT_TRUE(sb) << sb.error().Render();
   ASSERT_TRUE(sb->network);
   EXPECT_EQ(sb->network->Gateway().Str(), "10.213.0.1") << "the default subnet";
@@ -165,8 +164,9 @@ TEST(Resolve, AllowHostWithPostureOpenIsRefused) {
   Overrides run = AnyRun();
   run.allow_hosts = {"x.test"};
   auto r = Resolve(Profile("WORKSPACE_RO", "POSTURE_OPEN"), run);
-  EXPECT_EQ(Refusal(r), "--allow-host 'x.test': profile 'p' has posture open, which has no "
-                        "allowlist");
+  EXPECT_EQ(Refusal(r),
+            "--allow-host 'x.test': profile 'p' has posture open, which has no "
+            "allowlist");
   EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
 }
 
@@ -456,7 +456,6 @@ TEST(Resolve, BrokersAreCheckedTogetherAndNothingOfTheHostIsRead) {
 
 TEST(Resolve, TheEnvironmentIsBuiltFromWhatTheRunGives) {
   Overrides run = AnyRun();
-  run.pass_env = {"TERM", "UNSET"};
   run.passed_env = {"TERM=xterm", "LANG=de_DE.UTF-8"};
   run.set_env = {"LANG=fr_FR.UTF-8", "CI=1"};
   auto sb = Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE"), run);
