@@ -2,6 +2,7 @@
 // path here names nothing on this machine, and the policy directory does not exist: what
 // Resolve returns must not depend on either.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,8 +10,10 @@
 #include <vector>
 
 #include "config/limits.h"
+#include "config/probe.h"
 #include "config/profile.h"
 #include "config/resolve.h"
+#include "testlib/testlib.h"
 
 // After the schema's header, whose enums have names libseccomp's macros take.
 #include <seccomp.h>
@@ -463,6 +466,44 @@ TEST(Resolve, TheEnvironmentIsBuiltFromWhatTheRunGives) {
   EXPECT_EQ(sb->env, (std::vector<std::string>{
                          "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                          "HOME=/tmp", "LANG=fr_FR.UTF-8", "TERM=xterm", "CI=1"}));
+}
+
+// The probe completes what Resolve left as given: the workspace canonical and its owner the
+// ids' host side, the header value read from the environment it is handed (never brig's
+// own here), the cgroup layout found and the limits fitted to it.
+TEST(ProbeHost, CompletesTheResolvedPlanFromTheHost) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give the workspace an owner";
+  brig::testing::ScratchDir dir;
+  std::string ws = dir.path() + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  ASSERT_EQ(chown(ws.c_str(), 1234, 1235), 0);
+  auto p = Profile("WORKSPACE_RO", "POSTURE_BROKER_ONLY",
+                   "brokers { name: \"m\" port: 8080 to: \"tcp:127.0.0.1:1\" mode: BROKER_HTTP "
+                   "headers { name: \"x-api-key\" from: \"env:BRIG_PROBE_TEST_KEY\" } }\n");
+  Overrides run = AnyRun();
+  run.policy_dir = BRIG_SOURCE_POLICY_DIR;
+  run.workspace = ws + "/./";
+  auto sb = Resolve(p, run);
+  ASSERT_TRUE(sb) << sb.error().Render();
+  std::string key = "BRIG_PROBE_TEST_KEY=k1";
+  char* env[] = {key.data(), nullptr};
+  auto probed = ProbeHost(*sb, env);
+  ASSERT_TRUE(probed) << probed.error().Render();
+  EXPECT_EQ(sb->fs.workspace, ws);
+  EXPECT_EQ(sb->host_uid, 1234u);
+  EXPECT_EQ(sb->host_gid, 1235u);
+  ASSERT_EQ(sb->brokers.size(), 1u);
+  EXPECT_EQ(sb->brokers[0].headers[0].value, "k1");
+  EXPECT_FALSE(sb->brokers[0].addresses.empty());
+  EXPECT_TRUE(sb->cgroup_layout.v2 || sb->cgroup_layout.v1_freezer);
+  // A profile's broker whose header has no value names the profile and the broker.
+  char* none[] = {nullptr};
+  auto unset = Resolve(p, run);
+  ASSERT_TRUE(unset) << unset.error().Render();
+  auto refused = ProbeHost(*unset, none);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().Render(),
+            "profile 'p': broker m: header x-api-key: $BRIG_PROBE_TEST_KEY is not set");
 }
 
 }  // namespace
