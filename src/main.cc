@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     fputs(brig::cli::MainUsage().c_str(), args.empty() ? stderr : stdout);
-    return args.empty() ? brig::cli::kExitRefused : 0;
+    return args.empty() ? brig::kExitRefused : 0;
   }
   if (args[0] == "--version") {
     printf("brig %s\n", BRIG_VERSION);
@@ -23,5 +23,5 @@ int main(int argc, char** argv) {
   if (args[0] == "check") return brig::cli::CheckMain({args.begin() + 1, args.end()});
   if (args[0] == "policy") return brig::cli::PolicyMain({args.begin() + 1, args.end()});
   fprintf(stderr, "brig: unknown command '%s' (see brig --help)\n", args[0].c_str());
-  return brig::cli::kExitRefused;
+  return brig::kExitRefused;
 }

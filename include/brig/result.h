@@ -1,5 +1,6 @@
 // Error and Result<T>: the one error model of brig (style.md 2.3). No exceptions in src/.
-// An Error renders as one line: "context: op 'subject': strerror". Only main.cc prints it.
+// An Error renders as one line: "context: op 'subject': strerror". Library code returns it;
+// the verb that ran prints it once (cli/cli.h), or brig init sends it to brig (sync.h).
 #pragma once
 
 #include <cerrno>

@@ -14,19 +14,11 @@
 #include <vector>
 
 #include "sys/syscalls.h"
-#include "util/parse.h"
 
 namespace brig::broker {
 namespace {
 
 constexpr int kBacklog = 128;
-
-fs::Step Dir(std::string dest) {
-  fs::Step s;
-  s.kind = fs::StepKind::kDir;
-  s.dest = std::move(dest);
-  return s;
-}
 
 // Enters a network namespace for as long as it lives, then returns to brig's own.
 class InNetns {
@@ -54,7 +46,7 @@ class InNetns {
 
 }  // namespace
 
-Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Listeners& out) {
+Status ListenUnix(const std::vector<Config>& brokers, Listeners& out) {
   out.local.resize(brokers.size());
   sys::UniqueFd dir;
   std::vector<std::pair<size_t, std::string>> trees;  // broker, socket name in `dir`
@@ -93,19 +85,7 @@ Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Liste
                }),
                "broker sockets");
   for (size_t k = 0; k < trees.size(); ++k) {
-    const Config& c = brokers[trees[k].first];
-    std::string dest;
-    std::vector<std::string_view> parts = util::Split(std::string_view(c.unix_path).substr(1), '/');
-    for (size_t p = 0; p + 1 < parts.size(); ++p) {
-      dest += (dest.empty() ? "" : "/") + std::string(parts[p]);
-      plan.steps.push_back(Dir(dest));
-    }
-    fs::Step bind_step;
-    bind_step.kind = fs::StepKind::kBind;
-    bind_step.dest = c.unix_path.substr(1);
-    bind_step.is_dir = false;
-    bind_step.tree = std::move(cloned[k]);
-    plan.steps.push_back(std::move(bind_step));
+    out.placed.push_back({brokers[trees[k].first].unix_path, std::move(cloned[k])});
   }
   return {};
 }

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "brig/result.h"
@@ -19,14 +20,21 @@
 
 namespace brig::broker {
 
+// A unix socket's inode, detached, and the absolute path inside the sandbox where the mount
+// plan puts it (fs::MountPlan::AddFileBind).
+struct Placed {
+  std::string path;
+  sys::UniqueFd tree;
+};
+
 // The listening sockets, one slot per broker; -1 where the broker has none of that kind.
 struct Listeners {
   std::vector<sys::UniqueFd> tcp, local;  // local: unix sockets
+  std::vector<Placed> placed;             // where each unix socket goes, until it is placed
 };
 
-// Before clone: every unix socket, listening, and the steps that put each at its path in
-// the sandbox (appended to `plan`: its directories, then a file bind).
-Status ListenUnix(const std::vector<Config>& brokers, fs::MountPlan& plan, Listeners& out);
+// Before clone: every unix socket, listening, and where each goes in the sandbox.
+Status ListenUnix(const std::vector<Config>& brokers, Listeners& out);
 // After brig init is Ready (loopback is up) and before the workload starts: every TCP
 // port, in the network namespace of `pid`.
 Status ListenTcp(const std::vector<Config>& brokers, pid_t pid, Listeners& out);

@@ -1,25 +1,16 @@
-// The command line: one file per verb, table-driven flags. Verbs return an exit code and
-// print nothing themselves on failure; main.cc prints the one error line.
+// The command line: one file per verb, table-driven flags. Each verb prints its own one
+// error line ("brig: ...") and returns its exit code (brig/exit.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "brig/exit.h"
 #include "brig/result.h"
 #include "config/overrides.h"
 #include "config/sandbox.h"
 
 namespace brig::cli {
-
-// Exit codes of the output contract (design.md).
-inline constexpr int kExitTimeout = 124;
-inline constexpr int kExitOom = 137;
-inline constexpr int kExitRefused = 125;
-inline constexpr int kExitNotExecutable = 126;
-inline constexpr int kExitNotFound = 127;
-
-int ExitCodeFor(ErrorKind kind);
-std::string ErrorCodeFor(ErrorKind kind);
 
 // What `brig run`'s flags say: the run's overrides of its profile (config/overrides.h),
 // the names --pass-env takes from brig's environment (PlanRun looks them up), or a

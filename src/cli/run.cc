@@ -16,7 +16,8 @@
 #include "config/profile.h"
 #include "config/resolve.h"
 #include "proto/brig.pb.h"
-#include "container/launch.h"
+#include "brig/exit.h"
+#include "container/session.h"
 #include "supervise/stdio.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -42,7 +43,8 @@ std::string InitGoneSilent(int sig) {
   return "brig init exited without reporting the workload's status";
 }
 
-// Fills exit_code, signal, error_code and error from an outcome.
+// Fills exit_code, signal, error_code and error from an outcome: the one place a run's exit
+// code is decided (the codes themselves: brig/exit.h).
 void Judge(const container::Outcome& o, v1::RunResult& r) {
   if (o.oom_killed) {
     // The whole sandbox ends on an OOM kill (memory.oom.group, or brig on v1).
@@ -55,26 +57,61 @@ void Judge(const container::Outcome& o, v1::RunResult& r) {
     r.set_error_code("timeout");
     r.set_error("timed out");
   } else if (o.error) {
-    r.set_exit_code(ExitCodeFor(o.error->kind));
-    r.set_error_code(ErrorCodeFor(o.error->kind));
+    KindCodes codes = CodesFor(o.error->kind);
+    r.set_exit_code(codes.exit_code);
+    r.set_error_code(std::string(codes.error_code));
     r.set_error(o.error->Render());
   } else if (o.workload_status) {
     int st = *o.workload_status;
     if (WIFSIGNALED(st)) {
       r.set_signal(WTERMSIG(st));
-      r.set_exit_code(128 + WTERMSIG(st));
+      r.set_exit_code(ExitCodeForSignal(WTERMSIG(st)));
     } else {
       r.set_exit_code(WEXITSTATUS(st));
     }
   } else if (o.killed_for_signal) {
     r.set_signal(o.killed_for_signal);
-    r.set_exit_code(128 + o.killed_for_signal);
+    r.set_exit_code(ExitCodeForSignal(o.killed_for_signal));
   } else {
     r.set_exit_code(kExitRefused);
     r.set_error_code("internal");
     r.set_error(InitGoneSilent(o.init_signal));
   }
+  // A run that succeeded but whose changes could not be exported did not do what was
+  // asked of it; a failed workload's outcome stands (the export's line is printed).
+  if (o.export_error && r.exit_code() == 0) {
+    r.set_exit_code(kExitRefused);
+    r.set_error_code("internal");
+    r.set_error(o.export_error->Render());
+  }
   r.set_ok(r.exit_code() == 0 && r.error_code().empty());
+}
+
+// The result of a run, built once from its outcome (a refusal before anything ran is an
+// outcome with only an error).
+v1::RunResult BuildResult(const std::string& id, const container::Outcome& o) {
+  v1::RunResult r;
+  r.set_sandbox_id(id);
+  Judge(o, r);
+  r.set_duration_ms(static_cast<uint32_t>(o.duration.count()));
+  auto* u = r.mutable_usage();  // present, zero, even when nothing ran
+  // The cgroup's figures where it has them; brig init's rusage (which holds every process
+  // it reaped) otherwise.
+  const cgroup::Usage& cu = o.cgroup_usage;
+  u->set_cpu_time_ms(cu.cpu_usec ? static_cast<uint32_t>(*cu.cpu_usec / 1000)
+                                 : Ms(o.usage.ru_utime) + Ms(o.usage.ru_stime));
+  u->set_peak_memory_bytes(cu.peak_memory ? static_cast<int64_t>(*cu.peak_memory)
+                                          : static_cast<int64_t>(o.usage.ru_maxrss) * 1024);
+  u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
+  if (o.network) *r.mutable_network() = *o.network;
+  *r.mutable_output() = o.output.value_or(v1::Output());
+  return r;
+}
+
+container::Outcome Refused(Error e) {
+  container::Outcome o;
+  o.error = std::move(e);
+  return o;
 }
 
 Status WriteResult(const std::string& path, const v1::RunResult& r) {
@@ -131,8 +168,14 @@ v1::AuditEvent ExitEvent(const v1::RunResult& r) {
   return e;
 }
 
-int Report(const std::string& result_path, v1::RunResult& r) {
+// Prints the outcome's lines (its error, then what brig could not do after the run) and
+// writes the result. Returns the exit code.
+int Report(const std::string& result_path, const container::Outcome& o, v1::RunResult& r) {
   if (!r.error().empty()) fprintf(stderr, "brig: %s\n", r.error().c_str());
+  if (o.export_error && r.error() != o.export_error->Render()) {
+    fprintf(stderr, "brig: %s\n", o.export_error->Render().c_str());
+  }
+  for (const std::string& w : o.warnings) fprintf(stderr, "brig: %s\n", w.c_str());
   if (!result_path.empty()) {
     if (auto s = WriteResult(result_path, r); !s) {
       fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
@@ -158,6 +201,28 @@ std::string NewSandboxId() {
   return id;
 }
 
+// A run refused before anything was made: its one line, and its result.
+int Refuse(const std::string& id, const std::string& result_path, Error e) {
+  container::Outcome o = Refused(std::move(e));
+  v1::RunResult r = BuildResult(id, o);
+  return Report(result_path, o, r);
+}
+
+// Prepare, launch, serve, collect (container/session.h); the result is written while the
+// session still holds the sandbox's record.
+int RunSandbox(const config::Sandbox& sb) {
+  auto session = container::Session::Prepare(sb);
+  if (!session) return Refuse(sb.id, sb.result_path, std::move(session).error());
+  if ((*session)->Launch()) (*session)->Serve();
+  container::Outcome o = (*session)->Collect();
+  v1::RunResult r = BuildResult(sb.id, o);
+  if (auto s = audit::Append(sb.audit_path, sb.id, ExitEvent(r)); !s) {
+    o.warnings.push_back(s.error().Render());
+    if (r.exit_code() == 0) r.set_exit_code(kExitRefused);
+  }
+  return Report(sb.result_path, o, r);
+}
+
 }  // namespace
 
 Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
@@ -175,26 +240,6 @@ Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
   return sb;
 }
 
-int ExitCodeFor(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kNotFound: return kExitNotFound;
-    case ErrorKind::kNotExecutable: return kExitNotExecutable;
-    default: return kExitRefused;
-  }
-}
-
-std::string ErrorCodeFor(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kNotFound: return "not_found";
-    case ErrorKind::kNotExecutable: return "not_executable";
-    case ErrorKind::kPolicy: return "policy_denied";
-    case ErrorKind::kInternal: return "internal";
-    case ErrorKind::kSetup:
-    case ErrorKind::kBadInput: return "setup_failed";
-  }
-  return "internal";
-}
-
 int RunMain(const std::vector<std::string>& args) {
   supervise::EnsureStdio();
   auto req = ParseRunArgs(args);
@@ -206,67 +251,18 @@ int RunMain(const std::vector<std::string>& args) {
     fputs(RunUsage().c_str(), stdout);
     return 0;
   }
-  v1::RunResult r;
-  r.mutable_usage();  // present, zero, even when nothing ran
-  r.mutable_output();
-  const std::string& result_path = req->result_path;
-  // Before the audit's start event, which records the limits that will hold.
-  auto sandbox = PlanRun(*req, environ);
-  if (!sandbox) {
-    r.set_exit_code(kExitRefused);
-    r.set_error_code(ErrorCodeFor(sandbox.error().kind));
-    r.set_error(sandbox.error().Render());
-    return Report(result_path, r);
-  }
-  r.set_sandbox_id(sandbox->id);
+  // The plan: the profile, the run's overrides on it, the host's facts (PlanRun).
+  auto sb = PlanRun(*req, environ);
+  if (!sb) return Refuse("", req->result_path, std::move(sb).error());
   // An audit log that cannot be written stops the run before it starts: the audit is part
-  // of the posture, not a best effort.
-  if (auto s = audit::Append(sandbox->audit_path, sandbox->id, StartEvent(*sandbox)); !s) {
-    r.set_exit_code(kExitRefused);
-    r.set_error_code(ErrorCodeFor(s.error().kind));
-    r.set_error(s.error().Render());
-    return Report(result_path, r);
+  // of the posture, not a best effort. Its start event records the limits that will hold.
+  if (auto s = audit::Append(sb->audit_path, sb->id, StartEvent(*sb)); !s) {
+    return Refuse(sb->id, sb->result_path, std::move(s).error());
   }
   // What supervisors that are gone left goes first (their addresses may be needed now). It
   // never waits for a live brig; what it cannot remove stays, for brig gc to report.
   (void)Reclaim(ReclaimMode::kQuiet);
-  auto outcome = container::Run(*sandbox);
-  if (!outcome) {
-    r.set_exit_code(ExitCodeFor(outcome.error().kind));
-    r.set_error_code(ErrorCodeFor(outcome.error().kind));
-    r.set_error(outcome.error().Render());
-    return Report(result_path, r);
-  }
-  Judge(*outcome, r);
-  r.set_duration_ms(static_cast<uint32_t>(outcome->duration.count()));
-  auto* u = r.mutable_usage();
-  // The cgroup's figures where it has them; brig init's rusage (which holds every process
-  // it reaped) otherwise.
-  const cgroup::Usage& cu = outcome->cgroup_usage;
-  u->set_cpu_time_ms(cu.cpu_usec ? static_cast<uint32_t>(*cu.cpu_usec / 1000)
-                                 : Ms(outcome->usage.ru_utime) + Ms(outcome->usage.ru_stime));
-  u->set_peak_memory_bytes(cu.peak_memory ? static_cast<int64_t>(*cu.peak_memory)
-                                          : static_cast<int64_t>(outcome->usage.ru_maxrss) * 1024);
-  u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
-  if (outcome->network) *r.mutable_network() = *outcome->network;
-  if (outcome->output) *r.mutable_output() = *outcome->output;
-  if (outcome->export_error) {
-    // A failed workload's outcome stands; a run that succeeded but whose changes could not
-    // be exported did not do what was asked of it. Either way the line is printed once.
-    if (r.exit_code() == 0) {
-      r.set_exit_code(kExitRefused);
-      r.set_ok(false);
-      r.set_error_code("internal");
-      r.set_error(outcome->export_error->Render());
-    } else {
-      fprintf(stderr, "brig: %s\n", outcome->export_error->Render().c_str());
-    }
-  }
-  if (auto s = audit::Append(sandbox->audit_path, sandbox->id, ExitEvent(r)); !s) {
-    fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
-    if (r.exit_code() == 0) r.set_exit_code(kExitRefused);
-  }
-  return Report(result_path, r);
+  return RunSandbox(*sb);
 }
 
 std::string MainUsage() {

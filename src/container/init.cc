@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -13,7 +12,9 @@
 
 #include <cstring>
 
+#include "brig/exit.h"
 #include "container/command.h"
+#include "container/exec_child.h"
 #include "container/sync.h"
 #include "fs/rootfs.h"
 #include "net/loopback.h"
@@ -35,11 +36,7 @@ constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2
 
 [[noreturn]] void Die(int sync_fd, Error e) {
   (void)SendError(sync_fd, e);
-  switch (e.kind) {
-    case ErrorKind::kNotFound: _exit(127);
-    case ErrorKind::kNotExecutable: _exit(126);
-    default: _exit(125);
-  }
+  _exit(ExitCode(e.kind));
 }
 
 void ScrubProcessArgs() {
@@ -50,7 +47,7 @@ void ScrubProcessArgs() {
 
 Status BecomeSandboxUser() {
   // No supplementary groups: the supervisor dropped them before the clone, and setgroups
-  // is denied here (launch.cc, WriteIdMaps).
+  // is denied here (session.cc, WriteIdMaps).
   if (setresgid(config::kSandboxGid, config::kSandboxGid, config::kSandboxGid) < 0) {
     return SysError("setresgid", std::to_string(config::kSandboxGid));
   }
@@ -65,56 +62,6 @@ Status BecomeSandboxUser() {
 struct Workload {
   pid_t pid;
 };
-
-// The pipes as the forked workload finds them: both ends of the start pipe (it closes the
-// one init keeps) and the write end of its exec-error pipe.
-struct WorkloadPipes {
-  int go_rd, go_wr, err_fd;
-};
-
-// In the forked workload: waits until init has let go of the host (ReleaseHost), then a
-// new session, default signals, only fds 0-2, rlimits, seccomp, execve.
-[[noreturn]] void ExecWorkload(const InitArgs& a, const std::string& path, WorkloadPipes p,
-                               char* const* argv, char* const* envp) {
-  int err_fd = p.err_fd;
-  // EOF is the go: init closed its end. (If init died instead, so does this process.)
-  close(p.go_wr);
-  char go;
-  while (read(p.go_rd, &go, 1) < 0 && errno == EINTR) {
-  }
-  // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
-  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0)) {
-    int e = errno;
-    (void)!write(err_fd, &e, sizeof e);
-    _exit(125);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  (void)sys::CloseRangeCloexec(3);
-  if (chdir("/workspace") < 0) {
-    int e = errno;
-    (void)!write(err_fd, &e, sizeof e);
-    _exit(125);
-  }
-  // Limits are the workload's, not init's: init must keep its own few fds whatever they are.
-  if (!security::ApplyRlimits(a.sandbox->rlimits)) {
-    int e = errno;
-    (void)!write(err_fd, &e, sizeof e);
-    _exit(125);
-  }
-  // Seccomp last: nothing brig does after this needs more than execve.
-  if (!security::LoadSeccomp(*a.seccomp)) {
-    int e = -errno;
-    (void)!write(err_fd, &e, sizeof e);
-    _exit(125);
-  }
-  execve(path.c_str(), argv, envp);
-  int e = errno;
-  (void)!write(err_fd, &e, sizeof e);
-  _exit(e == ENOENT ? 127 : 126);
-}
 
 // Before the workload goes on: init lets go of fds 0-2 (the workload has its own copies
 // now: the stdio relay's pipes or its pty, and its stdin; supervise/stdio.h), so it holds
@@ -141,7 +88,8 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "workload");
   if (pid == 0) {
-    ExecWorkload(a, path, {go_rd.get(), go_wr.get(), wr.get()}, argv.data(), envp.data());
+    ExecChild({path.c_str(), argv.data(), envp.data(), "/workspace", &a.sandbox->rlimits,
+               a.seccomp, go_rd.get(), go_wr.get(), wr.get(), 0});
   }
   wr.Reset();
   go_rd.Reset();
@@ -174,7 +122,7 @@ bool FromOutside(const signalfd_siginfo& si) {
 // Pid 1's loop: reap every child, forward the supervisor's signals to the workload (or, once
 // it is gone, to every process left), report the workload's status, exit when nothing is
 // left.
-[[noreturn]] void Supervise(int sync_fd, int sigfd, pid_t workload) {
+[[noreturn]] void ReapAndForward(int sync_fd, int sigfd, pid_t workload) {
   int workload_status = 0;
   bool workload_alive = true;
   for (;;) {
@@ -193,7 +141,7 @@ bool FromOutside(const signalfd_siginfo& si) {
       if (pid < 0) {
         // ECHILD: the phase is over. The exit status mirrors the workload's for callers
         // that only see init; the supervisor already has the precise status.
-        if (WIFSIGNALED(workload_status)) _exit(128 + WTERMSIG(workload_status));
+        if (WIFSIGNALED(workload_status)) _exit(ExitCodeForSignal(WTERMSIG(workload_status)));
         _exit(WEXITSTATUS(workload_status));
       }
       if (pid == workload) {
@@ -277,7 +225,7 @@ void InitMain(const InitArgs& a) {
   if (!m || m->type != Msg::kStart) _exit(125);
   auto w = StartWorkload(a, *path);
   if (!w) Die(fd, std::move(w).error());
-  Supervise(fd, sigfd, w->pid);
+  ReapAndForward(fd, sigfd, w->pid);
 }
 
 }  // namespace brig::container

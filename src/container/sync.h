@@ -1,7 +1,7 @@
 // The parent/child protocol over a SOCK_SEQPACKET socketpair (design.md, Process model).
 // Every message is one packet: a fixed header and at most kMaxPayload bytes.
 //
-//   supervisor (launch.cc)                         brig init (init.cc), pid 1 inside
+//   supervisor (session.cc)                        brig init (init.cc), pid 1 inside
 //   socketpair(SEQPACKET|CLOEXEC), compile seccomp, block signals
 //   clone3(CLONE_NEW*|CLONE_PIDFD) ───────────────▶ PDEATHSIG; close the parent end
 //                          ◀── kNeedIdMap

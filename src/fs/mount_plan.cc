@@ -606,6 +606,19 @@ Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record) {
   return plan;
 }
 
+void MountPlan::AddFileBind(const std::string& path, sys::UniqueFd tree) {
+  std::vector<std::string_view> parts = util::Split(std::string_view(path).substr(1), '/');
+  std::string dest;
+  for (size_t p = 0; p + 1 < parts.size(); ++p) {
+    dest += (dest.empty() ? "" : "/") + std::string(parts[p]);
+    steps.push_back(Make(StepKind::kDir, dest));
+  }
+  Step bind = Make(StepKind::kBind, path.substr(1));
+  bind.is_dir = false;
+  bind.tree = std::move(tree);
+  steps.push_back(std::move(bind));
+}
+
 Status MountPlan::Finish() {
   copy_merged.Reset();
   copy_scratch.Reset();

@@ -7,16 +7,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <ctime>
 
 #include "util/files.h"
 #include "util/parse.h"
 
 namespace brig::state {
 namespace {
-
-// A record with no entries yet may be one whose brig is between creating and locking it.
-constexpr time_t kEmptyRecordGraceSeconds = 60;
 
 // A value is one line with no space: '%', space, tab and newline are written %XX (a
 // workspace path may hold any of them).
@@ -57,9 +53,16 @@ Result<Record> Record::Create(const std::string& dir, const std::string& id) {
   BRIG_TRY(util::MakeDirs(dir));
   Record r;
   r.path_ = dir + "/" + id;
-  r.fd_.Reset(open(r.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  // Made unnamed, locked, then linked at its name: no one ever sees it unlocked, so a
+  // record without a lock is always one whose brig is gone. linkat refuses an existing one.
+  r.fd_.Reset(open(dir.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600));
   if (!r.fd_) return SysError("create", r.path_);
   if (flock(r.fd_.get(), LOCK_EX) < 0) return SysError("flock", r.path_);
+  std::string self = "/proc/self/fd/" + std::to_string(r.fd_.get());
+  if (linkat(AT_FDCWD, self.c_str(), AT_FDCWD, r.path_.c_str(), AT_SYMLINK_FOLLOW) < 0) {
+    r.path_.clear();  // not ours to remove
+    return SysError("create", dir + "/" + id);
+  }
   return r;
 }
 
@@ -124,7 +127,6 @@ Result<Collected> CollectStale(
       continue;
     }
     std::string text = std::move(*text_or);
-    if (text.empty() && time(nullptr) - held.st_mtime < kEmptyRecordGraceSeconds) continue;
     auto cleaned = clean(id, ParseRecord(text));
     if (!cleaned) {
       out.failed.push_back(std::move(cleaned).error());

@@ -1,49 +1,60 @@
-// The supervisor's event loop: one epoll over the sandbox's pidfd, the sync socket, a
-// signalfd and timerfds. Single-threaded; nothing here blocks except epoll_wait.
+// The supervisor's event loop: one epoll over file descriptors, timers (timerfds) and held
+// signals (a signalfd), each with a callback. It knows nothing of sandboxes, sync messages
+// or modes: whoever watches something decides what its event means. Single-threaded;
+// nothing here blocks except epoll_wait.
 #pragma once
-
-#include <sys/resource.h>
 
 #include <chrono>
 #include <functional>
-#include <optional>
-#include <vector>
+#include <initializer_list>
+#include <memory>
+#include <unordered_map>
 
 #include "brig/result.h"
-#include "cgroup/cgroup.h"
-#include "container/sync.h"
+#include "sys/fd.h"
 
 namespace brig::supervise {
 
-struct LoopInput {
-  int pidfd;
-  int sync_fd;    // -1 when the child is the workload itself (profile none)
-  int signal_fd;  // SIGTERM, SIGINT, SIGHUP
-  std::chrono::steady_clock::time_point deadline;
-  std::chrono::milliseconds grace;
-  container::SyncSequence* sequence;
-  // The workload itself, without brig init (profile none): its status is its own wait
-  // status, and killing it means killing its process group.
-  pid_t direct_pid = 0;
-  // The sandbox's cgroup, if it has one: kills go through it, so none can miss a process.
-  cgroup::Group* group = nullptr;
-  // More sockets of the supervisor's (the network listeners), and what to do when one of
-  // them is readable.
-  std::vector<int> extra_fds;
-  std::function<void(int)> on_extra;
+// Signals held (blocked) from creation on and read through a signalfd. Holding them from
+// before the first host resource brig makes keeps any of them from ending brig between
+// making something and removing it; blocking them before a clone also keeps one from
+// interrupting clone3 (nsjail #168).
+class HeldSignals {
+ public:
+  static Result<HeldSignals> Hold(std::initializer_list<int> signals);
+  HeldSignals() = default;
+  int fd() const { return fd_.get(); }
+  // The next pending signal, 0 if none.
+  int Next() const;
+
+ private:
+  sys::UniqueFd fd_;
 };
 
-struct LoopOutput {
-  std::optional<int> workload_status;
-  std::optional<Error> error;
-  bool timed_out = false;
-  int killed_for_signal = 0;
-  bool oom_event = false;  // a v1 memory group reported an OOM kill; the sandbox was ended
-  int init_signal = 0;     // the signal brig init died of, if one killed it
-  struct rusage usage {};
-};
+class Loop {
+ public:
+  using Callback = std::function<void()>;
+  static Result<Loop> Create();
 
-// Returns when brig init has exited and been reaped.
-Result<LoopOutput> Supervise(const LoopInput& in);
+  // Calls `fn` whenever `fd` is readable, until Unwatch(fd).
+  Status Watch(int fd, Callback fn);
+  void Unwatch(int fd);
+  // Calls `fn` once whenever one of `signals` arrives, with its number.
+  Status Watch(const HeldSignals& signals, std::function<void(int)> fn);
+  // Calls `fn` once, at `when`. Returns the timer's id, for Cancel.
+  Result<int> At(std::chrono::steady_clock::time_point when, Callback fn);
+  void Cancel(int timer);
+  // Dispatches events until a callback calls Stop().
+  Status Run();
+  void Stop() { stopped_ = true; }
+
+ private:
+  Loop() = default;
+  sys::UniqueFd ep_;
+  // Shared so a callback may Watch or Unwatch (itself too) while it runs.
+  std::unordered_map<int, std::shared_ptr<Callback>> watched_;
+  std::unordered_map<int, sys::UniqueFd> timers_;
+  bool stopped_ = false;
+};
 
 }  // namespace brig::supervise

@@ -213,7 +213,7 @@ TEST(PolicyCheck, KindComesFromTheDirectoryOrKind) {
   std::string file =
       dir.Write("default.textproto", Read(kPolicyDir + "/seccomp/default.textproto"));
   auto r = Policy({"check", file});
-  EXPECT_EQ(r.rc, cli::kExitRefused);
+  EXPECT_EQ(r.rc, brig::kExitRefused);
   EXPECT_NE(r.err.find("pass --kind"), std::string::npos) << r.err;
   r = Policy({"check", "--kind", "seccomp", file});
   EXPECT_EQ(r.rc, 0) << r.err;
@@ -414,7 +414,7 @@ TEST(PolicyVerb, UsageAndRefusals) {
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out.rfind("Usage: brig policy", 0), 0u);
   r = Capture([] { return cli::PolicyMain({}); });
-  EXPECT_EQ(r.rc, cli::kExitRefused);
+  EXPECT_EQ(r.rc, brig::kExitRefused);
   EXPECT_EQ(r.err.rfind("Usage: brig policy", 0), 0u);
   struct Case {
     std::vector<std::string> args;
@@ -437,12 +437,12 @@ TEST(PolicyVerb, UsageAndRefusals) {
   };
   for (const auto& c : cases) {
     r = Policy(c.args);
-    EXPECT_EQ(r.rc, cli::kExitRefused) << c.args[0];
+    EXPECT_EQ(r.rc, brig::kExitRefused) << c.args[0];
     EXPECT_EQ(r.err, c.err);
     EXPECT_EQ(r.out, "");
   }
   r = Policy({"explain", "no-such-policy"});
-  EXPECT_EQ(r.rc, cli::kExitRefused);
+  EXPECT_EQ(r.rc, brig::kExitRefused);
   EXPECT_EQ(
       r.err.rfind("brig: policy 'no-such-policy': no seccomp policy or profile of that name", 0),
       0u)

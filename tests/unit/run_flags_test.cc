@@ -72,7 +72,7 @@ TEST(Profiles, APostureCannotBeWidenedFromTheCommandLine) {
   auto rw = Resolve({"--workspace-mode", "rw", "true"});
   ASSERT_FALSE(rw);
   EXPECT_EQ(rw.error().kind, ErrorKind::kPolicy);
-  EXPECT_EQ(ExitCodeFor(rw.error().kind), 125);
+  EXPECT_EQ(ExitCode(rw.error().kind), 125);
   EXPECT_EQ(rw.error().Render(),
             "--workspace-mode 'rw': profile 'untrusted-code-read' fixes filesystem.workspace = "
             "WORKSPACE_RO; name another profile");
@@ -119,7 +119,7 @@ TEST(Profiles, EgressFlagsNeedAPostureThatHasThem) {
   std::string open = EgressProfile(dir, "POSTURE_OPEN");
   auto r = Resolve({"--profile", open, "--allow-host", "x.test", "true"});
   ASSERT_FALSE(r);
-  EXPECT_EQ(ExitCodeFor(r.error().kind), 125);
+  EXPECT_EQ(ExitCode(r.error().kind), 125);
   EXPECT_NE(r.error().Render().find("has posture open, which has no allowlist"), std::string::npos)
       << r.error().Render();
   auto sb = Resolve({"--profile", open, "--dns-upstream", "198.51.100.53", "true"});
@@ -185,7 +185,7 @@ TEST(Profiles, ACopyMayNarrowAReadWriteWorkspaceButWidenNothing) {
     auto r = Resolve(b.args);
     ASSERT_FALSE(r) << b.message;
     EXPECT_NE(r.error().Render().find(b.message), std::string::npos) << r.error().Render();
-    EXPECT_EQ(ExitCodeFor(r.error().kind), 125);
+    EXPECT_EQ(ExitCode(r.error().kind), 125);
   }
 }
 
@@ -222,7 +222,7 @@ TEST(Profiles, ADiskCapNeedsACopyWorkspace) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().Render().rfind("--disk-size: needs a copy workspace", 0), 0u)
         << r.error().Render();
-    EXPECT_EQ(ExitCodeFor(r.error().kind), 125);
+    EXPECT_EQ(ExitCode(r.error().kind), 125);
   }
   auto none = Resolve({"--profile", "none", "--disk-size", "8M", "true"});
   ASSERT_FALSE(none);
@@ -375,7 +375,7 @@ TEST(RunFlags, BadInputNamesTheProblem) {
     EXPECT_NE(r.error().Render().find(c.message), std::string::npos)
         << "got: " << r.error().Render();
     EXPECT_EQ(r.error().kind, ErrorKind::kBadInput);
-    EXPECT_EQ(ExitCodeFor(r.error().kind), 125);
+    EXPECT_EQ(ExitCode(r.error().kind), 125);
   }
 }
 
@@ -403,15 +403,15 @@ TEST(RunFlags, EnvironmentIsBuiltFromNothing) {
 }
 
 TEST(ExitCodes, FollowTheOutputContract) {
-  EXPECT_EQ(ExitCodeFor(ErrorKind::kNotFound), 127);
-  EXPECT_EQ(ExitCodeFor(ErrorKind::kNotExecutable), 126);
-  EXPECT_EQ(ExitCodeFor(ErrorKind::kSetup), 125);
-  EXPECT_EQ(ExitCodeFor(ErrorKind::kPolicy), 125);
-  EXPECT_EQ(ErrorCodeFor(ErrorKind::kNotFound), "not_found");
-  EXPECT_EQ(ErrorCodeFor(ErrorKind::kNotExecutable), "not_executable");
-  EXPECT_EQ(ErrorCodeFor(ErrorKind::kPolicy), "policy_denied");
-  EXPECT_EQ(ErrorCodeFor(ErrorKind::kBadInput), "setup_failed");
-  EXPECT_EQ(ErrorCodeFor(ErrorKind::kInternal), "internal");
+  EXPECT_EQ(ExitCode(ErrorKind::kNotFound), 127);
+  EXPECT_EQ(ExitCode(ErrorKind::kNotExecutable), 126);
+  EXPECT_EQ(ExitCode(ErrorKind::kSetup), 125);
+  EXPECT_EQ(ExitCode(ErrorKind::kPolicy), 125);
+  EXPECT_EQ(CodesFor(ErrorKind::kNotFound).error_code, "not_found");
+  EXPECT_EQ(CodesFor(ErrorKind::kNotExecutable).error_code, "not_executable");
+  EXPECT_EQ(CodesFor(ErrorKind::kPolicy).error_code, "policy_denied");
+  EXPECT_EQ(CodesFor(ErrorKind::kBadInput).error_code, "setup_failed");
+  EXPECT_EQ(CodesFor(ErrorKind::kInternal).error_code, "internal");
 }
 
 }  // namespace

@@ -1,0 +1,362 @@
+// The confined sandbox's session: prepare, launch through the sync protocol, serve, collect.
+// Everything that can be refused is refused in Prepare, before clone3; after it, every path
+// ends in reaping brig init (sys::Child), so no process of the sandbox survives brig.
+#include "container/session.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "container/init.h"
+#include "fs/export.h"
+#include "security/init_filter.h"
+#include "security/seccomp_cache.h"
+#include "sys/syscalls.h"
+
+namespace brig::container {
+namespace {
+
+constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                 CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+// How long brig waits for each setup step of init before giving up.
+constexpr int kSetupStepTimeoutMs = 30000;
+
+Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
+  std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysError("open", path);
+  if (write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+    return SysError("write", path);
+  }
+  return {};
+}
+
+// Maps the sandbox user to the workspace owner. One id each, never host 0. setgroups(2)
+// is denied first (it must be, before gid_map): nothing inside can drop a group to get
+// past a file's group-deny permissions. Init came without supplementary groups (CloneInit).
+Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
+  if (sb.host_uid == 0 || sb.host_gid == 0) {
+    return Fail("id map", "", "refusing to map host root", ErrorKind::kInternal);
+  }
+  BRIG_TRY(WriteProcFile(pid, "uid_map",
+                         std::to_string(config::kSandboxUid) + " " + std::to_string(sb.host_uid) +
+                             " 1\n"));
+  BRIG_TRY(WriteProcFile(pid, "setgroups", "deny"));
+  return WriteProcFile(pid, "gid_map",
+                       std::to_string(config::kSandboxGid) + " " + std::to_string(sb.host_gid) +
+                           " 1\n");
+}
+
+}  // namespace
+
+Session::Session(const config::Sandbox& sb)
+    : sb_(sb), started_(std::chrono::steady_clock::now()) {}
+
+Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
+  std::unique_ptr<Session> s(new Session(sb));
+  if (sb.isolated) {
+    s->seccomp_ = BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy,
+                                                        security::kSeccompCacheDir));
+    s->init_filter_ = BRIG_TRY(security::CompileInitFilter());
+  }
+  s->signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
+  s->record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
+  if (sb.isolated) BRIG_TRY(s->PrepareSandbox());
+  s->group_ = BRIG_TRY(cgroup::Group::Create(sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits,
+                                             s->record_));
+  if (sb.network) s->net_ = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, s->record_));
+  s->stdio_ = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit));
+  return s;
+}
+
+// The mount plan, and the brokers' unix sockets bound and placed in it.
+Status Session::PrepareSandbox() {
+  plan_ = BRIG_TRY_CTX(fs::PrepareMountPlan(sb_.fs, record_), "filesystem");
+  if (sb_.brokers.empty()) return {};
+  BRIG_TRY_CTX(broker::ListenUnix(sb_.brokers, broker_listeners_), "brokers");
+  for (broker::Placed& p : broker_listeners_.placed) plan_.AddFileBind(p.path, std::move(p.tree));
+  broker_listeners_.placed.clear();
+  return {};
+}
+
+Session::~Session() {
+  if (!collected_) (void)Collect();
+  if (keep_record_) record_.Keep();
+}
+
+bool Session::Launch() { return sb_.isolated ? LaunchInit() : LaunchUnconfined(); }
+
+// brig's own failure: the sandbox is ended, the error is the outcome.
+bool Session::Failed(Error e) {
+  child_.KillAndReap();
+  if (!out_.error) out_.error = std::move(e);
+  return false;
+}
+
+// A step of the handshake failed with `e`: if init is gone, what it said (or how it ended)
+// is the outcome; otherwise `e` is brig's own failure.
+bool Session::InitFailed(Error e) {
+  std::optional<Error> why = WhyInitIsGone(sync_.get(), child_.pidfd(), e);
+  return Failed(why ? std::move(*why) : std::move(e));
+}
+
+Result<sys::Child> Session::CloneInit() {
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return SysError("socketpair");
+  sync_.Reset(sp[0]);
+  sys::UniqueFd child_end(sp[1]);
+  // Init starts with the supervisor's credentials, and setgroups is denied in its user
+  // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
+  // follow it and the workload for good. The supervisor, root, needs none of them. (Only
+  // when it has some: where setgroups is itself denied, brig has none to drop.)
+  if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
+    return SysError("setgroups", "supervisor");
+  }
+  int pidfd = -1;
+  sys::CloneArgs ca;
+  ca.flags = kNamespaces | CLONE_PIDFD;
+  ca.pidfd = &pidfd;
+  ca.exit_signal = SIGCHLD;
+  if (group_->v2_fd() >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup_fd = group_->v2_fd();
+  }
+  pid_t pid = BRIG_TRY(sys::Clone3(ca));
+  if (pid == 0) {
+    sync_.Reset();
+    stdio_->ApplyInChild();
+    InitMain(InitArgs{&sb_, &plan_, &seccomp_, &init_filter_, child_end.get(),
+                      net_ ? &net_->address() : nullptr});
+  }
+  plan_.steps.clear();  // the detached trees now live on only in the child
+  return sys::Child(pid, sys::UniqueFd(pidfd));
+}
+
+bool Session::LaunchInit() {
+  auto child = CloneInit();
+  if (!child) return Failed(std::move(child).error());
+  child_ = std::move(*child);
+  if (auto s = stdio_->Started(); !s) return Failed(std::move(s).error());
+  auto hs = Handshake();
+  if (!hs || hs->has_value()) {
+    // Init failed (and said why) or went silent; either way it ends here.
+    child_.KillAndReap();
+    if (group_->OomKilled()) {
+      return Failed(Fail("brig init", "", "killed by the OOM killer while setting up: the "
+                         "memory limit is too small for the sandbox to start"));
+    }
+    return Failed(hs ? std::move(**hs) : std::move(hs).error());
+  }
+  if (auto s = StartServices(); !s) return Failed(std::move(s).error());
+  if (auto s = SendMessage(sync_.get(), Msg::kStart); !s) return InitFailed(std::move(s).error());
+  started_workload_ = true;
+  return true;
+}
+
+// The id maps (and eth0) while init waits; then, while it sets itself up, init into the v1
+// groups. It waits for kGroupsJoined before it drops its privileges, so it is in every
+// group before the workload exists.
+Status Session::AnswerIdMap() {
+  BRIG_TRY(WriteIdMaps(child_.pid(), sb_));
+  if (net_) BRIG_TRY(net_->Attach(child_.pid()));
+  BRIG_TRY(SendMessage(sync_.get(), Msg::kIdMapDone));
+  BRIG_TRY(group_->AttachV1(child_.pid()));
+  return SendMessage(sync_.get(), Msg::kGroupsJoined);
+}
+
+// The handshake up to Ready (sync.h). Returns an Error reported by init, if any. Init may
+// fail meanwhile (a dead process cannot be moved, a send meets a broken pipe): then its
+// word is the outcome.
+Result<std::optional<Error>> Session::Handshake() {
+  for (;;) {
+    auto m = RecvMessage(sync_.get(), kSetupStepTimeoutMs);
+    Error lost = m ? Error{} : std::move(m).error().Wrap("brig init");
+    if (m) {
+      BRIG_TRY(seq_.Accept(m->type));
+      if (m->type == Msg::kReady) return std::optional<Error>();
+      if (m->type == Msg::kError) return std::optional<Error>(DecodeError(*m));
+      if (m->type != Msg::kNeedIdMap) {
+        return Fail("sync", std::string(MsgName(m->type)), "unexpected", ErrorKind::kInternal);
+      }
+      auto s = AnswerIdMap();
+      if (s) continue;
+      lost = std::move(s).error();
+    }
+    if (std::optional<Error> why = WhyInitIsGone(sync_.get(), child_.pidfd(), lost)) return why;
+    return lost;
+  }
+}
+
+// The resolver, proxy and brokers serve from before the workload's first packet.
+// splice(2) has no MSG_NOSIGNAL; ignoring SIGPIPE only now keeps the workload's
+// disposition default.
+Status Session::StartServices() {
+  auto audit = [this](v1::AuditEvent e) { AuditEvent(std::move(e)); };
+  if (net_ || !sb_.brokers.empty()) signal(SIGPIPE, SIG_IGN);
+  if (net_) {
+    egress_ = BRIG_TRY(egress::Service::Start(sb_.egress, net_->listeners(),
+                                              net_->address().addr.v, net_->address().subnet,
+                                              audit));
+  }
+  if (sb_.brokers.empty()) return {};
+  // Their TCP ports are made in the sandbox's network namespace now that init has brought
+  // loopback up.
+  BRIG_TRY_CTX(broker::ListenTcp(sb_.brokers, child_.pid(), broker_listeners_), "brokers");
+  brokers_ = BRIG_TRY(broker::Service::Start(sb_.brokers, std::move(broker_listeners_),
+                                             sb_.id + "/" + std::to_string(sb_.attempt), audit));
+  return {};
+}
+
+void Session::AuditEvent(v1::AuditEvent e) {
+  if (auto s = audit::Append(sb_.audit_path, sb_.id, std::move(e)); !s) Warn(std::move(s).error());
+}
+
+// A warning that repeats the last one (an audit log that keeps failing) is said once.
+void Session::Warn(Error e) {
+  std::string line = e.Render();
+  if (out_.warnings.empty() || out_.warnings.back() != line) out_.warnings.push_back(line);
+}
+
+void Session::Serve() {
+  if (!child_.held()) return;
+  auto loop = supervise::Loop::Create();
+  Status s = loop ? Watch(*loop) : Status(std::move(loop).error());
+  if (s) s = loop->Run();
+  if (!s) Failed(std::move(s).error());
+}
+
+// Everything the loop serves: the sandbox's end, its deadline, the caller's signals, a v1
+// OOM kill, the sync socket, the output relay, the resolver and proxy, the brokers.
+Status Session::Watch(supervise::Loop& loop) {
+  BRIG_TRY(loop.Watch(child_.pidfd(), [this, &loop] {
+    sb_.isolated ? OnInitGone() : OnUnconfinedGone();
+    loop.Stop();
+  }));
+  BRIG_TRY(loop.At(started_ + sb_.timeout, [this] {
+    out_.timed_out = true;
+    KillAll();
+  }));
+  BRIG_TRY(loop.Watch(signals_, [this, &loop](int sig) { OnSignal(loop, sig); }));
+  if (int oom = group_->oom_event_fd(); oom >= 0) {
+    // v1 has no memory.oom.group: one OOM kill ends the whole sandbox here instead.
+    BRIG_TRY(loop.Watch(oom, [this, &loop, oom] {
+      out_.oom_killed = true;
+      KillAll();
+      loop.Unwatch(oom);
+    }));
+  }
+  if (sync_) BRIG_TRY(loop.Watch(sync_.get(), [this, &loop] {
+    if (!HandleSyncMessage()) loop.Unwatch(sync_.get());
+  }));
+  BRIG_TRY(loop.Watch(stdio_->fd(), [this] { stdio_->Handle(); }));
+  if (egress_) BRIG_TRY(loop.Watch(egress_->fd(), [this] { egress_->Handle(); }));
+  if (brokers_) BRIG_TRY(loop.Watch(brokers_->fd(), [this] { brokers_->Handle(); }));
+  return {};
+}
+
+// The caller's signal goes to the sandbox, which has the grace period to end; a second
+// one, or the grace period's end, kills it.
+void Session::OnSignal(supervise::Loop& loop, int sig) {
+  auto kill = [this] {
+    out_.killed_for_signal = pending_signal_;
+    KillAll();
+  };
+  if (pending_signal_ != 0) return kill();
+  pending_signal_ = sig;
+  (void)child_.Signal(sig);
+  if (auto t = loop.At(std::chrono::steady_clock::now() + sb_.grace, kill); !t) kill();
+}
+
+// The cgroup kills every process of the sandbox at once. Without one, killing brig init
+// takes its whole pid namespace, and an unconfined command leads its own process group (it
+// called setsid), which is as far as no isolation reaches.
+void Session::KillAll() {
+  if (group_->Kill()) return;
+  if (!sb_.isolated) (void)kill(-child_.pid(), SIGKILL);
+  (void)child_.Signal(SIGKILL);
+}
+
+// Applies one message from init. False once the socket has nothing more to say.
+bool Session::HandleSyncMessage() {
+  auto m = RecvMessage(sync_.get(), 0);
+  if (!m) return false;
+  if (auto s = seq_.Accept(m->type); !s) {
+    if (!out_.error) out_.error = s.error();
+    return true;
+  }
+  if (m->type == Msg::kWorkloadExit) out_.workload_status = m->err;
+  if (m->type == Msg::kError && !out_.error) out_.error = DecodeError(*m);
+  return true;
+}
+
+// Init is gone, and with it every process of its pid namespace. What it said last, then
+// its reaping.
+void Session::OnInitGone() {
+  while (HandleSyncMessage()) {
+  }
+  auto exit = child_.Reap();
+  if (!exit) return (void)Failed(std::move(exit).error().Wrap("brig init"));
+  out_.usage = exit->usage;
+  if (exit->info.si_code == CLD_KILLED || exit->info.si_code == CLD_DUMPED) {
+    out_.init_signal = exit->info.si_status;
+  }
+}
+
+Outcome Session::Collect() {
+  collected_ = true;
+  child_.KillAndReap();  // only if Serve did not reap it: brig's own failure
+  out_.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started_);
+  if (started_workload_) {
+    // Every writer is gone with the sandbox: the rest of its output, then the terminal.
+    stdio_->Drain();
+    out_.output = stdio_->Summary();
+  }
+  if (stdio_) stdio_->RestoreTerminal();
+  TearDown();
+  return std::move(out_);
+}
+
+// The host resources in teardown order (session.h), each one's failure a warning that
+// leaves the record for brig gc. The workload's outcome stands whatever fails here.
+void Session::TearDown() {
+  // Every broker connection, both sides, ends with the sandbox.
+  if (brokers_) brokers_->Close();
+  // The network first: closing brig's netfilter socket at exit waits for the kernel to
+  // retire this last transaction (an RCU grace period), which the cgroup's removal and
+  // the result's writing then overlap.
+  if (egress_) {
+    egress_->Close();
+    out_.network = egress_->Summary();
+  }
+  if (brokers_) {
+    if (!out_.network) out_.network.emplace();
+    for (v1::BrokerTraffic& t : brokers_->Summary()) *out_.network->add_brokers() = std::move(t);
+  }
+  auto left = [this](Status s) {
+    if (s) return;
+    out_.warnings.push_back(s.error().Render() + " (brig gc removes what is left)");
+    keep_record_ = true;
+  };
+  if (net_) left(net_->Teardown());
+  if (started_workload_) {
+    out_.oom_killed |= group_->OomKilled();
+    out_.cgroup_usage = group_->ReadUsage();
+  }
+  if (group_) left(group_->Remove());
+  // The sandbox is gone; its copy's changes are still in brig's scratch space.
+  if (started_workload_ && !sb_.fs.export_changes.empty()) {
+    if (auto s = fs::ExportChanges(plan_.copy_scratch.get(), sb_.fs.workspace,
+                                   sb_.fs.export_changes, plan_.protected_paths, plan_.hidden);
+        !s) {
+      out_.export_error = std::move(s).error();
+    }
+  }
+  left(plan_.Finish());
+}
+
+}  // namespace brig::container

@@ -1,0 +1,106 @@
+// One sandbox's life on the host, from its resolved plan (config::Sandbox, probed) to its
+// outcome. `brig run` reads top to bottom:
+//
+//   Session::Prepare  everything that can fail before a process exists (session.cc)
+//   Launch            brig init cloned and driven through the sync protocol to Ready, the
+//                     resolver, proxy and brokers started, the workload let go (sync.h);
+//                     without isolation, the command cloned instead (unconfined.cc)
+//   Serve             the event loop until the sandbox's last process is gone
+//   Collect           output, network summary, usage, the export; every host resource
+//                     released in teardown order
+//
+// then the CLI writes the result (noting its temp in record()) and the session goes: its
+// record is removed, or kept for brig gc if something could not be released.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "broker/listen.h"
+#include "broker/service.h"
+#include "cgroup/cgroup.h"
+#include "config/sandbox.h"
+#include "container/outcome.h"
+#include "container/sync.h"
+#include "egress/service.h"
+#include "fs/mount_plan.h"
+#include "net/network.h"
+#include "security/seccomp.h"
+#include "state/record.h"
+#include "supervise/loop.h"
+#include "supervise/stdio.h"
+#include "sys/child.h"
+#include "sys/fd.h"
+
+namespace brig::container {
+
+class Session {
+ public:
+  // An Error means nothing ran and nothing is left on the host (exit 125).
+  static Result<std::unique_ptr<Session>> Prepare(const config::Sandbox& sb);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
+  // False: the workload did not start, and the outcome says why.
+  bool Launch();
+  // Returns once the sandbox's first process (brig init, or the unconfined command) is
+  // gone and reaped; with it, every process of the sandbox.
+  void Serve();
+  // Once: what the sandbox did and left, its host resources released.
+  Outcome Collect();
+  // Whatever brig makes on the host for this sandbox is noted here first (brig gc).
+  state::Record& record() { return record_; }
+
+ private:
+  explicit Session(const config::Sandbox& sb);
+  Status PrepareSandbox();
+  // session.cc: the confined sandbox.
+  bool LaunchInit();
+  Result<sys::Child> CloneInit();
+  Result<std::optional<Error>> Handshake();
+  Status AnswerIdMap();
+  Status StartServices();
+  bool Failed(Error e);
+  bool InitFailed(Error e);
+  bool HandleSyncMessage();
+  void OnInitGone();
+  // unconfined.cc: a profile without isolation, the command as brig's own child.
+  bool LaunchUnconfined();
+  void OnUnconfinedGone();
+  // Both.
+  Status Watch(supervise::Loop& loop);
+  void OnSignal(supervise::Loop& loop, int sig);
+  void KillAll();
+  void AuditEvent(v1::AuditEvent e);
+  void Warn(Error e);
+  void TearDown();
+
+  const config::Sandbox& sb_;
+  const std::chrono::steady_clock::time_point started_;
+  Outcome out_;
+  bool started_workload_ = false, collected_ = false, keep_record_ = false;
+  int pending_signal_ = 0;  // forwarded to the sandbox; its grace period is running
+  security::SeccompProgram seccomp_, init_filter_;
+
+  // The host resources, in the order they are made. Members are destroyed in reverse, which
+  // is the teardown order (TearDown does the same, explicitly, to see each one's error):
+  // the child first, so nothing of the sandbox runs while the rest goes; the services
+  // before the network whose listeners they use; the network and the cgroups before the
+  // mount plan's scratch (an export reads it after the sandbox is gone); the record after
+  // everything it notes; the held signals last, so none ends brig in between.
+  supervise::HeldSignals signals_;
+  state::Record record_;
+  fs::MountPlan plan_;
+  broker::Listeners broker_listeners_;
+  std::unique_ptr<cgroup::Group> group_;
+  std::unique_ptr<net::SandboxNet> net_;
+  std::unique_ptr<supervise::Stdio> stdio_;
+  sys::UniqueFd sync_;  // brig's end of the sync socket (sync.h)
+  std::unique_ptr<egress::Service> egress_;
+  std::unique_ptr<broker::Service> brokers_;
+  sys::Child child_;  // brig init, or the unconfined command
+  container::SyncSequence seq_;
+};
+
+}  // namespace brig::container

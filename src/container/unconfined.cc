@@ -1,0 +1,77 @@
+// A profile without isolation (ISOLATION_NONE): the command runs as brig's own child, in
+// the host's namespaces, with the timeout, signals, cgroup limits, output relay and result
+// still brig's. The rest of the session (prepare, serve, collect) is session.cc's.
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "container/command.h"
+#include "container/exec_child.h"
+#include "container/session.h"
+#include "sys/syscalls.h"
+
+namespace brig::container {
+
+bool Session::LaunchUnconfined() {
+  // The command runs from the workspace, so a relative path means one inside it.
+  std::string cmd = sb_.argv[0];
+  if (!sb_.fs.workspace.empty() && cmd[0] != '/' && cmd.find('/') != std::string::npos) {
+    cmd = sb_.fs.workspace + "/" + cmd;
+  }
+  auto path = ResolveCommand(cmd, sb_.env);
+  if (!path) return Failed(std::move(path).error());
+  std::vector<char*> argv = ExecArray(sb_.argv), envp = ExecArray(sb_.env);
+  int p[2], g[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return Failed(SysError("pipe2"));
+  sys::UniqueFd err_rd(p[0]), err_wr(p[1]);
+  if (pipe2(g, O_CLOEXEC) < 0) return Failed(SysError("pipe2"));
+  sys::UniqueFd go_rd(g[0]), go_wr(g[1]);
+  int pidfd = -1;
+  sys::CloneArgs ca;
+  ca.flags = CLONE_PIDFD;
+  ca.pidfd = &pidfd;
+  ca.exit_signal = SIGCHLD;
+  if (group_->v2_fd() >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup_fd = group_->v2_fd();
+  }
+  pid_t supervisor = getpid();
+  auto pid = sys::Clone3(ca);
+  if (!pid) return Failed(std::move(pid).error());
+  if (*pid == 0) {
+    stdio_->ApplyInChild();
+    ExecChild({path->c_str(), argv.data(), envp.data(), sb_.fs.workspace.c_str(), &sb_.rlimits,
+               nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
+  }
+  child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
+  err_wr.Reset();
+  go_rd.Reset();
+  if (auto s = stdio_->Started(); !s) return Failed(std::move(s).error());
+  // It waits until brig has put it into its v1 groups.
+  if (auto s = group_->AttachV1(*pid); !s) return Failed(std::move(s).error());
+  if (write(go_wr.get(), "g", 1) != 1) return Failed(SysError("write", "start pipe"));
+  go_wr.Reset();
+  if (std::optional<int> e = sys::ReadExecError(err_rd.get())) {
+    errno = *e;
+    return Failed(SysError("execve", sb_.argv[0])
+                      .WithKind(*e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable));
+  }
+  started_workload_ = true;
+  return true;
+}
+
+// The command is gone. What it left behind ends with the phase: its cgroup's processes, or
+// else its process group's (its pid is still held by the unreaped zombie here, so the
+// group cannot be another's).
+void Session::OnUnconfinedGone() {
+  if (!group_->Kill()) (void)kill(-child_.pid(), SIGKILL);
+  auto exit = child_.Reap();
+  if (!exit) return (void)Failed(std::move(exit).error());
+  out_.usage = exit->usage;
+  const siginfo_t& si = exit->info;
+  out_.workload_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+                                                  : si.si_status & 0x7f;
+}
+
+}  // namespace brig::container
