@@ -64,114 +64,136 @@ Apply Parsed(const char* flag, std::optional<T> config::Overrides::*field, Parse
   };
 }
 
+Status SetWorkspaceMode(RunRequest& r, const std::string& v) {
+  if (v == "ro") {
+    r.workspace_mode = fs::WorkspaceMode::kReadOnly;
+  } else if (v == "rw") {
+    r.workspace_mode = fs::WorkspaceMode::kReadWrite;
+  } else if (v == "copy") {
+    r.workspace_mode = fs::WorkspaceMode::kCopy;
+  } else {
+    return BadInput("--workspace-mode", v, "expected ro, rw or copy");
+  }
+  return {};
+}
+
+Status AddLayer(RunRequest& r, const std::string& v) {
+  if (v.empty()) return BadInput("--layer", v, "empty path");
+  r.layers.push_back(v);
+  return {};
+}
+
+Status SetPids(RunRequest& r, const std::string& v) {
+  auto n = util::ParseLimit(v);
+  if (!n || *n == 0 || *n > config::kMaxPids) {
+    return BadInput("--pids", v, "expected a number from 1 to 4194304");
+  }
+  r.pids = *n;
+  return {};
+}
+
+Status SetCgroupParent(RunRequest& r, const std::string& v) {
+  BRIG_TRY(cgroup::CheckParent(v));
+  r.cgroup_parent = v;
+  return {};
+}
+
+Status AddAllowHost(RunRequest& r, const std::string& v) {
+  BRIG_TRY_CTX(egress::ParseHostPattern(v), "--allow-host");
+  r.allow_hosts.push_back(v);
+  return {};
+}
+
+Status SetDnsUpstream(RunRequest& r, const std::string& v) {
+  r.dns_upstream = BRIG_TRY(egress::ParseUpstream(v));
+  return {};
+}
+
+Status AddBroker(RunRequest& r, const std::string& v) {
+  auto b = broker::ParseSpec(v);
+  if (!b) return BadInput("--broker", v, b.error().Render());
+  if (auto c = broker::Check(*b); !c) return BadInput("--broker", v, c.error().Render());
+  r.brokers.emplace_back(v, std::move(*b));
+  return {};
+}
+
+Status SetAttempt(RunRequest& r, const std::string& v) {
+  auto n = util::ParseLimit(v);
+  if (!n || *n == 0 || *n > UINT32_MAX) {
+    return BadInput("--attempt", v, "expected a number from 1 to 4294967295");
+  }
+  r.attempt = static_cast<uint32_t>(*n);
+  return {};
+}
+
+Status AddEnv(RunRequest& r, const std::string& v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || !util::IsEnvName(v.substr(0, eq))) {
+    return BadInput("--env", v, "expected NAME=VALUE with NAME of [A-Za-z0-9_]");
+  }
+  r.set_env.push_back(v);
+  return {};
+}
+
+Status AddPassEnv(RunRequest& r, const std::string& v) {
+  if (!util::IsEnvName(v)) return BadInput("--pass-env", v, "not a variable name");
+  r.pass_env.push_back(v);
+  return {};
+}
+
+Status SetHelp(RunRequest& r, const std::string&) {
+  r.help = true;
+  return {};
+}
+
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> flags = {
-      {"--profile", "NAME|PATH", "the profile that fixes the sandbox's posture "
-                                 "(default untrusted-code-read)",
+      {"--profile", "NAME|PATH",
+       "the profile that fixes the sandbox's posture "
+       "(default untrusted-code-read)",
        Path("--profile", &config::Overrides::profile, "empty name")},
       {"--workspace", "DIR", "mount DIR at /workspace (the working directory)",
        Path("--workspace", &config::Overrides::workspace)},
       {"--workspace-mode", "ro|rw|copy",
        "restate the profile's workspace access, or narrow rw to copy; never widen it",
-       [](RunRequest& r, const std::string& v) -> Status {
-         if (v == "ro") {
-           r.workspace_mode = fs::WorkspaceMode::kReadOnly;
-         } else if (v == "rw") {
-           r.workspace_mode = fs::WorkspaceMode::kReadWrite;
-         } else if (v == "copy") {
-           r.workspace_mode = fs::WorkspaceMode::kCopy;
-         } else {
-           return BadInput("--workspace-mode", v, "expected ro, rw or copy");
-         }
-         return {};
-       }},
+       SetWorkspaceMode},
       {"--rootfs", "DIR", "use DIR as the read-only root instead of the host-derived one",
        Path("--rootfs", &config::Overrides::rootfs)},
       {"--layer", "DIR",
-       "stack DIR on the --rootfs with overlayfs (repeatable; the last one is on top)",
-       [](RunRequest& r, const std::string& v) -> Status {
-         if (v.empty()) return BadInput("--layer", v, "empty path");
-         r.layers.push_back(v);
-         return {};
-       }},
+       "stack DIR on the --rootfs with overlayfs (repeatable; the last one is on top)", AddLayer},
       {"--tmp-size", "SIZE", "size cap of /tmp and of /dev/shm (profile default 1G)",
        Parsed("--tmp-size", &config::Overrides::tmp_size, util::ParseSize)},
       {"--memory", "SIZE", "memory limit of the whole sandbox; past it, 137 (oom_killed)",
        Parsed("--memory", &config::Overrides::memory, util::ParseMemory)},
       {"--swap", "SIZE", "swap allowed beyond --memory: 0 (the default), SIZE or unlimited",
        Parsed("--swap", &config::Overrides::swap, util::ParseSizeLimit)},
-      {"--pids", "N", "most tasks the sandbox may hold at once, brig init included",
-       [](RunRequest& r, const std::string& v) -> Status {
-         auto n = util::ParseLimit(v);
-         if (!n || *n == 0 || *n > config::kMaxPids) {
-           return BadInput("--pids", v, "expected a number from 1 to 4194304");
-         }
-         r.pids = *n;
-         return {};
-       }},
+      {"--pids", "N", "most tasks the sandbox may hold at once, brig init included", SetPids},
       {"--cpus", "N", "CPU time as a number of CPUs, fractional (0.5: half of one CPU)",
        Parsed("--cpus", &config::Overrides::cpu_milli, util::ParseCpus)},
       {"--cgroup-parent", "PATH",
        "create the sandbox's cgroups under PATH in each hierarchy (default: brig's own)",
-       [](RunRequest& r, const std::string& v) -> Status {
-         BRIG_TRY(cgroup::CheckParent(v));
-         r.cgroup_parent = v;
-         return {};
-       }},
+       SetCgroupParent},
       {"--subnet", "CIDR",
        "the bridge's subnet, for postures with an interface (default 10.213.0.0/16)",
        Parsed("--subnet", &config::Overrides::subnet, net::ParseSubnet)},
       {"--allow-host", "PATTERN",
        "allow one more host for this run, in the allowlist syntax (repeatable; posture "
        "allowlist only)",
-       [](RunRequest& r, const std::string& v) -> Status {
-         BRIG_TRY_CTX(egress::ParseHostPattern(v), "--allow-host");
-         r.allow_hosts.push_back(v);
-         return {};
-       }},
+       AddAllowHost},
       {"--dns-upstream", "ADDR[:PORT]",
        "the nameserver brig's resolver asks (default: /etc/resolv.conf's IPv4 ones)",
-       [](RunRequest& r, const std::string& v) -> Status {
-         r.dns_upstream = BRIG_TRY(egress::ParseUpstream(v));
-         return {};
-       }},
+       SetDnsUpstream},
       {"--broker", "NAME=SPEC",
        "a broker (repeatable): SPEC is port=PORT and/or unix=/PATH inside, to=TARGET "
        "(unix:/PATH, tcp:HOST:PORT, http(s)://HOST[:PORT]) on the host, and "
        "header=NAME:env:VAR or NAME:file:/PATH, attribution=NAME, mode=http|tcp, "
        "methods=M[,M...] and paths=/P[,/P...] (only these reach the target)",
-       [](RunRequest& r, const std::string& v) -> Status {
-         auto b = broker::ParseSpec(v);
-         if (!b) return BadInput("--broker", v, b.error().Render());
-         if (auto c = broker::Check(*b); !c) return BadInput("--broker", v, c.error().Render());
-         r.brokers.emplace_back(v, std::move(*b));
-         return {};
-       }},
+       AddBroker},
       {"--attempt", "N",
        "which attempt at the phase this run is (default 1); brokers send <sandbox id>/N",
-       [](RunRequest& r, const std::string& v) -> Status {
-         auto n = util::ParseLimit(v);
-         if (!n || *n == 0 || *n > UINT32_MAX) {
-           return BadInput("--attempt", v, "expected a number from 1 to 4294967295");
-         }
-         r.attempt = static_cast<uint32_t>(*n);
-         return {};
-       }},
-      {"--env", "K=V", "set K to V in the sandbox (repeatable)",
-       [](RunRequest& r, const std::string& v) -> Status {
-         size_t eq = v.find('=');
-         if (eq == std::string::npos || !util::IsEnvName(v.substr(0, eq))) {
-           return BadInput("--env", v, "expected NAME=VALUE with NAME of [A-Za-z0-9_]");
-         }
-         r.set_env.push_back(v);
-         return {};
-       }},
-      {"--pass-env", "K", "copy K from brig's environment, if set (repeatable)",
-       [](RunRequest& r, const std::string& v) -> Status {
-         if (!util::IsEnvName(v)) return BadInput("--pass-env", v, "not a variable name");
-         r.pass_env.push_back(v);
-         return {};
-       }},
+       SetAttempt},
+      {"--env", "K=V", "set K to V in the sandbox (repeatable)", AddEnv},
+      {"--pass-env", "K", "copy K from brig's environment, if set (repeatable)", AddPassEnv},
       {"--timeout", "DURATION", "kill the sandbox after DURATION (profile default 30m): 124",
        Parsed("--timeout", &config::Overrides::timeout, util::ParseDuration)},
       {"--grace", "DURATION",
@@ -181,8 +203,7 @@ const std::vector<Flag>& Flags() {
        "relay at most SIZE bytes of each of stdout and stderr; the rest is dropped (the "
        "workload's writes still succeed) and the result says so",
        Parsed("--output-limit", &config::Overrides::output_limit, util::ParseSize)},
-      {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited",
-       [](RunRequest& r, const std::string& v) { return SetRlimit(r, v); }},
+      {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited", SetRlimit},
       {"--copy-dir", "DIR",
        "with a copy workspace: keep its changes in a new directory under DIR, in a disk "
        "image of --disk-size (8G unless set), instead of a tmpfs of --disk-size or --tmp-size",
@@ -201,11 +222,7 @@ const std::vector<Flag>& Flags() {
        Path("--audit-log", &config::Overrides::audit_path)},
       {"--policy-dir", "DIR", "read profiles and policies from DIR, not the installed ones",
        Path("--policy-dir", &config::Overrides::policy_dir)},
-      {"--help", nullptr, "show this help",
-       [](RunRequest& r, const std::string&) -> Status {
-         r.help = true;
-         return {};
-       }},
+      {"--help", nullptr, "show this help", SetHelp},
   };
   return flags;
 }
