@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sys/fd.h"
@@ -22,8 +23,13 @@ Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditE
     return Fail("encode audit event", path, "protobuf JSON encoding failed", ErrorKind::kInternal);
   }
   line += '\n';
-  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  // Never through a symlink, and never waiting on a FIFO: the audit log is a regular file.
+  sys::UniqueFd fd(open(path.c_str(),
+                        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   if (!fd) return SysError("open audit log", path);
+  struct stat st;
+  if (fstat(fd.get(), &st) < 0) return SysError("stat audit log", path);
+  if (!S_ISREG(st.st_mode)) return Fail("open audit log", path, "not a regular file");
   ssize_t n;
   do {
     n = write(fd.get(), line.data(), line.size());

@@ -405,7 +405,7 @@ Status ReadValue(Header& h, char** environ) {
     value = std::string(*found);
   } else {
     std::string path(from.substr(5));
-    auto text = util::ReadFile(path);
+    auto text = util::ReadUserFile(path, util::kMaxUserFile, util::FinalLink::kFollow);
     if (!text) return std::move(text).error().Wrap("header " + h.name);
     value = std::move(*text);
     if (!value.empty() && value.back() == '\n') value.pop_back();

@@ -152,21 +152,21 @@ Result<v1::SeccompPolicy> LoadTextPolicy(const std::string& path, const std::str
 }
 
 Result<v1::SeccompPolicy> PolicyOfProfile(const std::string& dir, const std::string& path) {
-  std::string text = BRIG_TRY(util::ReadFile(path));
+  std::string text = BRIG_TRY(util::ReadUserFile(path));
   v1::Profile profile = BRIG_TRY(config::ParseProfile(text, path));
   if (profile.isolation() == v1::ISOLATION_NONE) {
     return BadInput("profile", path, "ISOLATION_NONE: no sandbox, so no seccomp policy");
   }
   std::string sp = BRIG_TRY_CTX(
       config::PolicyFilePath(dir, "seccomp", profile.security().seccomp_policy()), path);
-  return LoadTextPolicy(sp, BRIG_TRY(util::ReadFile(sp)));
+  return LoadTextPolicy(sp, BRIG_TRY(util::ReadUserFile(sp)));
 }
 
 // POLICY: a seccomp policy name, a profile name (its seccomp policy), or a path to a
 // text-format policy, a profile (in a profiles/ directory) or OCI/Docker JSON.
 Result<v1::SeccompPolicy> LoadPolicy(const PolicyRequest& r, const std::string& operand) {
   if (LooksLikePath(operand)) {
-    std::string text = BRIG_TRY(util::ReadFile(operand));
+    std::string text = BRIG_TRY(util::ReadUserFile(operand));
     size_t first = text.find_first_not_of(" \t\r\n");
     if (first != std::string::npos && text[first] == '{') {
       return security::ParseOciSeccompJson(text, operand);
@@ -176,7 +176,7 @@ Result<v1::SeccompPolicy> LoadPolicy(const PolicyRequest& r, const std::string& 
   }
   std::string dir = PolicyDir(r);
   if (auto sp = config::PolicyFilePath(dir, "seccomp", operand)) {
-    return LoadTextPolicy(*sp, BRIG_TRY(util::ReadFile(*sp)));
+    return LoadTextPolicy(*sp, BRIG_TRY(util::ReadUserFile(*sp)));
   }
   if (auto pp = config::PolicyFilePath(dir, "profiles", operand)) return PolicyOfProfile(dir, *pp);
   return BadInput("policy", operand,
@@ -195,7 +195,7 @@ int List(const PolicyRequest& r) {
   for (const auto& n : profiles) {
     std::string desc = "(invalid: see brig policy check)";
     if (auto path = config::PolicyFilePath(dir, "profiles", n)) {
-      if (auto text = util::ReadFile(*path)) {
+      if (auto text = util::ReadUserFile(*path)) {
         if (auto p = config::ParseProfile(*text, *path)) desc = p->description();
       }
     }
@@ -219,7 +219,7 @@ int Show(const PolicyRequest& r) {
 }
 
 Status CheckFile(const PolicyRequest& r, const std::string& file, const std::string& kind) {
-  std::string text = BRIG_TRY(util::ReadFile(file));
+  std::string text = BRIG_TRY(util::ReadUserFile(file));
   if (kind == "seccomp") {
     v1::SeccompPolicy p = BRIG_TRY(security::ParseSeccompPolicy(text, file));
     return CompileText(file, text, p);

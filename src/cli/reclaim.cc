@@ -70,7 +70,7 @@ Result<std::optional<net::NetnsKey>> Reclaimer::Elsewhere(
 Status Reclaimer::CleanOne(const std::string& id, const state::Entry& e) {
   if (e.kind == "cgroup") {
     if (BRIG_TRY(cgroup::RemoveStale(id, e.value))) removed_.push_back("cgroup " + e.value);
-  } else if (e.kind == fs::kPlaceholderKind || e.kind == fs::kScratchKind) {
+  } else if (fs::IsMarkKind(e.kind)) {
     if (BRIG_TRY(fs::RemoveStaleMark(e.kind, e.value))) {
       removed_.push_back(e.kind + " " + e.value.substr(e.value.find(":/") + 1) + " (" + id + ")");
     }
@@ -84,8 +84,7 @@ Status Reclaimer::CleanOne(const std::string& id, const state::Entry& e) {
 
 Result<bool> Reclaimer::Clean(const std::string& id, const std::vector<state::Entry>& entries) {
   for (const auto& e : entries) {
-    if (e.kind != "cgroup" && e.kind != "net" && e.kind != fs::kPlaceholderKind &&
-        e.kind != fs::kScratchKind) {
+    if (e.kind != "cgroup" && e.kind != "net" && !fs::IsMarkKind(e.kind)) {
       return Fail("brig gc", id, "unknown resource kind '" + e.kind + "' in its record",
                   ErrorKind::kInternal);
     }

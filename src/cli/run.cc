@@ -18,6 +18,7 @@
 #include "proto/brig.pb.h"
 #include "brig/exit.h"
 #include "container/session.h"
+#include "fs/host_marks.h"
 #include "supervise/stdio.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -114,7 +115,9 @@ container::Outcome Refused(Error e) {
   return o;
 }
 
-Status WriteResult(const std::string& path, const v1::RunResult& r) {
+// `note_temp` notes the temporary file in the sandbox's record while there is one.
+Status WriteResult(const std::string& path, const v1::RunResult& r,
+                   const util::NoteTemp& note_temp) {
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
   opts.always_print_primitive_fields = true;
@@ -122,7 +125,7 @@ Status WriteResult(const std::string& path, const v1::RunResult& r) {
   if (!google::protobuf::util::MessageToJsonString(r, &json, opts).ok()) {
     return Fail("encode result", path, "protobuf JSON encoding failed", ErrorKind::kInternal);
   }
-  return util::WriteFileAtomic(path, json + "\n");
+  return util::WriteUserFileAtomic(path, json + "\n", note_temp);
 }
 
 v1::AuditEvent StartEvent(const config::Sandbox& sb) {
@@ -169,15 +172,17 @@ v1::AuditEvent ExitEvent(const v1::RunResult& r) {
 }
 
 // Prints the outcome's lines (its error, then what brig could not do after the run) and
-// writes the result. Returns the exit code.
-int Report(const std::string& result_path, const container::Outcome& o, v1::RunResult& r) {
+// writes the result, its temporary file noted with `note_temp` (if there is a record to
+// note it in). Returns the exit code.
+int Report(const std::string& result_path, const container::Outcome& o, v1::RunResult& r,
+           const util::NoteTemp& note_temp = nullptr) {
   if (!r.error().empty()) fprintf(stderr, "brig: %s\n", r.error().c_str());
   if (o.export_error && r.error() != o.export_error->Render()) {
     fprintf(stderr, "brig: %s\n", o.export_error->Render().c_str());
   }
   for (const std::string& w : o.warnings) fprintf(stderr, "brig: %s\n", w.c_str());
   if (!result_path.empty()) {
-    if (auto s = WriteResult(result_path, r); !s) {
+    if (auto s = WriteResult(result_path, r, note_temp); !s) {
       fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
       return r.exit_code() == 0 ? kExitRefused : r.exit_code();
     }
@@ -220,7 +225,10 @@ int RunSandbox(const config::Sandbox& sb) {
     o.warnings.push_back(s.error().Render());
     if (r.exit_code() == 0) r.set_exit_code(kExitRefused);
   }
-  return Report(sb.result_path, o, r);
+  state::Record& record = (*session)->record();
+  return Report(sb.result_path, o, r, [&](const std::string& temp) {
+    return fs::NoteOutputTemp(record, fs::kTempKind, temp);
+  });
 }
 
 }  // namespace
@@ -253,7 +261,11 @@ int RunMain(const std::vector<std::string>& args) {
   }
   // The plan: the profile, the run's overrides on it, the host's facts (PlanRun).
   auto sb = PlanRun(*req, environ);
-  if (!sb) return Refuse("", req->result_path, std::move(sb).error());
+  if (!sb) {
+    // A refused --result is not written to: the refusal is the one line on stderr.
+    bool refused = sb.error().op == "--result";
+    return Refuse("", refused ? std::string() : req->result_path, std::move(sb).error());
+  }
   // An audit log that cannot be written stops the run before it starts: the audit is part
   // of the posture, not a best effort. Its start event records the limits that will hold.
   if (auto s = audit::Append(sb->audit_path, sb->id, StartEvent(*sb)); !s) {

@@ -238,6 +238,8 @@ Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
       ++i;
       break;
     }
+    // A lone "-" is stdin's name elsewhere, never a command here.
+    if (a == "-") return BadInput("brig run", a, "not a command or an option");
     if (a.size() < 2 || a[0] != '-') break;  // the command starts here
     BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig run"));
     if (req.help) return req;

@@ -5,13 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
 #include "config/profile.h"
 #include "egress/upstream.h"
 #include "fs/disk_image.h"
+#include "fs/outputs.h"
 
 namespace brig::config {
 namespace {
@@ -53,25 +53,6 @@ Status CheckRlimits(const security::Rlimits& rl) {
   return {};
 }
 
-// brig's own outputs must not be where the sandbox can write: in a workspace it could
-// plant a symlink, truncate, or forge lines (design.md, Invariant 5).
-Status CheckOutputOutsideWorkspace(const std::string& path, const char* flag,
-                                   const std::string& workspace) {
-  if (path.empty() || workspace.empty()) return {};
-  std::string dir = path.substr(0, path.rfind('/') + 1);
-  if (dir.empty()) dir = ".";
-  char* real = realpath(dir.c_str(), nullptr);
-  if (!real) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
-  std::string d = real;
-  free(real);
-  if (d == workspace || d.rfind(workspace + "/", 0) == 0) {
-    return BadInput(flag, path,
-                    "inside the workspace, where the sandbox could forge or "
-                    "truncate it");
-  }
-  return {};
-}
-
 // The workspace, canonical, and its owner, whom the sandbox's ids map to.
 Status ProbeWorkspace(Sandbox& sb) {
   std::string& w = sb.fs.workspace;
@@ -96,44 +77,21 @@ Status ProbeWorkspace(Sandbox& sb) {
   return {};
 }
 
-// --export-changes: a directory brig creates at the end, outside the workspace.
-Status ProbeExport(fs::Spec& spec) {
-  std::string& p = spec.export_changes;
-  if (p.empty()) return {};
-  struct stat st;
-  if (lstat(p.c_str(), &st) == 0) return BadInput("--export-changes", p, "already exists");
-  size_t slash = p.rfind('/');
-  std::string parent = slash == std::string::npos ? "." : p.substr(0, std::max<size_t>(slash, 1));
-  std::string name = p.substr(slash == std::string::npos ? 0 : slash + 1);
-  BRIG_TRY(Canonicalize(parent, "--export-changes"));
-  p = (parent == "/" ? "" : parent) + "/" + name;
-  return CheckOutputOutsideWorkspace(p, "--export-changes", spec.workspace);
-}
-
-// --copy-dir: an existing directory outside the workspace, on a filesystem that can hold an
-// overlay's upper layer (overlayfs itself says so when the copy is made). brig makes a
-// directory of its own in it, root's and no one else's.
-Status ProbeCopyDir(fs::Spec& spec) {
-  if (spec.copy_dir.empty()) return {};
-  BRIG_TRY(CheckDir(spec.copy_dir, "--copy-dir"));
-  const std::string& w = spec.workspace;
-  if (spec.copy_dir == w || spec.copy_dir.rfind(w + "/", 0) == 0) {
-    return BadInput("--copy-dir", spec.copy_dir,
-                    "inside the workspace, whose copy cannot hold its own changes");
-  }
-  // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
-  if (spec.disk_size) BRIG_TRY(fs::CheckDiskImage(spec.copy_dir));
-  return {};
-}
-
+// The root, the layers and the workspace, then brig's outputs (fs/outputs.h): every
+// directory brig will write in exists, is writable and lies outside the workspace.
 Status ProbePaths(Sandbox& sb) {
   if (!sb.fs.rootfs.empty()) BRIG_TRY(CheckDir(sb.fs.rootfs, "--rootfs"));
   for (std::string& layer : sb.fs.layers) BRIG_TRY(CheckDir(layer, "--layer"));
   BRIG_TRY(ProbeWorkspace(sb));
-  BRIG_TRY(CheckOutputOutsideWorkspace(sb.result_path, "--result", sb.fs.workspace));
-  BRIG_TRY(CheckOutputOutsideWorkspace(sb.audit_path, "--audit-log", sb.fs.workspace));
-  BRIG_TRY(ProbeExport(sb.fs));
-  return ProbeCopyDir(sb.fs);
+  fs::Outputs outputs{sb.result_path, sb.audit_path, sb.fs.export_changes, sb.fs.copy_dir};
+  BRIG_TRY(fs::CheckOutputs(outputs, sb.fs.workspace));
+  sb.fs.export_changes = outputs.export_changes;
+  sb.fs.copy_dir = outputs.copy_dir;
+  // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
+  if (!sb.fs.copy_dir.empty() && sb.fs.disk_size) {
+    BRIG_TRY(fs::CheckDiskImage(sb.fs.copy_dir));
+  }
+  return {};
 }
 
 // Each broker's header values, read from brig's environment or files, and its target's

@@ -200,7 +200,7 @@ void FillDefaults(v1::Profile& p) {
 
 Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path) {
   std::string path = BRIG_TRY(PolicyFilePath(dir, "profiles", name_or_path));
-  std::string text = BRIG_TRY(util::ReadFile(path));
+  std::string text = BRIG_TRY_CTX(util::ReadUserFile(path), "profile");
   v1::Profile p = BRIG_TRY(ParseProfile(text, path));
   FillDefaults(p);
   return p;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fs/host_marks.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -321,11 +322,12 @@ Status ExportInto(int scratch, const std::string& source, const std::string& des
 
 }  // namespace
 
-Status ExportChanges(int scratch, const std::string& source, const std::string& dest,
-                     const std::vector<std::string>& protected_paths,
+Status ExportChanges(state::Record& record, int scratch, const std::string& source,
+                     const std::string& dest, const std::vector<std::string>& protected_paths,
                      const std::vector<std::string>& hidden) {
   // Written beside `dest` and renamed into place whole: a failed export leaves nothing.
   std::string partial = dest + ".partial-" + std::to_string(getpid());
+  BRIG_TRY(NoteOutputTemp(record, kPartialKind, partial));
   Status s = ExportInto(scratch, source, partial, protected_paths, hidden);
   if (s && renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, dest.c_str(), RENAME_NOREPLACE) < 0) {
     s = SysError("export: rename", partial + " to " + dest);

@@ -16,15 +16,17 @@
 #include <vector>
 
 #include "brig/result.h"
+#include "state/record.h"
 
 namespace brig::fs {
 
 // `scratch` is the copy's scratch space (its "upper" dir), `source` the workspace; `dest`
-// is created and must not exist, and is written whole or not at all. `protected_paths` are
+// is created and must not exist, and is written whole or not at all: into DEST.partial-PID,
+// noted in `record` first so brig gc removes it if brig is killed on the way, then renamed. `protected_paths` are
 // left out: the sandbox cannot have changed them, and what the upper layer has there is
 // brig's own placeholder. So are the whiteouts brig made at the `hidden` paths (what the
 // sandbox made there is exported).
-Status ExportChanges(int scratch, const std::string& source, const std::string& dest,
+Status ExportChanges(state::Record& record, int scratch, const std::string& source, const std::string& dest,
                      const std::vector<std::string>& protected_paths,
                      const std::vector<std::string>& hidden);
 

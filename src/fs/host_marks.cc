@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "util/files.h"
@@ -37,6 +38,21 @@ bool IsScratch(int dir, const std::string& name) {
   struct stat st;
   return fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
          st.st_uid == 0 && (st.st_mode & 077) == 0;
+}
+
+// Whether `name` in `dir` is a temporary file brig made: a regular file of brig's with no
+// other name.
+bool IsTemp(int dir, const std::string& name) {
+  struct stat st;
+  return fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+         st.st_uid == geteuid() && st.st_nlink == 1;
+}
+
+// Whether `name` in `dir` is what a record entry of `kind` says brig made there.
+bool IsMark(const std::string& kind, int dir, const std::string& name) {
+  if (kind == kPlaceholderKind) return IsPlaceholder(dir, name);
+  if (kind == kTempKind) return IsTemp(dir, name);
+  return IsScratch(dir, name);  // a scratch or a partial directory: made 0700, root's
 }
 
 Status RemoveOne(int dir, bool scratch, const std::string& name, const std::string& path) {
@@ -88,8 +104,27 @@ Status HostMarks::Remove() {
   return first;
 }
 
+Status NoteOutputTemp(state::Record& record, const char* kind, const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string parent = slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  std::string name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  sys::UniqueFd dir(open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysError("open", parent);
+  // brig gc may run elsewhere: the record names the directory by its absolute path.
+  char* real = realpath(parent.c_str(), nullptr);
+  if (!real) return SysError("open", parent);
+  std::string abs = std::string(real) + (real[1] ? "/" : "") + name;
+  free(real);
+  return Note(record, kind, dir.get(), abs);
+}
+
+bool IsMarkKind(const std::string& kind) {
+  return kind == kPlaceholderKind || kind == kScratchKind || kind == kTempKind ||
+         kind == kPartialKind;
+}
+
 Result<bool> RemoveStaleMark(const std::string& kind, const std::string& value) {
-  bool scratch = kind == kScratchKind;
+  bool tree = kind == kScratchKind || kind == kPartialKind;
   size_t a = value.find(':'), b = a == std::string::npos ? a : value.find(':', a + 1);
   if (b == std::string::npos || value.size() <= b + 2 || value[b + 1] != '/') {
     return Fail("brig gc", value, "not a " + kind + " entry");
@@ -107,9 +142,12 @@ Result<bool> RemoveStaleMark(const std::string& kind, const std::string& value) 
       0) {
     return false;  // another directory now: not brig's to touch
   }
-  bool there = scratch ? IsScratch(dir.get(), name) : IsPlaceholder(dir.get(), name);
-  BRIG_TRY(RemoveOne(dir.get(), scratch, name, path));
-  return there;
+  if (!IsMark(kind, dir.get(), name)) return false;
+  if (tree) BRIG_TRY(util::RemoveTreeAt(dir.get(), name, path));
+  if (!tree && unlinkat(dir.get(), name.c_str(), 0) < 0 && errno != ENOENT) {
+    return SysError("remove", path);
+  }
+  return true;
 }
 
 }  // namespace brig::fs

@@ -1,8 +1,10 @@
 // What a sandbox's filesystem puts on the host for its lifetime, outside brig's detached
 // mounts: an empty read-only placeholder at each protected path a read-write workspace
 // lacks (the mount point that holds the path), and a copy workspace's scratch directory
-// under --copy-dir. Each is noted in the sandbox's record before it is made, removed once
-// the sandbox is gone, and by brig gc (RemoveStaleMark) after brig itself died.
+// under --copy-dir; and what brig writes beside a user's output before renaming it into
+// place: the result's temporary file and an export's partial directory. Each is noted in
+// the sandbox's record before it is made, removed once done with, and by brig gc
+// (RemoveStaleMark) after brig itself died.
 #pragma once
 
 #include <sys/types.h>
@@ -19,6 +21,12 @@ namespace brig::fs {
 // The kinds of record entries (state/record.h) that name marks.
 inline constexpr char kPlaceholderKind[] = "placeholder";
 inline constexpr char kScratchKind[] = "scratch";
+inline constexpr char kTempKind[] = "temp";        // --result's FILE.tmpPID
+inline constexpr char kPartialKind[] = "partial";  // --export-changes' DIR.partial-PID
+
+// Notes `path`, a temporary file (kTempKind) or partial directory (kPartialKind) brig is
+// about to make beside a user's output, in `record`; its owner removes or renames it.
+Status NoteOutputTemp(state::Record& record, const char* kind, const std::string& path);
 
 class HostMarks {
  public:
@@ -53,9 +61,12 @@ class HostMarks {
   std::vector<Mark> marks_;
 };
 
-// brig gc: removes what a record entry of kPlaceholderKind or kScratchKind names, if the
-// directory it was made in is still the one noted and it is still what brig made. Returns
-// whether something was removed.
+// Whether `kind` is one of the record entry kinds above.
+bool IsMarkKind(const std::string& kind);
+
+// brig gc: removes what a record entry of one of the kinds above names, if the directory it
+// was made in is still the one noted and it is still what brig made. Returns whether
+// something was removed.
 Result<bool> RemoveStaleMark(const std::string& kind, const std::string& value);
 
 }  // namespace brig::fs

@@ -107,7 +107,7 @@ sys::UniqueFd OpenCacheDir(const std::string& dir) {
 
 Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
                                           const std::string& cache_dir) {
-  std::string text = BRIG_TRY(util::ReadFile(policy_path));
+  std::string text = BRIG_TRY_CTX(util::ReadUserFile(policy_path), "seccomp policy");
   std::string name = EntryName(text);
   sys::UniqueFd dir = OpenCacheDir(cache_dir);
   if (dir) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "sys/fd.h"
@@ -34,6 +35,31 @@ Result<std::string> ReadFile(const std::string& path) {
   return r;
 }
 
+Result<std::string> ReadUserFile(const std::string& path, size_t max_bytes, FinalLink link) {
+  int nofollow = link == FinalLink::kRefuse ? O_NOFOLLOW : 0;
+  sys::UniqueFd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | nofollow));
+  if (!fd && errno == ELOOP && nofollow) {
+    return BadInput("open", path, "a symlink, which brig does not follow to a file it is handed");
+  }
+  if (!fd) return SysError("open", path).WithKind(ErrorKind::kBadInput);
+  struct stat st;
+  if (fstat(fd.get(), &st) < 0) return SysError("stat", path);
+  if (!S_ISREG(st.st_mode)) return BadInput("open", path, "not a regular file");
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    size_t want = std::min(sizeof buf, max_bytes + 1 - out.size());
+    ssize_t n = read(fd.get(), buf, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysError("read", path);
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      return BadInput("read", path, "larger than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+}
+
 Status MakeDirs(const std::string& dir) {
   for (size_t slash = 1; slash != std::string::npos;) {
     slash = dir.find('/', slash + 1);
@@ -54,28 +80,57 @@ Status WriteFile(const std::string& path, const std::string& data) {
   return {};
 }
 
+namespace {
+
+// Writes `data` to the new file `fd` (`tmp` names it) with `mode`, and syncs it.
+Status FillTemp(int fd, const std::string& tmp, const std::string& data, mode_t mode) {
+  if (fchmod(fd, mode) < 0) return SysError("chmod", tmp);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysError("write", tmp);
+    off += static_cast<size_t>(n);
+  }
+  if (fsync(fd) < 0) return SysError("fsync", tmp);
+  return {};
+}
+
+// Renames `tmp` over `path`; on any failure removes `tmp`. `prior` is the outcome so far.
+Status RenameOrDrop(Status prior, const std::string& tmp, const std::string& path) {
+  if (prior && rename(tmp.c_str(), path.c_str()) < 0) prior = SysError("write", path);
+  if (!prior) unlink(tmp.c_str());
+  return prior;
+}
+
+// What is at a user's output path may be replaced only if it is a regular file (or nothing).
+Status CheckReplaceable(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) < 0) return errno == ENOENT ? Status() : SysError("stat", path);
+  if (S_ISREG(st.st_mode)) return {};
+  return BadInput("write", path, "not a regular file, which brig does not replace");
+}
+
+}  // namespace
+
 Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t mode) {
   std::string tmp = path + ".tmp" + std::to_string(getpid());
   sys::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) return SysError("open", tmp);
-  if (fchmod(fd.get(), mode) < 0) return SysError("chmod", tmp);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Error e = SysError("write", tmp);
-      unlink(tmp.c_str());
-      return e;
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (fsync(fd.get()) < 0 || rename(tmp.c_str(), path.c_str()) < 0) {
-    Error e = SysError("write", path);
-    unlink(tmp.c_str());
-    return e;
-  }
-  return {};
+  return RenameOrDrop(FillTemp(fd.get(), tmp, data, mode), tmp, path);
+}
+
+Status WriteUserFileAtomic(const std::string& path, const std::string& data,
+                           const NoteTemp& note_temp, mode_t mode) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  if (note_temp) BRIG_TRY(note_temp(tmp));
+  // O_EXCL: whatever is at the temp's name (a link, a FIFO, a device) is not opened.
+  sys::UniqueFd fd(
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode));
+  if (!fd) return SysError("open", tmp);
+  Status s = FillTemp(fd.get(), tmp, data, mode);
+  if (s) s = CheckReplaceable(path);
+  return RenameOrDrop(std::move(s), tmp, path);
 }
 
 Status RemoveTreeAt(int dirfd, const std::string& name, const std::string& path) {
