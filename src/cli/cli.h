@@ -7,50 +7,26 @@
 
 #include "brig/exit.h"
 #include "brig/result.h"
-#include <chrono>
-#include <optional>
-
-#include "config/profile.h"
+#include "config/overrides.h"
 #include "config/sandbox.h"
 
 namespace brig::cli {
 
-// What `brig run`'s flags say, before a profile is applied. Unset optionals leave the
-// profile's value.
-struct RunRequest {
-  std::string profile = config::kDefaultProfile;
-  std::string policy_dir;
-  std::vector<std::string> argv;
-  std::string workspace;
-  std::string rootfs;
-  std::vector<std::string> layers;  // --layer, bottom first
-  std::string result_path;
-  std::string audit_path;
-  std::optional<config::WorkspaceMode> workspace_mode;
-  std::string export_changes;
-  std::string copy_dir;
-  std::optional<std::chrono::milliseconds> timeout, grace;
-  std::optional<uint64_t> tmp_size, disk_size, rlimit_nofile, rlimit_nproc, rlimit_core,
-      output_limit;
-  std::optional<uint64_t> memory, swap, pids, cpu_milli;
-  std::string cgroup_parent;
-  std::string subnet;
-  std::vector<std::string> allow_hosts;  // --allow-host, added to the profile's allowlist
-  std::string dns_upstream;              // --dns-upstream: instead of /etc/resolv.conf's
-  // --broker NAME=SPEC, as given and as parsed, in order.
-  std::vector<std::pair<std::string, v1::Broker>> brokers;
-  uint32_t attempt = 1;  // --attempt
+// What `brig run`'s flags say: the run's overrides of its profile (config/overrides.h),
+// the names --pass-env takes from brig's environment (PlanRun looks them up), or a
+// request for help.
+struct RunRequest : config::Overrides {
   std::vector<std::string> pass_env;
-  std::vector<std::string> set_env;
   bool help = false;
 };
 
 // Parses `brig run` arguments (after the verb). Pure: no host access.
 Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args);
-// Applies the profile and then the request's overrides, which may only change limits and
-// paths; checks everything against the host (workspace owner, environment, policy files).
-// Errors are bad input or policy refusals (125).
-Result<config::Sandbox> ResolveRun(const RunRequest& req, char** host_environ);
+// The plan of one run: the profile loaded, the request resolved against it
+// (config::Resolve, pure) with what brig takes from its own environment (`host_environ`:
+// --pass-env's values) and the sandbox's new id, then completed from the host
+// (config::ProbeHost). Errors are bad input or policy refusals (125).
+Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ);
 
 std::string RunUsage();
 std::string MainUsage();

@@ -1,21 +1,27 @@
-// `brig run`: parse, resolve against the host, run, and turn the outcome into the output
-// contract (exit code, --result JSON).
+// `brig run`: parse, plan (load the profile, config::Resolve, config::ProbeHost), run, and
+// turn the outcome into the output contract (exit code, --result JSON).
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "audit/audit.h"
 #include "cli/cli.h"
 #include "cli/reclaim.h"
+#include "config/probe.h"
+#include "config/profile.h"
+#include "config/resolve.h"
 #include "proto/brig.pb.h"
 #include "brig/exit.h"
 #include "container/session.h"
 #include "fs/host_marks.h"
 #include "supervise/stdio.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::cli {
 namespace {
@@ -128,12 +134,12 @@ v1::AuditEvent StartEvent(const config::Sandbox& sb) {
   s->set_profile(sb.profile);
   s->set_isolated(sb.isolated);
   for (const auto& a : sb.argv) s->add_argv(a);
-  s->set_workspace(sb.workspace);
+  s->set_workspace(sb.fs.workspace);
   if (sb.isolated) {
-    s->set_workspace_mode(config::WorkspaceModeName(sb.workspace_mode));
+    s->set_workspace_mode(fs::WorkspaceModeName(sb.fs.workspace_mode));
   }
-  s->set_rootfs(sb.rootfs);
-  for (const auto& l : sb.layers) s->add_layers(l);
+  s->set_rootfs(sb.fs.rootfs);
+  for (const auto& l : sb.fs.layers) s->add_layers(l);
   s->set_seccomp_policy(sb.seccomp_policy);
   s->set_timeout_ms(static_cast<uint32_t>(sb.timeout.count()));
   const cgroup::Limits& l = sb.limits;
@@ -184,13 +190,20 @@ int Report(const std::string& result_path, const container::Outcome& o, v1::RunR
   return r.exit_code();
 }
 
-// Fits the sandbox's limits to this host's cgroups: probes them once (sb.cgroup_layout,
-// sb.cgroup_plan), drops the optional limits whose controller is missing, refuses a
-// required one. Reads only.
-Status FitLimits(config::Sandbox& sb) {
-  sb.cgroup_layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
-  sb.cgroup_plan = cgroup::PlanFor(sb.cgroup_layout, sb.cgroup_parent);
-  return cgroup::FitLimits(sb.cgroup_plan, sb.limits);
+// "brig-" and 12 hex digits of random.
+std::string NewSandboxId() {
+  unsigned char b[6];
+  if (getrandom(b, sizeof b, 0) != sizeof b) {
+    uint64_t t = static_cast<uint64_t>(getpid()) ^ static_cast<uint64_t>(time(nullptr));
+    memcpy(b, &t, sizeof b);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = "brig-";
+  for (unsigned char c : b) {
+    id += kHex[c >> 4];
+    id += kHex[c & 15];
+  }
+  return id;
 }
 
 // A run refused before anything was made: its one line, and its result.
@@ -220,6 +233,21 @@ int RunSandbox(const config::Sandbox& sb) {
 
 }  // namespace
 
+Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
+  config::Overrides run = req;
+  run.id = NewSandboxId();
+  run.policy_dir = config::ResolvePolicyDir(req.policy_dir);
+  for (const auto& k : req.pass_env) {
+    if (auto v = util::EnvLookup(host_environ, k)) {
+      run.passed_env.push_back(k + "=" + std::string(*v));
+    }
+  }
+  v1::Profile profile = BRIG_TRY(config::LoadProfile(run.policy_dir, run.profile));
+  config::Sandbox sb = BRIG_TRY(config::Resolve(profile, run));
+  BRIG_TRY(config::ProbeHost(sb, host_environ));
+  return sb;
+}
+
 int RunMain(const std::vector<std::string>& args) {
   supervise::EnsureStdio();
   auto req = ParseRunArgs(args);
@@ -231,13 +259,13 @@ int RunMain(const std::vector<std::string>& args) {
     fputs(RunUsage().c_str(), stdout);
     return 0;
   }
-  auto sb = ResolveRun(*req, environ);
+  // The plan: the profile, the run's overrides on it, the host's facts (PlanRun).
+  auto sb = PlanRun(*req, environ);
   if (!sb) {
     // A refused --result is not written to: the refusal is the one line on stderr.
     bool refused = sb.error().op == "--result";
     return Refuse("", refused ? std::string() : req->result_path, std::move(sb).error());
   }
-  if (auto s = FitLimits(*sb); !s) return Refuse(sb->id, sb->result_path, std::move(s).error());
   // An audit log that cannot be written stops the run before it starts: the audit is part
   // of the posture, not a best effort. Its start event records the limits that will hold.
   if (auto s = audit::Append(sb->audit_path, sb->id, StartEvent(*sb)); !s) {

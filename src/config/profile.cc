@@ -7,12 +7,12 @@
 #include <algorithm>
 
 #include "broker/spec.h"
-#include "proto/textproto.h"
+#include "config/limits.h"
 #include "egress/allowlist.h"
-#include "fs/hidden.h"
 #include "egress/floor.h"
+#include "fs/hidden.h"
+#include "proto/textproto.h"
 #include "util/files.h"
-#include "util/parse.h"
 
 namespace brig::config {
 namespace {
@@ -34,80 +34,7 @@ bool IsWorkspaceRelative(const std::string& p) {
   return true;
 }
 
-Status ValidateLimits(const v1::Limits& l, const std::string& file) {
-  if (!l.timeout().empty() && !util::ParseDuration(l.timeout())) {
-    return Field(file, "limits.timeout", util::ParseDuration(l.timeout()).error().detail);
-  }
-  if (!l.grace().empty() && !util::ParseDuration(l.grace())) {
-    return Field(file, "limits.grace", util::ParseDuration(l.grace()).error().detail);
-  }
-  if (!l.tmp_size().empty() && !util::ParseSize(l.tmp_size())) {
-    return Field(file, "limits.tmp_size", util::ParseSize(l.tmp_size()).error().detail);
-  }
-  if (!l.output_limit().empty() && !util::ParseSize(l.output_limit())) {
-    return Field(file, "limits.output_limit", util::ParseSize(l.output_limit()).error().detail);
-  }
-  if (!l.memory().empty() && !util::ParseMemory(l.memory())) {
-    return Field(file, "limits.memory", util::ParseMemory(l.memory()).error().detail);
-  }
-  if (!l.swap().empty() && !util::ParseSizeLimit(l.swap())) {
-    return Field(file, "limits.swap", util::ParseSizeLimit(l.swap()).error().detail);
-  }
-  if (!l.swap().empty() && l.swap() != "0" && l.memory().empty()) {
-    return Field(file, "limits.swap", "needs limits.memory: swap is allowed beyond memory");
-  }
-  if (!l.cpus().empty() && !util::ParseCpus(l.cpus())) {
-    return Field(file, "limits.cpus", util::ParseCpus(l.cpus()).error().detail);
-  }
-  if (l.has_pids() && (l.pids() == 0 || l.pids() > 4194304)) {
-    return Field(file, "limits.pids", "must be from 1 to 4194304");
-  }
-  if (!l.disk().empty() && !util::ParseDiskSize(l.disk())) {
-    return Field(file, "limits.disk", util::ParseDiskSize(l.disk()).error().detail);
-  }
-  const v1::UserCounts& u = l.user_counts();
-  // The kernel keeps these as ints; 0 would stop brig init making its own cgroup namespace.
-  auto count = [&](const char* name, bool has, uint64_t v) -> Status {
-    if (has && (v == 0 || v > 2147483647)) {
-      return Field(file, std::string("limits.user_counts.") + name,
-                   "must be from 1 to 2147483647");
-    }
-    return {};
-  };
-  BRIG_TRY(count("inotify_instances", u.has_inotify_instances(), u.inotify_instances()));
-  BRIG_TRY(count("inotify_watches", u.has_inotify_watches(), u.inotify_watches()));
-  BRIG_TRY(count("fanotify_groups", u.has_fanotify_groups(), u.fanotify_groups()));
-  BRIG_TRY(count("fanotify_marks", u.has_fanotify_marks(), u.fanotify_marks()));
-  BRIG_TRY(count("namespaces", u.has_namespaces(), u.namespaces()));
-  BRIG_TRY(count("msgqueue_bytes", u.has_msgqueue_bytes(), u.msgqueue_bytes()));
-  BRIG_TRY(count("pending_signals", u.has_pending_signals(), u.pending_signals()));
-  for (int k : l.optional_limits()) {
-    if (k == v1::LIMIT_UNSPECIFIED) {
-      return Field(file, "limits.optional_limits", "LIMIT_UNSPECIFIED is not a limit");
-    }
-  }
-  return {};
-}
-
-Status Validate(const v1::Profile& p, const std::string& file) {
-  BRIG_TRY(ValidateLimits(p.limits(), file));
-  switch (p.isolation()) {
-    case v1::ISOLATION_NONE:
-      // No isolation means nothing else to say: a profile that lists walls it cannot
-      // have would mislead whoever reads it.
-      if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0) {
-        return Field(file, "isolation",
-                     "ISOLATION_NONE takes no filesystem, network, security or broker settings");
-      }
-      if (!p.limits().disk().empty()) {
-        return Field(file, "limits.disk", "ISOLATION_NONE has no copy workspace to cap");
-      }
-      return {};
-    case v1::ISOLATION_SANDBOX:
-      break;
-    default:
-      return Field(file, "isolation", "must be ISOLATION_SANDBOX or ISOLATION_NONE");
-  }
+Status ValidateFilesystem(const v1::Profile& p, const std::string& file) {
   if (p.filesystem().workspace() == v1::WORKSPACE_ACCESS_UNSPECIFIED) {
     return Field(file, "filesystem.workspace", "must be set");
   }
@@ -127,27 +54,35 @@ Status Validate(const v1::Profile& p, const std::string& file) {
       return Field(file, "filesystem.hidden_paths", "'" + path + "': " + h.error().detail);
     }
   }
-  if (p.network().posture() == v1::NETWORK_POSTURE_UNSPECIFIED) {
+  return {};
+}
+
+Status ValidateNetwork(const v1::Network& n, const std::string& file) {
+  if (n.posture() == v1::NETWORK_POSTURE_UNSPECIFIED) {
     return Field(file, "network.posture", "must be set");
   }
-  if (p.network().allow_hosts_size() > 0 && p.network().posture() != v1::POSTURE_ALLOWLIST) {
+  if (n.allow_hosts_size() > 0 && n.posture() != v1::POSTURE_ALLOWLIST) {
     return Field(file, "network.allow_hosts", "only an allowlist posture has an allowlist");
   }
-  for (const auto& host : p.network().allow_hosts()) {
+  for (const auto& host : n.allow_hosts()) {
     if (auto pattern = egress::ParseHostPattern(host); !pattern) {
       return Field(file, "network.allow_hosts", "'" + host + "': " + pattern.error().detail);
     }
   }
-  bool interface = p.network().posture() == v1::POSTURE_ALLOWLIST ||
-                   p.network().posture() == v1::POSTURE_OPEN;
-  if (p.network().allow_addresses_size() > 0 && !interface) {
-    return Field(file, "network.allow_addresses", "only postures allowlist and open connect anywhere");
+  bool interface = n.posture() == v1::POSTURE_ALLOWLIST || n.posture() == v1::POSTURE_OPEN;
+  if (n.allow_addresses_size() > 0 && !interface) {
+    return Field(file, "network.allow_addresses",
+                 "only postures allowlist and open connect anywhere");
   }
-  for (const auto& a : p.network().allow_addresses()) {
+  for (const auto& a : n.allow_addresses()) {
     if (auto floor = egress::Floor::WithExceptions({a}); !floor) {
       return Field(file, "network.allow_addresses", "'" + a + "': " + floor.error().detail);
     }
   }
+  return {};
+}
+
+Status ValidateBrokers(const v1::Profile& p, const std::string& file) {
   std::vector<broker::Config> brokers;
   for (const auto& b : p.brokers()) {
     auto c = broker::Check(b);
@@ -157,49 +92,41 @@ Status Validate(const v1::Profile& p, const std::string& file) {
       return Field(file, "brokers", "'" + b.name() + "': " + all.error().Render());
     }
   }
+  return {};
+}
+
+Status Validate(const v1::Profile& p, const std::string& file) {
+  BRIG_TRY(ParseLimits(p.limits(), file));
+  switch (p.isolation()) {
+    case v1::ISOLATION_NONE:
+      // No isolation means nothing else to say: a profile that lists walls it cannot
+      // have would mislead whoever reads it.
+      if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0) {
+        return Field(file, "isolation",
+                     "ISOLATION_NONE takes no filesystem, network, security or broker settings");
+      }
+      if (!p.limits().disk().empty()) {
+        return Field(file, "limits.disk", "ISOLATION_NONE has no copy workspace to cap");
+      }
+      return {};
+    case v1::ISOLATION_SANDBOX:
+      break;
+    default:
+      return Field(file, "isolation", "must be ISOLATION_SANDBOX or ISOLATION_NONE");
+  }
+  BRIG_TRY(ValidateFilesystem(p, file));
+  BRIG_TRY(ValidateNetwork(p.network(), file));
+  BRIG_TRY(ValidateBrokers(p, file));
   if (p.security().seccomp_policy().empty()) {
     return Field(file, "security.seccomp_policy", "must name a policy");
   }
   return {};
 }
 
-}  // namespace
-
-std::string ResolvePolicyDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (access(BRIG_POLICY_DIR, F_OK) == 0) return BRIG_POLICY_DIR;
-  return BRIG_SOURCE_POLICY_DIR;
-}
-
-Result<std::string> PolicyFilePath(const std::string& dir, const std::string& kind,
-                                   const std::string& name_or_path) {
-  std::string path = name_or_path;
-  if (name_or_path.find('/') == std::string::npos) {
-    if (name_or_path.empty() || name_or_path[0] == '.') {
-      return BadInput(kind == "profiles" ? "profile" : "seccomp policy", name_or_path,
-                      "not a valid name");
-    }
-    path = dir + "/" + kind + "/" + name_or_path + ".textproto";
-  }
-  if (access(path.c_str(), R_OK) < 0) {
-    std::vector<std::string> names = ListPolicyNames(dir, kind);
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    Error e = SysError(kind == "profiles" ? "profile" : "seccomp policy", name_or_path);
-    e.kind = ErrorKind::kBadInput;
-    if (name_or_path.find('/') == std::string::npos) {
-      e.err = 0;
-      e.detail = known.empty() ? "unknown (" + dir + "/" + kind + " holds none)"
-                               : "unknown (known in " + dir + "/" + kind + ": " + known + ")";
-    }
-    return e;
-  }
-  return path;
-}
-
-std::vector<std::string> ListPolicyNames(const std::string& dir, const std::string& kind) {
+// Names of `dir`/*.textproto, sorted.
+std::vector<std::string> NamesIn(const std::string& dir) {
   std::vector<std::string> names;
-  DIR* d = opendir((dir + "/" + kind).c_str());
+  DIR* d = opendir(dir.c_str());
   if (!d) return names;
   const std::string ext = ".textproto";
   while (struct dirent* de = readdir(d)) {
@@ -214,6 +141,52 @@ std::vector<std::string> ListPolicyNames(const std::string& dir, const std::stri
   return names;
 }
 
+}  // namespace
+
+std::string ResolvePolicyDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (access(BRIG_POLICY_DIR, F_OK) == 0) return BRIG_POLICY_DIR;
+  return BRIG_SOURCE_POLICY_DIR;
+}
+
+Result<std::string> PolicyPath(const std::string& dir, const std::string& kind,
+                               const std::string& name_or_path) {
+  if (name_or_path.find('/') != std::string::npos) return name_or_path;
+  if (name_or_path.empty() || name_or_path[0] == '.') {
+    return BadInput(kind == "profiles" ? "profile" : "seccomp policy", name_or_path,
+                    "not a valid name");
+  }
+  return dir + "/" + kind + "/" + name_or_path + ".textproto";
+}
+
+Status CheckPolicyFile(const std::string& path, const std::string& kind,
+                       const std::string& name_or_path) {
+  if (access(path.c_str(), R_OK) == 0) return {};
+  Error e = SysError(kind == "profiles" ? "profile" : "seccomp policy", name_or_path);
+  e.kind = ErrorKind::kBadInput;
+  if (name_or_path.find('/') == std::string::npos) {
+    // PolicyPath put a NAME in DIR/<kind>.
+    std::string kind_dir = path.substr(0, path.rfind('/'));
+    std::string known;
+    for (const auto& n : NamesIn(kind_dir)) known += (known.empty() ? "" : ", ") + n;
+    e.err = 0;
+    e.detail = known.empty() ? "unknown (" + kind_dir + " holds none)"
+                             : "unknown (known in " + kind_dir + ": " + known + ")";
+  }
+  return e;
+}
+
+Result<std::string> PolicyFilePath(const std::string& dir, const std::string& kind,
+                                   const std::string& name_or_path) {
+  std::string path = BRIG_TRY(PolicyPath(dir, kind, name_or_path));
+  BRIG_TRY(CheckPolicyFile(path, kind, name_or_path));
+  return path;
+}
+
+std::vector<std::string> ListPolicyNames(const std::string& dir, const std::string& kind) {
+  return NamesIn(dir + "/" + kind);
+}
+
 Result<v1::Profile> ParseProfile(const std::string& text, const std::string& name) {
   v1::Profile p;
   BRIG_TRY(proto::ParseTextProto(text, name, &p));
@@ -222,24 +195,7 @@ Result<v1::Profile> ParseProfile(const std::string& text, const std::string& nam
 }
 
 void FillDefaults(v1::Profile& p) {
-  v1::Limits* l = p.mutable_limits();
-  if (l->timeout().empty()) l->set_timeout("30m");
-  if (l->grace().empty()) l->set_grace("10s");
-  if (!l->has_rlimit_nofile()) l->set_rlimit_nofile(4096);
-  if (!l->has_rlimit_nproc()) l->set_rlimit_nproc(4096);
-  if (!l->has_rlimit_core()) l->set_rlimit_core(0);
-  // Why these: limits.user_counts in brig-profile(5).
-  v1::UserCounts* u = l->mutable_user_counts();
-  if (!u->has_inotify_instances()) u->set_inotify_instances(32);
-  if (!u->has_inotify_watches()) u->set_inotify_watches(4096);
-  if (!u->has_fanotify_groups()) u->set_fanotify_groups(8);
-  if (!u->has_fanotify_marks()) u->set_fanotify_marks(4096);
-  if (!u->has_namespaces()) u->set_namespaces(64);
-  if (!u->has_msgqueue_bytes()) u->set_msgqueue_bytes(65536);
-  if (!u->has_pending_signals()) u->set_pending_signals(1024);
-  // Without isolation there is no /tmp of brig's to size.
-  if (p.isolation() == v1::ISOLATION_NONE) return;
-  if (l->tmp_size().empty()) l->set_tmp_size("1G");
+  *p.mutable_limits() = WithDefaults(p.limits(), p.isolation() != v1::ISOLATION_NONE);
 }
 
 Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path) {

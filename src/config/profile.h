@@ -1,7 +1,6 @@
 // Profiles (policies/profiles/*.textproto): finding, parsing, validating and completing
-// them, and turning one plus the per-run options into a Sandbox. A profile fixes the
-// posture; the command line may change only Limits and the rootfs/workspace paths
-// (design.md, Invariant 2). Pure except for reading files.
+// them with the built-in defaults (limits.h). Turning one and a run's overrides into a
+// plan is config::Resolve's (resolve.h). Pure except for reading files.
 #pragma once
 
 #include <string>
@@ -12,12 +11,18 @@
 
 namespace brig::config {
 
-inline constexpr const char* kDefaultProfile = "untrusted-code-read";
-
 // The policies directory: `flag` if given, else the installed one, else the source tree's.
 std::string ResolvePolicyDir(const std::string& flag);
 
-// A NAME is looked up as DIR/<kind>/NAME.textproto; anything with a '/' is a path.
+// A NAME is looked up as DIR/<kind>/NAME.textproto; anything with a '/' is a path. Pure:
+// refuses only a name that cannot be one.
+Result<std::string> PolicyPath(const std::string& dir, const std::string& kind,
+                               const std::string& name_or_path);
+// Whether `path`, which PolicyPath gave for `name_or_path`, can be read; a NAME that is not
+// there is refused with the names that are.
+Status CheckPolicyFile(const std::string& path, const std::string& kind,
+                       const std::string& name_or_path);
+// PolicyPath, then CheckPolicyFile.
 Result<std::string> PolicyFilePath(const std::string& dir, const std::string& kind,
                                    const std::string& name_or_path);
 // Names of DIR/<kind>/*.textproto, sorted.
@@ -28,7 +33,7 @@ Result<v1::Profile> ParseProfile(const std::string& text, const std::string& nam
 // Loads NAME or PATH from `dir` and fills every default in, so that the result says
 // everything the profile decides (brig policy show prints it).
 Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path);
-// The built-in defaults of Limits, filled into unset fields.
+// The built-in defaults of Limits (limits.h), filled into unset fields.
 void FillDefaults(v1::Profile& profile);
 
 }  // namespace brig::config

@@ -6,7 +6,7 @@
 
 #include <sys/types.h>
 
-#include "config/sandbox.h"
+#include "security/limits.h"
 #include "security/seccomp.h"
 
 namespace brig::container {
@@ -16,7 +16,7 @@ struct ExecSpec {
   char* const* argv;
   char* const* envp;
   const char* workdir;  // chdir here first; "" stays where it is
-  const config::Rlimits* rlimits;
+  const security::Rlimits* rlimits;
   const security::SeccompProgram* seccomp;  // loaded last, before execve; null: none
   // The start pipe: the child waits on `go_fd` until the parent lets it go. A byte is the
   // go when `parent` is set (brig is the parent, and its death must stop the child, not

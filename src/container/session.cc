@@ -75,7 +75,7 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
 
 // The mount plan, and the brokers' unix sockets bound and placed in it.
 Status Session::PrepareSandbox() {
-  plan_ = BRIG_TRY_CTX(fs::PrepareMountPlan(sb_, record_), "filesystem");
+  plan_ = BRIG_TRY_CTX(fs::PrepareMountPlan(sb_.fs, record_), "filesystem");
   if (sb_.brokers.empty()) return {};
   BRIG_TRY_CTX(broker::ListenUnix(sb_.brokers, broker_listeners_), "brokers");
   for (broker::Placed& p : broker_listeners_.placed) plan_.AddFileBind(p.path, std::move(p.tree));
@@ -349,9 +349,9 @@ void Session::TearDown() {
   }
   if (group_) left(group_->Remove());
   // The sandbox is gone; its copy's changes are still in brig's scratch space.
-  if (started_workload_ && !sb_.export_changes.empty()) {
-    if (auto s = fs::ExportChanges(record_, plan_.copy_scratch.get(), sb_.workspace,
-                                   sb_.export_changes, plan_.protected_paths, plan_.hidden);
+  if (started_workload_ && !sb_.fs.export_changes.empty()) {
+    if (auto s = fs::ExportChanges(record_, plan_.copy_scratch.get(), sb_.fs.workspace,
+                                   sb_.fs.export_changes, plan_.protected_paths, plan_.hidden);
         !s) {
       out_.export_error = std::move(s).error();
     }

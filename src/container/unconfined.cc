@@ -16,8 +16,8 @@ namespace brig::container {
 bool Session::LaunchUnconfined() {
   // The command runs from the workspace, so a relative path means one inside it.
   std::string cmd = sb_.argv[0];
-  if (!sb_.workspace.empty() && cmd[0] != '/' && cmd.find('/') != std::string::npos) {
-    cmd = sb_.workspace + "/" + cmd;
+  if (!sb_.fs.workspace.empty() && cmd[0] != '/' && cmd.find('/') != std::string::npos) {
+    cmd = sb_.fs.workspace + "/" + cmd;
   }
   auto path = ResolveCommand(cmd, sb_.env);
   if (!path) return Failed(std::move(path).error());
@@ -41,7 +41,7 @@ bool Session::LaunchUnconfined() {
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();
-    ExecChild({path->c_str(), argv.data(), envp.data(), sb_.workspace.c_str(), &sb_.rlimits,
+    ExecChild({path->c_str(), argv.data(), envp.data(), sb_.fs.workspace.c_str(), &sb_.rlimits,
                nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));

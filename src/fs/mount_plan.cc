@@ -97,7 +97,7 @@ std::string Passwd() {
          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 }
 
-Status AddHostRoot(MountPlan& plan, const config::Sandbox& sb) {
+Status AddHostRoot(MountPlan& plan, const Spec& spec) {
   sys::UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return SysError("open", "/");
   for (const char* e : kHostRootEntries) {
@@ -116,10 +116,10 @@ Status AddHostRoot(MountPlan& plan, const config::Sandbox& sb) {
   file("etc/hostname", "sandbox\n");
   file("etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
                     "127.0.1.1\tsandbox\n");
-  // Any address on port 53 reaches brig's resolver; the gateway is the one to name.
-  file("etc/resolv.conf", sb.network ? "# brig's resolver: only the names this sandbox may reach\n"
-                                       "nameserver " + sb.network->Gateway().Str() + "\n"
-                                     : "# brig: no network interface, so no resolver\n");
+  file("etc/resolv.conf", !spec.resolver.empty()
+                              ? "# brig's resolver: only the names this sandbox may reach\n"
+                                "nameserver " + spec.resolver + "\n"
+                              : "# brig: no network interface, so no resolver\n");
   file("etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
                             "networks: files\nprotocols: files\nservices: files\n");
   sys::UniqueFd etc(open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -331,24 +331,25 @@ void AddProtectSteps(MountPlan& plan, std::vector<std::string>& pins, const std:
 // the sandbox's changes, whiteouts for what it deleted included, land in the scratch space.
 // Mounting costs the same for any number of files: nothing is copied until the sandbox
 // writes it.
-Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& record,
+Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record,
                         int src, const struct stat& st) {
-  const std::string what = "copy of " + sb.workspace;
+  const std::string what = "copy of " + spec.workspace;
   std::string scratch_path;
-  if (sb.copy_dir.empty()) {
-    uint64_t size = sb.disk_size ? sb.disk_size : sb.tmp_size;
+  if (spec.copy_dir.empty()) {
+    uint64_t size = spec.disk_size ? spec.disk_size : spec.tmp_size;
     plan.copy_scratch =
         BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(size)}, {"mode", "0700"}},
                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, what));
   } else {
-    scratch_path = sb.copy_dir + "/" + sb.id;
-    sys::UniqueFd parent(open(sb.copy_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!parent) return SysError("open", sb.copy_dir);
-    plan.copy_scratch = BRIG_TRY(plan.marks.AddScratch(record, parent.get(), sb.id, scratch_path));
-    if (sb.disk_size) {
+    scratch_path = spec.copy_dir + "/" + spec.scratch_name;
+    sys::UniqueFd parent(open(spec.copy_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!parent) return SysError("open", spec.copy_dir);
+    plan.copy_scratch =
+        BRIG_TRY(plan.marks.AddScratch(record, parent.get(), spec.scratch_name, scratch_path));
+    if (spec.disk_size) {
       // The image's file system is a detached mount, as the tmpfs is.
       plan.copy_scratch =
-          BRIG_TRY(NewDiskImage(plan.copy_scratch.get(), scratch_path, sb.disk_size));
+          BRIG_TRY(NewDiskImage(plan.copy_scratch.get(), scratch_path, spec.disk_size));
       scratch_path.clear();
     }
   }
@@ -364,7 +365,7 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Recor
   std::vector<std::string> pins;
   sys::UniqueFd upper(openat(scratch, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("open", what);
-  for (const auto& p : sb.protected_paths) {
+  for (const auto& p : spec.protected_paths) {
     plan.protected_paths.push_back(
         BRIG_TRY(PrepareProtected(src, upper.get(), st, p, plan.hidden, pins)));
   }
@@ -383,8 +384,8 @@ Status AddCopyWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Recor
     return fd;
   };
   sys::UniqueFd merged;
-  BRIG_TRY(InPrivateMountNs(scratch_path.empty() ? scratch : -1, sb.workspace, [&]() -> Status {
-    sys::UniqueFd lower = BRIG_TRY(reopen(src, sb.workspace, O_PATH));
+  BRIG_TRY(InPrivateMountNs(scratch_path.empty() ? scratch : -1, spec.workspace, [&]() -> Status {
+    sys::UniqueFd lower = BRIG_TRY(reopen(src, spec.workspace, O_PATH));
     sys::UniqueFd space;
     if (!scratch_path.empty()) space = BRIG_TRY(reopen(scratch, scratch_path, O_RDONLY));
     std::string fd = "/proc/self/fd/";
@@ -428,65 +429,65 @@ Status CheckHeld(const std::string& workspace, const std::vector<std::string>& h
                       "; use a copy workspace (--workspace-mode copy)");
 }
 
-Status AddWorkspace(MountPlan& plan, const config::Sandbox& sb, state::Record& record) {
-  if (sb.workspace.empty()) {
+Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record) {
+  if (spec.workspace.empty()) {
     plan.steps.push_back(Make(StepKind::kDir, "workspace"));
     return {};
   }
-  sys::UniqueFd src(open(sb.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  sys::UniqueFd src(open(spec.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st;
-  if (!src || fstat(src.get(), &st) < 0) return SysError("open", sb.workspace);
+  if (!src || fstat(src.get(), &st) < 0) return SysError("open", spec.workspace);
   // What to hide, in a read-write workspace which files are also files outside it, and in
   // a bound one which entries are sockets and FIFOs, is found before anything is mounted,
   // in the source itself. A copy breaks a hard link on the first write (overlayfs copies
   // the file up), a read-only workspace is not written.
-  const bool rw = sb.workspace_mode == config::WorkspaceMode::kReadWrite;
-  const bool bound = sb.workspace_mode != config::WorkspaceMode::kCopy;
+  const bool rw = spec.workspace_mode == WorkspaceMode::kReadWrite;
+  const bool bound = spec.workspace_mode != WorkspaceMode::kCopy;
   WorkspaceScan scan;
-  if (!sb.hidden_paths.empty() || bound) {
+  if (!spec.hidden_paths.empty() || bound) {
     std::vector<HiddenPattern> patterns;
-    for (const auto& h : sb.hidden_paths) patterns.push_back(BRIG_TRY(ParseHiddenPattern(h)));
+    for (const auto& h : spec.hidden_paths) patterns.push_back(BRIG_TRY(ParseHiddenPattern(h)));
     sys::UniqueFd dir(openat(src.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir) return SysError("open", sb.workspace);
-    scan = BRIG_TRY_CTX(ScanWorkspace(dir.get(), patterns, rw), sb.workspace);
+    if (!dir) return SysError("open", spec.workspace);
+    scan = BRIG_TRY_CTX(ScanWorkspace(dir.get(), patterns, rw), spec.workspace);
     plan.hidden = std::move(scan.hidden);
-    BRIG_TRY(CheckHeld(sb.workspace, scan.linked_out,
+    BRIG_TRY(CheckHeld(spec.workspace, scan.linked_out,
                        "files of the read-write workspace are hard links to files outside it",
                        "read-only"));
     if (bound) {
-      BRIG_TRY(CheckHeld(sb.workspace, scan.ipc, "unix sockets and FIFOs are in the workspace",
+      BRIG_TRY(CheckHeld(spec.workspace, scan.ipc, "unix sockets and FIFOs are in the workspace",
                          "out of the sandbox's reach"));
       plan.ipc = std::move(scan.ipc);
     }
   }
-  if (sb.workspace_mode == config::WorkspaceMode::kCopy) {
-    return AddCopyWorkspace(plan, sb, record, src.get(), st);
+  if (spec.workspace_mode == WorkspaceMode::kCopy) {
+    return AddCopyWorkspace(plan, spec, record, src.get(), st);
   }
   uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   uint64_t clr = 0;
-  if (sb.workspace_mode == config::WorkspaceMode::kReadOnly) {
+  if (spec.workspace_mode == WorkspaceMode::kReadOnly) {
     set |= MOUNT_ATTR_RDONLY;
   } else {
     clr |= MOUNT_ATTR_RDONLY;
   }
   Step s = Make(StepKind::kBind, "workspace");
-  s.tree = BRIG_TRY(CloneTree(src.get(), "", set, clr, sb.workspace));
+  s.tree = BRIG_TRY(CloneTree(src.get(), "", set, clr, spec.workspace));
   plan.steps.push_back(std::move(s));
   std::vector<std::string> pins;
-  for (const auto& p : sb.protected_paths) {
+  for (const auto& p : spec.protected_paths) {
     plan.protected_paths.push_back(
-        BRIG_TRY(PrepareProtectedInPlace(plan, record, src.get(), st, sb.workspace, p, pins)));
+        BRIG_TRY(PrepareProtectedInPlace(plan, record, src.get(), st, spec.workspace, p, pins)));
   }
-  AddProtectSteps(plan, pins, sb.workspace);
+  AddProtectSteps(plan, pins, spec.workspace);
   for (const auto& p : scan.linked_out) {
     Step held = Make(StepKind::kProtect, "workspace/" + p);
-    held.data = sb.workspace + "/" + p;
+    held.data = spec.workspace + "/" + p;
     plan.steps.push_back(std::move(held));
   }
   return {};
 }
 
-Status AddDev(MountPlan& plan, const config::Sandbox& sb) {
+Status AddDev(MountPlan& plan, const Spec& spec) {
   Step dev = Make(StepKind::kTmpfs, "dev");
   dev.size = 64 * 1024;
   dev.mode = 0755;
@@ -514,7 +515,7 @@ Status AddDev(MountPlan& plan, const config::Sandbox& sb) {
   ptmx.data = "pts/ptmx";
   plan.steps.push_back(std::move(ptmx));
   Step shm = Make(StepKind::kTmpfs, "dev/shm");
-  shm.size = sb.tmp_size;
+  shm.size = spec.tmp_size;
   shm.mode = 01777;
   shm.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
   plan.steps.push_back(std::move(shm));
@@ -582,23 +583,23 @@ Status InPrivateMountNs(int detached, const std::string& avoid, const std::funct
   return made;
 }
 
-Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb, state::Record& record) {
+Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record) {
   MountPlan plan;
-  if (sb.rootfs.empty()) {
-    BRIG_TRY(AddHostRoot(plan, sb));
+  if (spec.rootfs.empty()) {
+    BRIG_TRY(AddHostRoot(plan, spec));
   } else {
-    BRIG_TRY(AddRootfs(plan, sb.rootfs, sb.layers));
+    BRIG_TRY(AddRootfs(plan, spec.rootfs, spec.layers));
   }
-  BRIG_TRY(AddWorkspace(plan, sb, record));
+  BRIG_TRY(AddWorkspace(plan, spec, record));
   Step tmp = Make(StepKind::kTmpfs, "tmp");
-  tmp.size = sb.tmp_size;
+  tmp.size = spec.tmp_size;
   tmp.mode = 01777;
   tmp.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   plan.steps.push_back(std::move(tmp));
-  BRIG_TRY(AddDev(plan, sb));
+  BRIG_TRY(AddDev(plan, spec));
   AddProc(plan);
   // In a bound workspace, hidden paths are covered (after /dev, whose null covers files).
-  if (sb.workspace_mode != config::WorkspaceMode::kCopy) {
+  if (spec.workspace_mode != WorkspaceMode::kCopy) {
     for (const auto& h : plan.hidden) plan.steps.push_back(Make(StepKind::kHide, "workspace/" + h));
     for (const auto& p : plan.ipc) plan.steps.push_back(Make(StepKind::kHoldIpc, "workspace/" + p));
   }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "brig/result.h"
-#include "config/sandbox.h"
+#include "fs/spec.h"
 #include "fs/host_marks.h"
 #include "state/record.h"
 #include "sys/fd.h"
@@ -98,8 +98,8 @@ Result<sys::UniqueFd> NewFs(const char* type,
 // shows. brig's working directory is kept.
 Status InPrivateMountNs(int detached, const std::string& avoid, const std::function<Status()>& fn);
 
-// Parent side: builds the plan for `sb`, cloning host sources. What it makes on the host
+// Parent side: builds the plan for `spec`, cloning host sources. What it makes on the host
 // is noted in `record` first. Errors name the path.
-Result<MountPlan> PrepareMountPlan(const config::Sandbox& sb, state::Record& record);
+Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record);
 
 }  // namespace brig::fs

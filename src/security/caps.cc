@@ -19,7 +19,7 @@ Status DropPrivileges() {
   return {};
 }
 
-Status ApplyRlimits(const config::Rlimits& limits) {
+Status ApplyRlimits(const Rlimits& limits) {
   struct Item {
     int resource;
     const char* name;

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "brig/result.h"
-#include "config/sandbox.h"
+#include "security/limits.h"
 
 namespace brig::security {
 
@@ -11,6 +11,6 @@ namespace brig::security {
 Status DropPrivileges();
 
 // Applies nofile, nproc, core, msgqueue and sigpending.
-Status ApplyRlimits(const config::Rlimits& limits);
+Status ApplyRlimits(const Rlimits& limits);
 
 }  // namespace brig::security

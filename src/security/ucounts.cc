@@ -10,7 +10,7 @@
 
 namespace brig::security {
 
-Status CapUserCounts(const config::UserCounts& c) {
+Status CapUserCounts(const UserCounts& c) {
   struct Cap {
     const char* name;
     uint64_t value;

@@ -8,13 +8,13 @@
 #pragma once
 
 #include "brig/result.h"
-#include "config/sandbox.h"
+#include "security/limits.h"
 
 namespace brig::security {
 
 // In brig init, in the sandbox's user namespace, while init still holds CAP_SYS_RESOURCE
 // there and the host's /proc is still mounted (before the new root, whose /proc/sys is
 // read-only). A count this kernel does not keep is skipped; any other failure is an error.
-Status CapUserCounts(const config::UserCounts& counts);
+Status CapUserCounts(const UserCounts& counts);
 
 }  // namespace brig::security

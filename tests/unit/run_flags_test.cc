@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/profile.h"
 #include "testlib/testlib.h"
 
 namespace brig::cli {
@@ -17,7 +18,7 @@ TEST(RunFlags, ParsesOptionsAndCommand) {
                   "sh", "-c", "echo hi"});
   ASSERT_TRUE(r) << r.error().Render();
   EXPECT_EQ(r->workspace, "/w");
-  EXPECT_EQ(r->workspace_mode, config::WorkspaceMode::kReadWrite);
+  EXPECT_EQ(r->workspace_mode, fs::WorkspaceMode::kReadWrite);
   EXPECT_EQ(r->tmp_size, 64u << 20);
   EXPECT_EQ(r->timeout, std::chrono::milliseconds(5000));
   EXPECT_EQ(r->rlimit_nofile, 10u);
@@ -38,7 +39,7 @@ Result<config::Sandbox> Resolve(std::vector<std::string> args) {
   args.insert(args.begin(), {"--policy-dir", BRIG_SOURCE_POLICY_DIR});
   auto r = Parse(args);
   if (!r) return std::move(r).error();
-  return ResolveRun(*r, kNoEnv);
+  return PlanRun(*r, kNoEnv);
 }
 
 TEST(RunFlags, DefaultsAreSafe) {
@@ -48,7 +49,7 @@ TEST(RunFlags, DefaultsAreSafe) {
   auto sb = Resolve({"true"});
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_TRUE(sb->isolated);
-  EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kReadOnly);
+  EXPECT_EQ(sb->fs.workspace_mode, fs::WorkspaceMode::kReadOnly);
   EXPECT_EQ(sb->timeout, std::chrono::minutes(30));
   EXPECT_EQ(sb->rlimits.core, 0u);
   EXPECT_NE(sb->seccomp_policy.find("/seccomp/default.textproto"), std::string::npos);
@@ -58,7 +59,7 @@ TEST(Profiles, RunOptionsChangeOnlyLimits) {
   auto sb = Resolve({"--timeout", "5s", "--tmp-size", "64M", "--rlimit", "nofile=100", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_EQ(sb->timeout, std::chrono::seconds(5));
-  EXPECT_EQ(sb->tmp_size, 64u << 20);
+  EXPECT_EQ(sb->fs.tmp_size, 64u << 20);
   EXPECT_EQ(sb->rlimits.nofile, 100u);
   EXPECT_EQ(sb->rlimits.nproc, 4096u);  // the profile's, untouched
   EXPECT_FALSE(sb->output_limit) << "no output bound unless one is asked for";
@@ -155,8 +156,8 @@ TEST(Profiles, ACopyMayNarrowAReadWriteWorkspaceButWidenNothing) {
   auto sb = Resolve({"--profile", rw, "--workspace", ws, "--workspace-mode", "copy",
                      "--export-changes", dir.path() + "/out", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
-  EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kCopy);
-  EXPECT_EQ(sb->export_changes, dir.path() + "/out");
+  EXPECT_EQ(sb->fs.workspace_mode, fs::WorkspaceMode::kCopy);
+  EXPECT_EQ(sb->fs.export_changes, dir.path() + "/out");
   // From read-only, a copy would let the sandbox write where the profile says it cannot.
   auto ro = Resolve({"--workspace", ws, "--workspace-mode", "copy", "true"});
   ASSERT_FALSE(ro);
@@ -199,20 +200,20 @@ TEST(Profiles, ADiskCapNeedsACopyWorkspace) {
   auto sb = Resolve({"--profile", rw, "--workspace", ws, "--workspace-mode", "copy",
                      "--disk-size", "64M", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
-  EXPECT_EQ(sb->disk_size, 64u << 20);
+  EXPECT_EQ(sb->fs.disk_size, 64u << 20);
   EXPECT_EQ(Resolve({"--profile", rw, "--workspace", ws, "--workspace-mode", "copy", "true"})
-                ->disk_size,
+                ->fs.disk_size,
             0u);
   dir.Write("capped.textproto",
             "isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_COPY }\n"
             "network { posture: POSTURE_NONE }\nsecurity { seccomp_policy: \"default\" }\n"
             "limits { disk: \"16M\" }\n");
   std::string capped = dir.path() + "/capped.textproto";
-  EXPECT_EQ(Resolve({"--profile", capped, "--workspace", ws, "true"})->disk_size, 16u << 20);
+  EXPECT_EQ(Resolve({"--profile", capped, "--workspace", ws, "true"})->fs.disk_size, 16u << 20);
   EXPECT_EQ(Resolve({"--profile", capped, "--workspace", ws, "--disk-size", "2M", "true"})
-                ->disk_size,
+                ->fs.disk_size,
             2u << 20);
-  EXPECT_EQ(Resolve({"--profile", capped, "true"})->disk_size, 0u) << "no workspace, no copy";
+  EXPECT_EQ(Resolve({"--profile", capped, "true"})->fs.disk_size, 0u) << "no workspace, no copy";
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--profile", rw, "--workspace", ws, "--disk-size", "8M", "true"},
            {"--workspace", ws, "--disk-size", "8M", "true"},
@@ -249,8 +250,8 @@ TEST(Profiles, UntrustedCodeWriteIsACopyWithItsProtectedPaths) {
   auto sb = Resolve({"--profile", "untrusted-code-write", "--workspace", dir.path(),
                      "--dns-upstream", "198.51.100.53", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
-  EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kCopy);
-  EXPECT_EQ(sb->protected_paths, kShippedProtected);
+  EXPECT_EQ(sb->fs.workspace_mode, fs::WorkspaceMode::kCopy);
+  EXPECT_EQ(sb->fs.protected_paths, kShippedProtected);
   EXPECT_TRUE(sb->network);
 }
 
@@ -260,8 +261,8 @@ TEST(Profiles, TrustedCodeWriteIsReadWriteWithItsProtectedPaths) {
   auto sb = Resolve({"--profile", "trusted-code-write", "--workspace", dir.path(),
                      "--dns-upstream", "198.51.100.53", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();
-  EXPECT_EQ(sb->workspace_mode, config::WorkspaceMode::kReadWrite);
-  EXPECT_EQ(sb->protected_paths, kShippedProtected);
+  EXPECT_EQ(sb->fs.workspace_mode, fs::WorkspaceMode::kReadWrite);
+  EXPECT_EQ(sb->fs.protected_paths, kShippedProtected);
 }
 
 TEST(Profiles, NoneIsExplicitAndUnconfined) {
@@ -385,7 +386,7 @@ TEST(RunFlags, EnvironmentIsBuiltFromNothing) {
   std::string secret = "BRIG_T_SECRET=hunter2", set = "BRIG_T_SET=yes";
   char* host_env[] = {secret.data(), set.data(), nullptr};
   r->policy_dir = std::string(BRIG_SOURCE_POLICY_DIR);
-  auto sb = ResolveRun(*r, host_env);
+  auto sb = PlanRun(*r, host_env);
   ASSERT_TRUE(sb) << sb.error().Render();
   const auto& env = sb->env;
   auto has = [&](const std::string& kv) {

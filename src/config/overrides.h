@@ -1,0 +1,59 @@
+// What one run asks of its profile (design.md, Invariant 2): the command, the paths, the
+// resource knobs, hosts for an allowlist and brokers. A front end fills it (cli/run_flags.cc
+// parses `brig run`'s flags into it) and config::Resolve (resolve.h) lays it over the
+// profile. Plain data: every value here was taken from the host by the front end, so that
+// Resolve reads nothing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "egress/upstream.h"
+#include "fs/spec.h"
+#include "net/link.h"
+#include "proto/brig.pb.h"
+
+namespace brig::config {
+
+inline constexpr const char* kDefaultProfile = "untrusted-code-read";
+
+// Unset optionals and empty strings leave the profile's value (or brig's default).
+struct Overrides {
+  // The sandbox's id, named by the front end (`brig run`: "brig-" + 12 hex digits).
+  std::string id;
+  std::string profile = kDefaultProfile;  // its name or path, as given, for messages
+  // Where profiles and policies are found; the front end fills in the installed one
+  // (profile.h, ResolvePolicyDir) when none is given.
+  std::string policy_dir;
+  std::vector<std::string> argv;
+  std::string workspace;
+  std::string rootfs;
+  std::vector<std::string> layers;  // --layer, bottom first
+  std::string result_path;
+  std::string audit_path;
+  std::optional<fs::WorkspaceMode> workspace_mode;
+  std::string export_changes;
+  std::string copy_dir;
+  std::optional<std::chrono::milliseconds> timeout, grace;
+  std::optional<uint64_t> tmp_size, disk_size, rlimit_nofile, rlimit_nproc, rlimit_core,
+      output_limit;
+  std::optional<uint64_t> memory, swap, pids, cpu_milli;
+  std::string cgroup_parent;
+  std::optional<net::Subnet> subnet;
+  std::vector<std::string> allow_hosts;          // added to the profile's allowlist
+  std::optional<egress::Upstream> dns_upstream;  // instead of /etc/resolv.conf's
+  // --broker NAME=SPEC, as given and as parsed, in order.
+  std::vector<std::pair<std::string, v1::Broker>> brokers;
+  uint32_t attempt = 1;
+  // The sandbox's environment beyond brig's few defaults, built from nothing (design.md,
+  // Invariant 3): "K=V" that the front end took from its own environment (--pass-env),
+  // then "K=V" set explicitly (--env), which win.
+  std::vector<std::string> passed_env;
+  std::vector<std::string> set_env;
+};
+
+}  // namespace brig::config

@@ -1,0 +1,134 @@
+// config::ProbeHost: what the host says about a resolved plan.
+#include "config/probe.h"
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <utility>
+
+#include "config/profile.h"
+#include "egress/upstream.h"
+#include "fs/disk_image.h"
+#include "fs/outputs.h"
+
+namespace brig::config {
+namespace {
+
+// The operator's path, symlinks resolved, so the sandbox gets the directory itself.
+Status Canonicalize(std::string& path, const char* flag) {
+  char* real = realpath(path.c_str(), nullptr);
+  if (!real) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
+  path = real;
+  free(real);
+  return {};
+}
+
+// An existing directory, canonical.
+Status CheckDir(std::string& path, const char* flag) {
+  BRIG_TRY(Canonicalize(path, flag));
+  struct stat st;
+  if (stat(path.c_str(), &st) < 0) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
+  if (!S_ISDIR(st.st_mode)) return BadInput(flag, path, "not a directory");
+  return {};
+}
+
+// init runs in a user namespace and cannot raise a hard limit above brig's own.
+Status CheckRlimits(const security::Rlimits& rl) {
+  const std::pair<int, std::pair<const char*, uint64_t>> items[] = {
+      {RLIMIT_NOFILE, {"nofile", rl.nofile}},
+      {RLIMIT_NPROC, {"nproc", rl.nproc}},
+      {RLIMIT_CORE, {"core", rl.core}},
+      {RLIMIT_MSGQUEUE, {"msgqueue", rl.msgqueue}},
+      {RLIMIT_SIGPENDING, {"sigpending", rl.sigpending}}};
+  for (const auto& [res, nv] : items) {
+    struct rlimit cur;
+    if (getrlimit(res, &cur) < 0) return SysError("getrlimit", nv.first);
+    if (cur.rlim_max != RLIM_INFINITY && nv.second > cur.rlim_max) {
+      return BadInput("rlimit", std::string(nv.first) + "=" + std::to_string(nv.second),
+                      "above brig's own hard limit " + std::to_string(cur.rlim_max));
+    }
+  }
+  return {};
+}
+
+// The workspace, canonical, and its owner, whom the sandbox's ids map to.
+Status ProbeWorkspace(Sandbox& sb) {
+  std::string& w = sb.fs.workspace;
+  if (w.empty()) return {};
+  BRIG_TRY(Canonicalize(w, "--workspace"));
+  struct stat st;
+  if (stat(w.c_str(), &st) < 0) return SysError("--workspace", w).WithKind(ErrorKind::kBadInput);
+  if (!S_ISDIR(st.st_mode)) return BadInput("--workspace", w, "not a directory");
+  if (access(w.c_str(), R_OK | X_OK) < 0) {
+    return SysError("--workspace", w).WithKind(ErrorKind::kBadInput);
+  }
+  // Files the sandbox creates belong to the workspace's owner on the host. Host root is
+  // never mapped, so a root-owned workspace can be read (as an unprivileged id) but not
+  // written.
+  if (st.st_uid == 0 && sb.fs.workspace_mode != fs::WorkspaceMode::kReadOnly) {
+    return BadInput("--workspace", w,
+                    "owned by root, and brig never maps host root into a sandbox: chown it to "
+                    "an unprivileged user or use a profile with a read-only workspace");
+  }
+  if (st.st_uid != 0) sb.host_uid = st.st_uid;
+  if (st.st_gid != 0) sb.host_gid = st.st_gid;
+  return {};
+}
+
+// The root, the layers and the workspace, then brig's outputs (fs/outputs.h): every
+// directory brig will write in exists, is writable and lies outside the workspace.
+Status ProbePaths(Sandbox& sb) {
+  if (!sb.fs.rootfs.empty()) BRIG_TRY(CheckDir(sb.fs.rootfs, "--rootfs"));
+  for (std::string& layer : sb.fs.layers) BRIG_TRY(CheckDir(layer, "--layer"));
+  BRIG_TRY(ProbeWorkspace(sb));
+  fs::Outputs outputs{sb.result_path, sb.audit_path, sb.fs.export_changes, sb.fs.copy_dir};
+  BRIG_TRY(fs::CheckOutputs(outputs, sb.fs.workspace));
+  sb.fs.export_changes = outputs.export_changes;
+  sb.fs.copy_dir = outputs.copy_dir;
+  // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
+  if (!sb.fs.copy_dir.empty() && sb.fs.disk_size) {
+    BRIG_TRY(fs::CheckDiskImage(sb.fs.copy_dir));
+  }
+  return {};
+}
+
+// Each broker's header values, read from brig's environment or files, and its target's
+// addresses, found before anything starts.
+Status ProbeBrokers(Sandbox& sb, char** environ) {
+  for (size_t i = 0; i < sb.brokers.size(); ++i) {
+    broker::Config& c = sb.brokers[i];
+    auto s = broker::Resolve(c, environ);
+    if (s) continue;
+    const std::string spec = i < sb.broker_specs.size() ? sb.broker_specs[i] : "";
+    if (!spec.empty()) return BadInput("--broker", spec, s.error().Render());
+    return std::move(s).error().Wrap("profile '" + sb.profile + "': broker " + c.name);
+  }
+  return {};
+}
+
+// The host's cgroups, the path each controller takes under --cgroup-parent, and the limits
+// that can hold there (an optional one without its controller is dropped).
+Status FitCgroups(Sandbox& sb) {
+  sb.cgroup_layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
+  sb.cgroup_plan = cgroup::PlanFor(sb.cgroup_layout, sb.cgroup_parent);
+  return cgroup::FitLimits(sb.cgroup_plan, sb.limits);
+}
+
+}  // namespace
+
+Status ProbeHost(Sandbox& sb, char** environ) {
+  if (sb.network && sb.egress.upstreams.empty()) {
+    sb.egress.upstreams = BRIG_TRY(egress::HostUpstreams());
+  }
+  BRIG_TRY(ProbeBrokers(sb, environ));
+  if (sb.isolated) {
+    BRIG_TRY(CheckPolicyFile(sb.seccomp_policy, "seccomp", sb.seccomp_policy_name));
+  }
+  BRIG_TRY(ProbePaths(sb));
+  BRIG_TRY(CheckRlimits(sb.rlimits));
+  return FitCgroups(sb);
+}
+
+}  // namespace brig::config

@@ -1,0 +1,19 @@
+// The host probe: completes a resolved plan (resolve.h) from the host, after resolution
+// and before anything is created. It canonicalises and checks the paths (--rootfs,
+// --layer, --workspace and its owner; --result, --audit-log, --export-changes and
+// --copy-dir with fs/outputs.h) and the seccomp policy's file, reads the host's nameservers when
+// the run names none, reads broker header values and finds broker targets, checks the
+// rlimits against brig's own hard limits, and probes the cgroup layout, fitting the
+// limits to it. It creates nothing.
+#pragma once
+
+#include "brig/result.h"
+#include "config/sandbox.h"
+
+namespace brig::config {
+
+// Errors name the flag, path or controller; all are refusals (exit 125). `environ` is
+// brig's own environment, where broker headers' env: values are read.
+Status ProbeHost(Sandbox& sb, char** environ);
+
+}  // namespace brig::config

@@ -1,0 +1,259 @@
+// config::Resolve: the profile's posture and limits, then the run's overrides on them.
+#include "config/resolve.h"
+
+#include <string_view>
+
+#include "config/limits.h"
+#include "config/profile.h"
+#include "net/network.h"
+#include "util/parse.h"
+
+namespace brig::config {
+namespace {
+
+// --disk-size and --copy-dir without a copy workspace.
+constexpr char kNeedsCopy[] =
+    "needs a copy workspace (--workspace with a profile or --workspace-mode that makes one)";
+
+fs::WorkspaceMode ModeOf(v1::WorkspaceAccess a) {
+  return a == v1::WORKSPACE_RW     ? fs::WorkspaceMode::kReadWrite
+         : a == v1::WORKSPACE_COPY ? fs::WorkspaceMode::kCopy
+                                   : fs::WorkspaceMode::kReadOnly;
+}
+
+// The profile's limits, then the run's (the only things a run may change).
+Status MergeLimits(const Limits& l, const Overrides& run, Sandbox& sb) {
+  sb.timeout = run.timeout.value_or(l.timeout);
+  sb.grace = run.grace.value_or(l.grace);
+  sb.fs.tmp_size = run.tmp_size.value_or(l.tmp_size);
+  sb.output_limit = run.output_limit ? run.output_limit : l.output_limit;
+  sb.rlimits = l.rlimits;
+  sb.rlimits.nofile = run.rlimit_nofile.value_or(l.rlimits.nofile);
+  sb.rlimits.nproc = run.rlimit_nproc.value_or(l.rlimits.nproc);
+  sb.rlimits.core = run.rlimit_core.value_or(l.rlimits.core);
+  sb.user_counts = l.user_counts;
+  cgroup::Limits& c = sb.limits;
+  c = l.cgroup;
+  if (run.memory) c.memory = run.memory;
+  if (run.swap) c.swap = run.swap;
+  if (run.pids) c.pids = run.pids;
+  if (run.cpu_milli) c.cpu_milli = run.cpu_milli;
+  // A limit the run asks for itself is never optional.
+  c.memory_optional = c.memory_optional && !run.memory && !run.swap;
+  c.pids_optional = c.pids_optional && !run.pids;
+  c.cpu_optional = c.cpu_optional && !run.cpu_milli;
+  if (run.swap && !c.memory) {
+    return BadInput("--swap", "",
+                    "needs a memory limit (--memory, or the profile's limits.memory)");
+  }
+  return {};
+}
+
+// The resolver's and proxy's policy: the profile's names (posture allowlist) and the run's
+// --allow-host, the profile's floor exceptions, and the run's nameserver (without one, the
+// probe reads the host's).
+Result<egress::Policy> EgressPolicy(const v1::Network& n, const Overrides& run) {
+  egress::Policy p;
+  p.open = n.posture() == v1::POSTURE_OPEN;
+  std::vector<std::string> hosts(n.allow_hosts().begin(), n.allow_hosts().end());
+  hosts.insert(hosts.end(), run.allow_hosts.begin(), run.allow_hosts.end());
+  p.allowlist = BRIG_TRY(egress::Allowlist::Parse(hosts));
+  p.floor = BRIG_TRY(egress::Floor::WithExceptions(
+      std::vector<std::string>(n.allow_addresses().begin(), n.allow_addresses().end())));
+  if (run.dns_upstream) p.upstreams = {*run.dns_upstream};
+  return p;
+}
+
+// Postures allowlist and open get an interface on brig's bridge; the others take no
+// network flag.
+Status ResolveNetwork(const v1::Profile& profile, const Overrides& run, Sandbox& sb) {
+  auto posture = profile.network().posture();
+  if (sb.isolated && (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN)) {
+    sb.network = run.subnet ? *run.subnet : BRIG_TRY(net::ParseSubnet(net::kDefaultSubnet));
+    // Any address on port 53 reaches brig's resolver; the gateway is the one to name.
+    sb.fs.resolver = sb.network->Gateway().Str();
+    sb.egress = BRIG_TRY(EgressPolicy(profile.network(), run));
+  } else {
+    std::string_view flag = run.subnet                 ? "--subnet"
+                            : !run.allow_hosts.empty() ? "--allow-host"
+                            : run.dns_upstream         ? "--dns-upstream"
+                                                       : "";
+    if (!flag.empty()) {
+      return BadInput(std::string(flag), "",
+                      "profile '" + run.profile + "' gives the sandbox no network interface");
+    }
+  }
+  if (!run.allow_hosts.empty() && posture == v1::POSTURE_OPEN) {
+    return BadInput("--allow-host", run.allow_hosts[0],
+                    "profile '" + run.profile + "' has posture open, which has no allowlist");
+  }
+  return {};
+}
+
+// The profile's brokers, then the run's, each checked against the others. Brokers are
+// operator wiring, as --allow-host is, allowed in every posture: they reach only the
+// targets named here, and nothing of theirs enters the sandbox.
+Status ResolveBrokers(const v1::Profile& profile, const Overrides& run, Sandbox& sb) {
+  if (!sb.isolated && !run.brokers.empty()) {
+    return BadInput("--broker", run.brokers[0].first,
+                    "profile '" + run.profile + "' has no sandbox (ISOLATION_NONE) to broker into");
+  }
+  for (const auto& b : profile.brokers()) {
+    sb.brokers.push_back(
+        BRIG_TRY_CTX(broker::Check(b), "profile '" + run.profile + "': broker " + b.name()));
+    sb.broker_specs.emplace_back();
+    BRIG_TRY_CTX(broker::CheckAll(sb.brokers), "profile '" + run.profile + "'");
+  }
+  for (const auto& [spec, b] : run.brokers) {
+    auto c = broker::Check(b);
+    if (!c) return BadInput("--broker", spec, c.error().Render());
+    sb.brokers.push_back(std::move(*c));
+    sb.broker_specs.push_back(spec);
+    if (auto s = broker::CheckAll(sb.brokers); !s) {
+      return BadInput("--broker", spec, s.error().Render());
+    }
+  }
+  sb.attempt = run.attempt;
+  return {};
+}
+
+// The workspace's access is the profile's: a flag may restate it, never widen it
+// (Invariant 2). A copy in place of a read-write workspace only narrows it: the source
+// stays as it is.
+Status ResolveWorkspaceMode(const v1::Filesystem& f, const Overrides& run, fs::Spec& spec) {
+  spec.workspace_mode = ModeOf(f.workspace());
+  bool narrows = run.workspace_mode == fs::WorkspaceMode::kCopy &&
+                 spec.workspace_mode == fs::WorkspaceMode::kReadWrite;
+  if (narrows) spec.workspace_mode = fs::WorkspaceMode::kCopy;
+  if (run.workspace_mode && *run.workspace_mode != spec.workspace_mode) {
+    return Fail("--workspace-mode", fs::WorkspaceModeName(*run.workspace_mode),
+                "profile '" + run.profile + "' fixes filesystem.workspace = " +
+                    v1::WorkspaceAccess_Name(f.workspace()) + "; name another profile",
+                ErrorKind::kPolicy);
+  }
+  spec.hidden_paths.assign(f.hidden_paths().begin(), f.hidden_paths().end());
+  if (spec.workspace_mode == fs::WorkspaceMode::kReadOnly) return {};
+  for (const auto& p : f.protected_paths()) {
+    std::string norm;
+    for (std::string_view part : util::Split(p, '/')) {
+      if (part.empty() || part == ".") continue;
+      norm += (norm.empty() ? "" : "/") + std::string(part);
+    }
+    if (!norm.empty()) spec.protected_paths.push_back(norm);
+  }
+  return {};
+}
+
+// The seccomp policy's file: a NAME in the policy directory, or a path; a relative path
+// in a profile file means one beside that file. The probe checks that it is there.
+Status ResolveSeccomp(const v1::Profile& profile, const Overrides& run, Sandbox& sb) {
+  std::string policy = profile.security().seccomp_policy();
+  if (!policy.empty() && policy[0] != '/' && policy.find('/') != std::string::npos) {
+    std::string profile_path = BRIG_TRY(PolicyPath(run.policy_dir, "profiles", run.profile));
+    policy = profile_path.substr(0, profile_path.rfind('/') + 1) + policy;
+  }
+  sb.seccomp_policy = BRIG_TRY(PolicyPath(run.policy_dir, "seccomp", policy));
+  sb.seccomp_policy_name = policy;
+  return {};
+}
+
+// The root and the workspace. Without isolation there is neither to mount.
+Status ResolveFilesystem(const v1::Profile& profile, const Overrides& run, Sandbox& sb) {
+  sb.fs.workspace = run.workspace;
+  sb.fs.scratch_name = run.id;
+  if (!sb.isolated) {
+    if (!run.rootfs.empty() || !run.layers.empty() || run.workspace_mode ||
+        !run.export_changes.empty() || !run.copy_dir.empty() || run.disk_size) {
+      return Fail("profile", run.profile,
+                  "ISOLATION_NONE has no root or workspace mounts: --rootfs, --layer, "
+                  "--workspace-mode, --copy-dir, --disk-size and --export-changes do not apply",
+                  ErrorKind::kBadInput);
+    }
+    return {};
+  }
+  BRIG_TRY(ResolveWorkspaceMode(profile.filesystem(), run, sb.fs));
+  BRIG_TRY(ResolveSeccomp(profile, run, sb));
+  if (run.rootfs.empty() && !run.layers.empty()) {
+    return BadInput("--layer", run.layers[0], "needs a --rootfs to stack on");
+  }
+  sb.fs.rootfs = run.rootfs;
+  sb.fs.layers = run.layers;
+  return {};
+}
+
+// What a copy workspace does with its changes: where they are exported, where they are
+// kept (--copy-dir) and their cap: the run's --disk-size, else the profile's limits.disk
+// (only a copy profile has one), else under --copy-dir kCopyDirDisk. Nothing else can be
+// capped: a read-only workspace takes no changes, and a read-write one, the host's own
+// directory, cannot be.
+Status ResolveCopy(const Limits& l, const Overrides& run, fs::Spec& spec) {
+  bool copy = spec.workspace_mode == fs::WorkspaceMode::kCopy && !spec.workspace.empty();
+  if (!run.export_changes.empty() && !copy) {
+    return BadInput("--export-changes", run.export_changes,
+                    "needs a copy workspace (--workspace with a profile or --workspace-mode "
+                    "of copy)");
+  }
+  spec.export_changes = run.export_changes;
+  while (spec.export_changes.size() > 1 && spec.export_changes.back() == '/') {
+    spec.export_changes.pop_back();
+  }
+  if (run.disk_size && !copy) {
+    return BadInput("--disk-size", "",
+                    std::string(kNeedsCopy) +
+                        ": a read-only one takes no changes, and a read-write one, the host's "
+                        "own directory, cannot be capped");
+  }
+  if (!run.copy_dir.empty() && !copy) return BadInput("--copy-dir", run.copy_dir, kNeedsCopy);
+  if (!copy) return {};
+  spec.copy_dir = run.copy_dir;
+  spec.disk_size = run.disk_size.value_or(l.disk.value_or(0));
+  if (!spec.copy_dir.empty() && !spec.disk_size) spec.disk_size = kCopyDirDisk;
+  return {};
+}
+
+// brig's few defaults, then the variables the run passes from its caller's environment,
+// then those it sets; built from nothing (design.md, Invariant 3).
+std::vector<std::string> BuildEnv(const Overrides& run) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
+      "LANG=C.UTF-8"};
+  auto set = [&](const std::string& kv) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    for (auto& e : env) {
+      if (e.compare(0, key.size(), key) == 0) {
+        e = kv;
+        return;
+      }
+    }
+    env.push_back(kv);
+  };
+  for (const auto& kv : run.passed_env) set(kv);
+  for (const auto& kv : run.set_env) set(kv);
+  return env;
+}
+
+}  // namespace
+
+Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run) {
+  Sandbox sb;
+  if (profile.isolation() != v1::ISOLATION_SANDBOX && profile.isolation() != v1::ISOLATION_NONE) {
+    return BadInput(run.profile, "isolation", "must be ISOLATION_SANDBOX or ISOLATION_NONE");
+  }
+  sb.isolated = profile.isolation() == v1::ISOLATION_SANDBOX;
+  sb.id = run.id;
+  sb.profile = run.profile;
+  sb.argv = run.argv;
+  sb.result_path = run.result_path;
+  sb.audit_path = run.audit_path;
+  sb.cgroup_parent = run.cgroup_parent;
+  Limits limits = BRIG_TRY(ParseLimits(profile.limits(), run.profile));
+  BRIG_TRY(MergeLimits(limits, run, sb));
+  BRIG_TRY(ResolveNetwork(profile, run, sb));
+  BRIG_TRY(ResolveBrokers(profile, run, sb));
+  BRIG_TRY(ResolveFilesystem(profile, run, sb));
+  BRIG_TRY(ResolveCopy(limits, run, sb.fs));
+  sb.env = BuildEnv(run);
+  return sb;
+}
+
+}  // namespace brig::config

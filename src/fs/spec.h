@@ -1,0 +1,46 @@
+// What the sandbox's filesystem is made of: the input of the mount plan (mount_plan.h) and
+// of the export (export.h). Filled by config::Resolve (paths as given) and the host probe
+// (config/probe.h: paths canonical, checked); plain data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace brig::fs {
+
+// ro: bound read-only; rw: bound read-write; copy: an overlay over the source whose changes
+// stay in brig's scratch space and are discarded (or exported) at the end.
+enum class WorkspaceMode { kReadOnly, kReadWrite, kCopy };
+inline const char* WorkspaceModeName(WorkspaceMode m) {
+  return m == WorkspaceMode::kReadWrite ? "rw" : m == WorkspaceMode::kCopy ? "copy" : "ro";
+}
+
+struct Spec {
+  std::string rootfs;  // empty: the host-derived read-only root
+  // --layer: directories stacked on the rootfs with overlayfs, bottom first.
+  std::vector<std::string> layers;
+  std::string workspace;  // empty: none
+  WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
+  // rw and copy: paths of the workspace the sandbox may not change, create, delete or
+  // move, in normalised form ("a/b", no "." or empty components).
+  std::vector<std::string> protected_paths;
+  // The profile's filesystem.hidden_paths entries (hidden.h).
+  std::vector<std::string> hidden_paths;
+  // copy: where to write what the sandbox changed, at the end (--export-changes); empty:
+  // nowhere.
+  std::string export_changes;
+  // copy: a directory under which brig makes the copy's scratch space (--copy-dir), named
+  // scratch_name; empty: a tmpfs of disk_size, else of tmp_size.
+  std::string copy_dir;
+  std::string scratch_name;
+  // copy: the cap on the copy's changes in bytes (--disk-size, limits.disk, 8G under
+  // copy_dir); 0: none but the tmpfs's tmp_size.
+  uint64_t disk_size = 0;
+  uint64_t tmp_size = 0;  // bytes, for /tmp and /dev/shm each
+  // The address /etc/resolv.conf names: brig's resolver for this sandbox; empty: the
+  // sandbox has no network interface, so no resolver.
+  std::string resolver;
+};
+
+}  // namespace brig::fs
