@@ -106,11 +106,6 @@ class Service::Impl {
   };
 
   bool Http(const Conn& c) const { return brokers_[c.b].http; }
-  int UpFd(const Conn& c) const {
-    if (c.relay) return c.relay->upstream();
-    if (c.up) return c.up->fd();
-    return c.connecting.get();
-  }
   void Interest(int fd, uint64_t token, uint32_t& current, uint32_t want);
   void Accept(size_t b, int listener);
   void Connect(Conn& c);

@@ -1,16 +1,15 @@
 #include "cgroup/cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -281,12 +280,21 @@ Status FitLimits(const Plan& plan, Limits& limits) {
   return fit(Controller::kCpu, limits.cpu_milli, limits.cpu_optional);
 }
 
-bool KernelHasCgroupKill() {
-  struct utsname u;
-  if (uname(&u) < 0) return false;
-  unsigned major = 0, minor = 0;
-  if (sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
-  return major > 5 || (major == 5 && minor >= 14);
+std::optional<bool> ProbeCgroupKill(const Hierarchy& v2, const std::string& parent) {
+  std::string dir = ParentDir(v2, parent);
+  // A --cgroup-parent brig has yet to make: its nearest existing ancestor.
+  while (dir.size() > v2.mount.size() && !Exists(dir)) dir.resize(dir.rfind('/'));
+  if (dir.size() > v2.mount.size()) return Exists(dir + "/cgroup.kill");
+  // The root group never has the file; a group just below it does where the kernel has it.
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(v2.mount.c_str()), closedir);
+  if (!d) return std::nullopt;
+  while (dirent* e = readdir(d.get())) {
+    std::string name = e->d_name;
+    if (e->d_type == DT_DIR && name != "." && name != "..") {
+      return Exists(v2.mount + "/" + name + "/cgroup.kill");
+    }
+  }
+  return std::nullopt;
 }
 
 Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& plan,
@@ -316,6 +324,8 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
     if (created.empty()) AwaitControllers(parent, enable);
     std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
     g->v2_ = dir;
+    // Looked for, not inferred from the kernel's version (5.14): a backport has it too.
+    g->v2_kill_ = Exists(dir + "/cgroup.kill");
     g->v2_fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!g->v2_fd_) return SysError("open", dir).Wrap("cgroup");
     g->v2_memory_ = plan.memory == Path::kV2;
@@ -382,7 +392,7 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
       BRIG_TRY_CTX(util::WriteFile(dir + "/cpu.cfs_quota_us", cpu_quota), "cgroup");
     }
   }
-  if ((!layout.v2 || !KernelHasCgroupKill()) && layout.v1_freezer) {
+  if (!g->v2_kill_ && layout.v1_freezer) {
     std::string parent = ParentDir(*layout.v1_freezer, plan.parent);
     BRIG_TRY_CTX(MakeParents(parent), "cgroup");
     std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
@@ -399,7 +409,7 @@ Status Group::AttachV1(pid_t pid) {
 }
 
 bool Group::Kill() {
-  if (!v2_.empty() && freezer_.empty() && util::WriteFile(v2_ + "/cgroup.kill", "1")) return true;
+  if (!v2_.empty() && v2_kill_ && util::WriteFile(v2_ + "/cgroup.kill", "1")) return true;
   if (freezer_.empty()) return false;
   // Frozen, nothing can fork between reading the member list and the signals.
   if (!util::WriteFile(freezer_ + "/freezer.state", "FROZEN")) return false;

@@ -5,8 +5,9 @@
 //
 // The v2 group, when a cgroup2 mount exists at all, holds the sandbox from its first
 // instruction (CLONE_INTO_CGROUP) and provides cgroup.kill even if it has no controllers;
-// v1 groups get init written into them before init lets the workload start. Without any
-// cgroup2 mount, the v1 freezer makes the kill: freeze, SIGKILL every member, thaw.
+// v1 groups get init written into them before init lets the workload start. Where the v2
+// group has no cgroup.kill (no cgroup2 mount, or a kernel before 5.14), the v1 freezer
+// makes the kill: freeze, SIGKILL every member, thaw.
 #pragma once
 
 #include <sys/types.h>
@@ -77,8 +78,12 @@ Plan PlanFor(const Layout& layout, const std::string& parent);
 // naming the controller) a required one.
 Status FitLimits(const Plan& plan, Limits& limits);
 
-// Whether the running kernel has cgroup.kill (5.14).
-bool KernelHasCgroupKill();
+// Whether the v2 groups brig makes under `parent` will have cgroup.kill (kernel 5.14), as
+// far as can be told without making one: the file is looked for in the nearest existing
+// group on the way to `parent` below the root, or, at the root (which never has it), in
+// any group just below the root. nullopt if there is no such group to look in. A group
+// brig makes looks for the file in itself (Group::Create).
+std::optional<bool> ProbeCgroupKill(const Hierarchy& v2, const std::string& parent);
 
 // A --cgroup-parent: absolute, without "." or ".." components or control characters.
 Status CheckParent(const std::string& parent);
@@ -124,6 +129,7 @@ class Group {
   std::string freezer_;                                // v1 freezer group, kill without v2
   sys::UniqueFd v2_fd_, oom_event_;
   bool v2_memory_ = false, v2_pids_ = false;
+  bool v2_kill_ = false;  // the v2 group has cgroup.kill: no v1 freezer is needed to kill
 };
 
 // For `brig gc`: removes the group `dir` of sandbox `id`, whose brig is gone, and says

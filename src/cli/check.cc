@@ -98,11 +98,14 @@ int CheckMain(const std::vector<std::string>& args) {
     printf("%-11s %-8s %s\n", std::string(cgroup::Name(c)).c_str(),
            std::string(cgroup::Name(p)).c_str(), where.c_str());
   }
-  bool v2_kill = layout->v2 && cgroup::KernelHasCgroupKill();
-  const char* kill = v2_kill              ? "cgroup.kill (v2)"
-                     : layout->v1_freezer ? "freeze, SIGKILL, thaw (v1 freezer)"
-                                          : "SIGKILL to brig init (no cgroup to kill through)";
-  printf("kill        %s\n", kill);
+  std::optional<bool> v2_kill;
+  if (layout->v2) v2_kill = cgroup::ProbeCgroupKill(*layout->v2, req.cgroup_parent);
+  std::string fallback = layout->v1_freezer ? "freeze, SIGKILL, thaw (v1 freezer)"
+                                            : "SIGKILL to brig init (no cgroup to kill through)";
+  std::string kill = v2_kill.value_or(false) ? "cgroup.kill (v2)" : fallback;
+  // No v2 group to look in yet: the sandbox's own group will say.
+  if (layout->v2 && !v2_kill) kill = "cgroup.kill (v2) if its group has it, else " + fallback;
+  printf("kill        %s\n", kill.c_str());
   return all ? 0 : 1;
 }
 

@@ -3,6 +3,7 @@
 // profile and the run's flags, before anything is cloned.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "egress/allowlist.h"
@@ -16,6 +17,13 @@ struct Policy {
   Allowlist allowlist;  // posture allowlist
   Floor floor;
   std::vector<Upstream> upstreams;
+
+  // Whether the posture lets the sandbox reach `name` (on `port`; 0: any port it allows).
+  bool Allows(const std::string& name, uint16_t port) const {
+    return open ? !name.empty() : allowlist.Allows(name, port);
+  }
+  // The audit reason of an allowed query or connection.
+  std::string AllowReason() const { return open ? "open" : "allowlisted"; }
 };
 
 }  // namespace brig::egress

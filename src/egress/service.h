@@ -25,24 +25,23 @@
 // refused too.
 //
 // Every query and connection is one audit event; Summary() totals them per name.
+//
+// Where each part lives: the resolver in resolver.h, its upstream client (retries, TCP
+// fallback, cache) in upstream_client.h, the proxy in proxy.h, the host's floor in
+// host_floor.h, the audit events and totals in traffic.h. The Service owns them and puts
+// their descriptors into one epoll set (loop.h), the one fd the supervisor's loop sees.
 #pragma once
 
-#include <netinet/in.h>
-
-#include <functional>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "brig/result.h"
 #include "proto/brig.pb.h"
 #include "egress/policy.h"
+#include "egress/traffic.h"
 #include "net/link.h"
 #include "net/listeners.h"
 
 namespace brig::egress {
-
-using AuditSink = std::function<void(v1::AuditEvent)>;
 
 class Service {
  public:

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <sstream>
 
 #include "fs/disk_image.h"
 #include "fs/hidden.h"
@@ -623,21 +622,6 @@ Status MountPlan::Finish() {
   copy_merged.Reset();
   copy_scratch.Reset();
   return marks.Remove();
-}
-
-std::string MountPlan::Describe() const {
-  static const char* const kNames[] = {"dir",     "symlink",  "file",     "bind",
-                                       "tmpfs",   "proc",     "devpts",   "mask",
-                                       "readonly", "seal-ro", "pin",    "protect",
-                                       "hide",    "hold-ipc"};
-  std::ostringstream out;
-  for (const auto& s : steps) {
-    out << kNames[static_cast<int>(s.kind)] << " /" << s.dest;
-    if (s.kind == StepKind::kSymlink) out << " -> " << s.data;
-    if (s.kind == StepKind::kBind) out << (s.is_dir ? " (dir)" : " (file)");
-    out << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace brig::fs

@@ -75,7 +75,6 @@ struct MountPlan {
   std::vector<std::string> ipc;
   // The protected paths as held read-only (PrepareProtected in mount_plan.cc).
   std::vector<std::string> protected_paths;
-  std::string Describe() const;  // one line a step, for tests and debugging
   // Puts the file `tree` (a detached mount of one file) at the absolute `path` inside,
   // making the directories on the way.
   void AddFileBind(const std::string& path, sys::UniqueFd tree);

@@ -2,12 +2,14 @@
 // /proc/self/cgroup, limit values, --cgroup-parent, and sandbox records.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cgroup/cgroup.h"
 #include "state/record.h"
 #include "util/files.h"
 #include "util/parse.h"
+#include "testlib/testlib.h"
 
 namespace brig {
 namespace {
@@ -109,6 +111,22 @@ TEST(CgroupLimits, ARequiredLimitWithoutItsControllerNamesIt) {
   // No limit, no need for the controller.
   cgroup::Limits none;
   EXPECT_TRUE(cgroup::FitLimits(plan, none));
+}
+
+// cgroup.kill is looked for, not inferred from the kernel's version: a tree without the
+// file says no whatever the running kernel is.
+TEST(CgroupKill, TheFileIsLookedForInTheNearestGroupBelowTheRoot) {
+  testing::ScratchDir root;
+  cgroup::Hierarchy v2{root.path(), "/brig"};
+  EXPECT_EQ(cgroup::ProbeCgroupKill(v2, ""), std::nullopt) << "no group below the root to look in";
+  ASSERT_EQ(mkdir((root.path() + "/brig").c_str(), 0755), 0);
+  EXPECT_EQ(cgroup::ProbeCgroupKill(v2, ""), false);
+  EXPECT_EQ(cgroup::ProbeCgroupKill(v2, "/brig/not/made/yet"), false);
+  root.Write("brig/cgroup.kill", "");
+  EXPECT_EQ(cgroup::ProbeCgroupKill(v2, ""), true);
+  EXPECT_EQ(cgroup::ProbeCgroupKill(v2, "/brig/not/made/yet"), true);
+  // At the root, which never has the file, a group just below it is asked.
+  EXPECT_EQ(cgroup::ProbeCgroupKill(cgroup::Hierarchy{root.path(), "/"}, ""), true);
 }
 
 TEST(CgroupParent, OnlyPlainAbsolutePaths) {
