@@ -297,106 +297,145 @@ std::optional<bool> ProbeCgroupKill(const Hierarchy& v2, const std::string& pare
   return std::nullopt;
 }
 
+namespace {
+
+// A write to a control file, its error in the cgroup's context.
+Status WriteControl(const std::string& path, const std::string& value) {
+  if (auto s = util::WriteFile(path, value); !s) return std::move(s).error().Wrap("cgroup");
+  return {};
+}
+
+bool SwapLimited(const Limits& limits) {
+  return limits.memory && limits.swap.value_or(0) != UINT64_MAX;
+}
+
+std::string CpuQuota(const Limits& limits) {
+  return std::to_string(*limits.cpu_milli * kCpuPeriodUs / 1000);
+}
+
+// memory.max, and swap beyond it where the group can bound swap; a host that swaps
+// without swap accounting cannot hold a swap limit.
+Status LimitV2Memory(const std::string& dir, const Limits& limits) {
+  // One OOM kill ends the whole sandbox, as on v1 (where brig does it).
+  BRIG_TRY(WriteControl(dir + "/memory.oom.group", "1"));
+  if (limits.memory) BRIG_TRY(WriteControl(dir + "/memory.max", std::to_string(*limits.memory)));
+  bool has_swap = Exists(dir + "/memory.swap.max");
+  if (SwapLimited(limits) && !has_swap && SwapInUse()) {
+    return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
+  }
+  if (SwapLimited(limits) && has_swap) {
+    BRIG_TRY(WriteControl(dir + "/memory.swap.max", std::to_string(limits.swap.value_or(0))));
+  }
+  return {};
+}
+
+// memsw bounds memory plus swap; without swap accounting, there is nothing to bound only
+// if the host has no swap.
+Status LimitV1Memory(const std::string& dir, const Limits& limits) {
+  if (!limits.memory) return {};
+  BRIG_TRY(WriteControl(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory)));
+  bool has_memsw = Exists(dir + "/memory.memsw.limit_in_bytes");
+  if (SwapLimited(limits) && !has_memsw && SwapInUse()) {
+    return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
+  }
+  if (SwapLimited(limits) && has_memsw) {
+    BRIG_TRY(WriteControl(dir + "/memory.memsw.limit_in_bytes",
+                             std::to_string(*limits.memory + limits.swap.value_or(0))));
+  }
+  return {};
+}
+
+// The v2 parent, made if missing, with the controllers the sandbox's group needs enabled
+// for it.
+Status PrepareV2Parent(const std::string& parent, const Plan& plan) {
+  std::vector<std::string> enable;
+  for (Controller c : kControllers) {
+    if (plan.For(c) == Path::kV2) enable.push_back(std::string(Name(c)));
+  }
+  std::vector<std::string> created = BRIG_TRY_CTX(MakeParents(parent), "cgroup");
+  std::string line;
+  for (const auto& c : enable) line += (line.empty() ? "+" : " +") + c;
+  for (const auto& d : created) {
+    if (!line.empty()) BRIG_TRY(WriteControl(d + "/cgroup.subtree_control", line));
+  }
+  if (created.empty()) AwaitControllers(parent, enable);
+  return {};
+}
+
+// One v1 group of the sandbox, under the plan's parent in hierarchy `h`.
+Result<std::string> MakeV1Dir(const Hierarchy& h, const Plan& plan, const std::string& name,
+                              state::Record& record) {
+  std::string parent = ParentDir(h, plan.parent);
+  BRIG_TRY_CTX(MakeParents(parent), "cgroup");
+  return MakeGroupDir(parent + "/" + name, record);
+}
+
+}  // namespace
+
+Status Group::MakeV2(const Hierarchy& v2, const Plan& plan, const std::string& name,
+                     const Limits& limits, state::Record& record) {
+  std::string parent = ParentDir(v2, plan.parent);
+  BRIG_TRY(PrepareV2Parent(parent, plan));
+  std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
+  v2_ = dir;
+  // Looked for, not inferred from the kernel's version (5.14): a backport has it too.
+  v2_kill_ = Exists(dir + "/cgroup.kill");
+  v2_fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!v2_fd_) return SysError("open", dir).Wrap("cgroup");
+  v2_memory_ = plan.memory == Path::kV2;
+  v2_pids_ = plan.pids == Path::kV2;
+  if (v2_memory_) BRIG_TRY(LimitV2Memory(dir, limits));
+  if (v2_pids_ && limits.pids) {
+    BRIG_TRY(WriteControl(dir + "/pids.max", std::to_string(*limits.pids)));
+  }
+  if (plan.cpu == Path::kV2 && limits.cpu_milli) {
+    BRIG_TRY(WriteControl(dir + "/cpu.max",
+                             CpuQuota(limits) + " " + std::to_string(kCpuPeriodUs)));
+  }
+  return {};
+}
+
+Status Group::MakeV1(Controller c, const Hierarchy& h, const Plan& plan, const std::string& name,
+                     const Limits& limits, state::Record& record) {
+  std::string dir = BRIG_TRY(MakeV1Dir(h, plan, name, record));
+  v1_.push_back({c, dir});
+  if (c == Controller::kPids && limits.pids) {
+    return WriteControl(dir + "/pids.max", std::to_string(*limits.pids));
+  }
+  if (c == Controller::kCpu && limits.cpu_milli) {
+    BRIG_TRY(WriteControl(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
+    return WriteControl(dir + "/cpu.cfs_quota_us", CpuQuota(limits));
+  }
+  if (c != Controller::kMemory) return {};
+  BRIG_TRY(LimitV1Memory(dir, limits));
+  // v1 has no memory.oom.group: the supervisor ends the sandbox on this event.
+  oom_event_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!oom_event_) return SysError("eventfd").Wrap("cgroup");
+  sys::UniqueFd oc(open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!oc) return SysError("open", dir + "/memory.oom_control").Wrap("cgroup");
+  return WriteControl(dir + "/cgroup.event_control",
+                         std::to_string(oom_event_.get()) + " " + std::to_string(oc.get()));
+}
+
 Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& plan,
                                              const std::string& name, const Limits& fitted,
                                              state::Record& record) {
   Limits limits = fitted;
   BRIG_TRY(FitLimits(plan, limits));
-  bool swap_limit = limits.memory && limits.swap.value_or(0) != UINT64_MAX;
-  uint64_t swap = limits.swap.value_or(0);
-  std::string cpu_quota;
-  if (limits.cpu_milli) cpu_quota = std::to_string(*limits.cpu_milli * kCpuPeriodUs / 1000);
-
   // From here on, whatever fails removes what was made (the destructor).
   std::unique_ptr<Group> g(new Group());
-  if (layout.v2) {
-    std::string parent = ParentDir(*layout.v2, plan.parent);
-    std::vector<std::string> enable;
-    for (Controller c : kControllers) {
-      if (plan.For(c) == Path::kV2) enable.push_back(std::string(Name(c)));
-    }
-    std::vector<std::string> created = BRIG_TRY_CTX(MakeParents(parent), "cgroup");
-    std::string line;
-    for (const auto& c : enable) line += (line.empty() ? "+" : " +") + c;
-    for (const auto& d : created) {
-      if (!line.empty()) BRIG_TRY_CTX(util::WriteFile(d + "/cgroup.subtree_control", line), "cgroup");
-    }
-    if (created.empty()) AwaitControllers(parent, enable);
-    std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
-    g->v2_ = dir;
-    // Looked for, not inferred from the kernel's version (5.14): a backport has it too.
-    g->v2_kill_ = Exists(dir + "/cgroup.kill");
-    g->v2_fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!g->v2_fd_) return SysError("open", dir).Wrap("cgroup");
-    g->v2_memory_ = plan.memory == Path::kV2;
-    g->v2_pids_ = plan.pids == Path::kV2;
-    if (g->v2_memory_) {
-      // One OOM kill ends the whole sandbox, as on v1 (where brig does it).
-      BRIG_TRY_CTX(util::WriteFile(dir + "/memory.oom.group", "1"), "cgroup");
-      if (limits.memory) {
-        BRIG_TRY_CTX(util::WriteFile(dir + "/memory.max", std::to_string(*limits.memory)), "cgroup");
-      }
-      if (swap_limit && !Exists(dir + "/memory.swap.max") && SwapInUse()) {
-        return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
-      }
-      if (swap_limit && Exists(dir + "/memory.swap.max")) {
-        BRIG_TRY_CTX(util::WriteFile(dir + "/memory.swap.max", std::to_string(swap)), "cgroup");
-      }
-    }
-    if (g->v2_pids_ && limits.pids) {
-      BRIG_TRY_CTX(util::WriteFile(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
-    }
-    if (plan.cpu == Path::kV2 && limits.cpu_milli) {
-      BRIG_TRY_CTX(util::WriteFile(dir + "/cpu.max", cpu_quota + " " + std::to_string(kCpuPeriodUs)),
-                   "cgroup");
-    }
-  }
-
+  if (layout.v2) BRIG_TRY(g->MakeV2(*layout.v2, plan, name, limits, record));
   const std::pair<Controller, const std::optional<Hierarchy>*> v1[] = {
       {Controller::kMemory, &layout.v1_memory},
       {Controller::kPids, &layout.v1_pids},
       {Controller::kCpu, &layout.v1_cpu}};
   for (const auto& [c, h] : v1) {
     if (plan.For(c) != Path::kV1) continue;
-    std::string parent = ParentDir(**h, plan.parent);
-    BRIG_TRY_CTX(MakeParents(parent), "cgroup");
-    std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
-    g->v1_.push_back({c, dir});
-    if (c == Controller::kMemory) {
-      if (limits.memory) {
-        BRIG_TRY_CTX(util::WriteFile(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory)),
-                     "cgroup");
-        // memsw bounds memory plus swap; without swap accounting, there is nothing to
-        // bound only if the host has no swap.
-        if (swap_limit && !Exists(dir + "/memory.memsw.limit_in_bytes") && SwapInUse()) {
-          return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
-        }
-        if (swap_limit && Exists(dir + "/memory.memsw.limit_in_bytes")) {
-          BRIG_TRY_CTX(util::WriteFile(dir + "/memory.memsw.limit_in_bytes",
-                                  std::to_string(*limits.memory + swap)),
-                       "cgroup");
-        }
-      }
-      // v1 has no memory.oom.group: the supervisor ends the sandbox on this event.
-      g->oom_event_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-      if (!g->oom_event_) return SysError("eventfd").Wrap("cgroup");
-      sys::UniqueFd oc(open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC));
-      if (!oc) return SysError("open", dir + "/memory.oom_control").Wrap("cgroup");
-      BRIG_TRY_CTX(util::WriteFile(dir + "/cgroup.event_control",
-                              std::to_string(g->oom_event_.get()) + " " + std::to_string(oc.get())),
-                   "cgroup");
-    } else if (c == Controller::kPids && limits.pids) {
-      BRIG_TRY_CTX(util::WriteFile(dir + "/pids.max", std::to_string(*limits.pids)), "cgroup");
-    } else if (c == Controller::kCpu && limits.cpu_milli) {
-      BRIG_TRY_CTX(util::WriteFile(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)), "cgroup");
-      BRIG_TRY_CTX(util::WriteFile(dir + "/cpu.cfs_quota_us", cpu_quota), "cgroup");
-    }
+    BRIG_TRY(g->MakeV1(c, **h, plan, name, limits, record));
   }
+  // Without cgroup.kill the v1 freezer makes the kill (Kill).
   if (!g->v2_kill_ && layout.v1_freezer) {
-    std::string parent = ParentDir(*layout.v1_freezer, plan.parent);
-    BRIG_TRY_CTX(MakeParents(parent), "cgroup");
-    std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
-    g->freezer_ = dir;
+    g->freezer_ = BRIG_TRY(MakeV1Dir(*layout.v1_freezer, plan, name, record));
   }
   return g;
 }

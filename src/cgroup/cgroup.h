@@ -124,6 +124,12 @@ class Group {
 
  private:
   Group() = default;
+  // The sandbox's v2 group, and one v1 group of controller `c` in hierarchy `h`, each made
+  // under the plan's parent with `limits` written.
+  Status MakeV2(const Hierarchy& v2, const Plan& plan, const std::string& name,
+                const Limits& limits, state::Record& record);
+  Status MakeV1(Controller c, const Hierarchy& h, const Plan& plan, const std::string& name,
+                const Limits& limits, state::Record& record);
   std::string v2_;  // directory of the v2 group, empty if none
   std::vector<std::pair<Controller, std::string>> v1_;  // v1 groups by controller
   std::string freezer_;                                // v1 freezer group, kill without v2
