@@ -76,11 +76,10 @@ std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost);
 Status SendError(int fd, const Error& e);
 Error DecodeError(const Message& m);
 
-// A log line of init's: the payload is the level's byte, the time it was made (a struct
-// timespec, CLOCK_REALTIME), then the text. No allocation, so
-// init may log from anywhere in its setup. Init sends none after kReady: its own filter
-// would allow the send, but the supervisor reads the socket then only for the workload's
-// end.
+// A log line of init's: the payload is the level's byte, the time init made it (a struct
+// timespec, CLOCK_REALTIME), then the text. No allocation, so init may log from anywhere in
+// its setup. Init sends none after kReady (SyncSequence refuses them then): what init does
+// under its own seccomp filter is as it was.
 Status SendLog(int fd, log::Level level, std::string_view text);
 // Parent side: writes a kLog message's line to brig's log, marked as init's.
 void LogFromInit(const Message& m);
