@@ -11,6 +11,7 @@
 
 #include "audit/audit.h"
 #include "cli/cli.h"
+#include "cli/global.h"
 #include "cli/reclaim.h"
 #include "config/probe.h"
 #include "config/profile.h"
@@ -19,6 +20,7 @@
 #include "brig/exit.h"
 #include "container/session.h"
 #include "fs/host_marks.h"
+#include "log/log.h"
 #include "supervise/stdio.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -177,10 +179,15 @@ v1::AuditEvent ExitEvent(const v1::RunResult& r) {
 int Report(const std::string& result_path, const container::Outcome& o, v1::RunResult& r,
            const util::NoteTemp& note_temp = nullptr) {
   if (!r.error().empty()) fprintf(stderr, "brig: %s\n", r.error().c_str());
+  if (!r.error().empty()) log::Mirror(log::Level::kError, r.error());
   if (o.export_error && r.error() != o.export_error->Render()) {
     fprintf(stderr, "brig: %s\n", o.export_error->Render().c_str());
+    log::Mirror(log::Level::kError, o.export_error->Render());
   }
-  for (const std::string& w : o.warnings) fprintf(stderr, "brig: %s\n", w.c_str());
+  for (const std::string& w : o.warnings) {
+    fprintf(stderr, "brig: %s\n", w.c_str());
+    log::Mirror(log::Level::kWarn, w);
+  }
   if (!result_path.empty()) {
     if (auto s = WriteResult(result_path, r, note_temp); !s) {
       fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
@@ -266,6 +273,12 @@ int RunMain(const std::vector<std::string>& args) {
     bool refused = sb.error().op == "--result";
     return Refuse("", refused ? std::string() : req->result_path, std::move(sb).error());
   }
+  log::Debug("plan resolved: profile '", sb->profile, "', sandbox ", sb->id);
+  log::Debug("cgroup: memory ", cgroup::Name(sb->cgroup_plan.memory), ", pids ",
+             cgroup::Name(sb->cgroup_plan.pids), ", cpu ", cgroup::Name(sb->cgroup_plan.cpu),
+             ", parent '", sb->cgroup_parent, "'; limits (0: none): memory ",
+             sb->limits.memory.value_or(0), ", swap ", sb->limits.swap.value_or(0), ", pids ",
+             sb->limits.pids.value_or(0), ", cpu_milli ", sb->limits.cpu_milli.value_or(0));
   // An audit log that cannot be written stops the run before it starts: the audit is part
   // of the posture, not a best effort. Its start event records the limits that will hold.
   if (auto s = audit::Append(sb->audit_path, sb->id, StartEvent(*sb)); !s) {
@@ -278,7 +291,7 @@ int RunMain(const std::vector<std::string>& args) {
 }
 
 std::string MainUsage() {
-  return "Usage: brig COMMAND [OPTIONS]\n\n"
+  return "Usage: brig [GLOBAL OPTIONS] COMMAND [OPTIONS]\n\n"
          "brig runs one unit of untrusted work in a sandbox enforced by the Linux kernel.\n\n"
          "Commands:\n"
          "  run       run a command in a new sandbox (brig run --help)\n"
@@ -289,6 +302,9 @@ std::string MainUsage() {
          "Options:\n"
          "  --help    show this help\n"
          "  --version show the version\n\n"
+         "Global options (before COMMAND, as runc's):\n" +
+         GlobalUsage() +
+         "\n"
          "See brig(1), brig-run(1), brig-gc(1), brig-policy(1), brig-profile(5) and\n"
          "brig-seccomp(5).\n";
 }

@@ -17,6 +17,7 @@
 #include "container/exec_child.h"
 #include "container/sync.h"
 #include "fs/rootfs.h"
+#include "log/log.h"
 #include "net/loopback.h"
 #include "security/caps.h"
 #include "security/ucounts.h"
@@ -29,6 +30,15 @@ namespace {
 
 char* g_args_begin = nullptr;
 char* g_args_end = nullptr;
+
+// The sync socket while init's log lines go to the supervisor (until kReady), else -1.
+int g_log_fd = -1;
+
+// Init's log sink. The threshold is the supervisor's (init is its clone), so without
+// --debug no debug line is even built.
+void ForwardLog(log::Level level, std::string_view text) {
+  if (g_log_fd >= 0) (void)SendLog(g_log_fd, level, text);
+}
 
 // Signals init forwards to the workload. SIGCHLD is init's own.
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
@@ -161,22 +171,28 @@ Status Setup(const InitArgs& a) {
   BRIG_TRY(SendMessage(a.sync_fd, Msg::kNeedIdMap));
   Message m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for id map");
   if (m.type != Msg::kIdMapDone) return Fail("sync", std::string(MsgName(m.type)), "unexpected");
+  log::Debug("id map written by the supervisor");
   BRIG_TRY_CTX(BecomeSandboxUser(), "user");
+  log::Debug("user: uid ", config::kSandboxUid, " gid ", config::kSandboxGid);
   // Changing credentials clears the parent-death signal; arm it again. A supervisor that
   // died in between is caught by the next sync read (EOF).
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   BRIG_TRY_CTX(net::BringUpLoopback(), "network");
+  log::Debug("network: loopback up");
   if (a.address) {
     // The supervisor made eth0 here before it sent kIdMapDone. No IPv6: brig's rules
     // would drop it anyway, so the sandbox does not try.
     // (Only "all": the sandbox cannot make another interface.)
     BRIG_TRY_CTX(util::WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1"), "network");
     BRIG_TRY_CTX(net::ConfigureSandboxSide(a.address->addr, a.address->subnet), "network");
+    log::Debug("network: eth0 configured");
   }
   // While the host's /proc is still here and init holds CAP_SYS_RESOURCE in its namespace.
   BRIG_TRY_CTX(security::CapUserCounts(a.sandbox->user_counts), "user counts");
+  log::Debug("user counts capped");
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
+  log::Debug("hostname: sandbox");
   // Meanwhile brig has put init into its v1 groups, after the clone made the cgroup
   // namespace; a second one roots those too, so the sandbox sees "/" in every hierarchy.
   m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for cgroups");
@@ -184,7 +200,9 @@ Status Setup(const InitArgs& a) {
     return Fail("sync", std::string(MsgName(m.type)), "unexpected");
   }
   if (unshare(CLONE_NEWCGROUP) < 0) return SysError("unshare", "cgroup namespace");
+  log::Debug("cgroups joined; a cgroup namespace of its own");
   BRIG_TRY_CTX(security::DropPrivileges(), "privileges");
+  log::Debug("capabilities dropped, no_new_privs set");
   return {};
 }
 
@@ -202,9 +220,13 @@ void RecordProcessArgs(int argc, char** argv) {
 
 void InitMain(const InitArgs& a) {
   int fd = a.sync_fd;
+  g_log_fd = fd;
+  log::ForwardTo(ForwardLog);
+  log::Debug("started");
   if (auto s = Setup(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
   auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env);
   if (!path) Die(fd, std::move(path).error());
+  log::Debug("command: ", *path);
 
   sigset_t mask;
   sigemptyset(&mask);
@@ -220,6 +242,8 @@ void InitMain(const InitArgs& a) {
     Die(fd, std::move(s).error().Wrap("container init"));
   }
 
+  log::Debug("ready; the workload's seccomp filter loads last, in the workload");
+  g_log_fd = -1;
   if (auto s = SendMessage(fd, Msg::kReady); !s) _exit(125);
   auto m = RecvMessage(fd, -1);
   if (!m || m->type != Msg::kStart) _exit(125);

@@ -13,6 +13,7 @@
 #include "audit/audit.h"
 #include "container/init.h"
 #include "fs/export.h"
+#include "log/log.h"
 #include "security/init_filter.h"
 #include "security/seccomp_cache.h"
 #include "sys/syscalls.h"
@@ -62,13 +63,16 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
     s->seccomp_ = BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy,
                                                         security::kSeccompCacheDir));
     s->init_filter_ = BRIG_TRY(security::CompileInitFilter());
+    log::Debug("seccomp: '", sb.seccomp_policy, "' and init's filter compiled");
   }
   s->signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
   s->record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
   if (sb.isolated) BRIG_TRY(s->PrepareSandbox());
   s->group_ = BRIG_TRY(cgroup::Group::Create(sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits,
                                              s->record_));
+  log::Debug("cgroups made for ", sb.id);
   if (sb.network) s->net_ = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, s->record_));
+  if (sb.network) log::Debug("network prepared: port and lease for ", sb.id);
   s->stdio_ = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit));
   return s;
 }
@@ -76,6 +80,7 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
 // The mount plan, and the brokers' unix sockets bound and placed in it.
 Status Session::PrepareSandbox() {
   plan_ = BRIG_TRY_CTX(fs::PrepareMountPlan(sb_.fs, record_), "filesystem");
+  log::Debug("mount plan prepared: ", plan_.steps.size(), " steps");
   if (sb_.brokers.empty()) return {};
   BRIG_TRY_CTX(broker::ListenUnix(sb_.brokers, broker_listeners_), "brokers");
   for (broker::Placed& p : broker_listeners_.placed) plan_.AddFileBind(p.path, std::move(p.tree));
@@ -133,6 +138,7 @@ Result<sys::Child> Session::CloneInit() {
                       net_ ? &net_->address() : nullptr});
   }
   plan_.steps.clear();  // the detached trees now live on only in the child
+  log::Debug("clone: brig init is pid ", pid);
   return sys::Child(pid, sys::UniqueFd(pidfd));
 }
 
@@ -144,6 +150,7 @@ bool Session::LaunchInit() {
   auto hs = Handshake();
   if (!hs || hs->has_value()) {
     // Init failed (and said why) or went silent; either way it ends here.
+    log::Debug("sync: init failed: ", hs ? (*hs)->Render() : hs.error().Render());
     child_.KillAndReap();
     if (group_->OomKilled()) {
       return Failed(Fail("brig init", "", "killed by the OOM killer while setting up: the "
@@ -153,6 +160,7 @@ bool Session::LaunchInit() {
   }
   if (auto s = StartServices(); !s) return Failed(std::move(s).error());
   if (auto s = SendMessage(sync_.get(), Msg::kStart); !s) return InitFailed(std::move(s).error());
+  log::Debug("sync: Start sent; serving");
   started_workload_ = true;
   return true;
 }
@@ -162,9 +170,11 @@ bool Session::LaunchInit() {
 // group before the workload exists.
 Status Session::AnswerIdMap() {
   BRIG_TRY(WriteIdMaps(child_.pid(), sb_));
+  log::Debug("id map written: ", config::kSandboxUid, " -> ", sb_.host_uid);
   if (net_) BRIG_TRY(net_->Attach(child_.pid()));
   BRIG_TRY(SendMessage(sync_.get(), Msg::kIdMapDone));
   BRIG_TRY(group_->AttachV1(child_.pid()));
+  log::Debug("sync: init in its v1 groups; GroupsJoined");
   return SendMessage(sync_.get(), Msg::kGroupsJoined);
 }
 
@@ -177,6 +187,11 @@ Result<std::optional<Error>> Session::Handshake() {
     Error lost = m ? Error{} : std::move(m).error().Wrap("brig init");
     if (m) {
       BRIG_TRY(seq_.Accept(m->type));
+      if (m->type == Msg::kLog) {
+        LogFromInit(*m);
+        continue;
+      }
+      log::Debug("sync: ", MsgName(m->type), " from init");
       if (m->type == Msg::kReady) return std::optional<Error>();
       if (m->type == Msg::kError) return std::optional<Error>(DecodeError(*m));
       if (m->type != Msg::kNeedIdMap) {
@@ -201,6 +216,7 @@ Status Session::StartServices() {
     egress_ = BRIG_TRY(egress::Service::Start(sb_.egress, net_->listeners(),
                                               net_->address().addr.v, net_->address().subnet,
                                               audit));
+    log::Debug("egress: resolver and proxy serving");
   }
   if (sb_.brokers.empty()) return {};
   // Their TCP ports are made in the sandbox's network namespace now that init has brought
@@ -208,6 +224,7 @@ Status Session::StartServices() {
   BRIG_TRY_CTX(broker::ListenTcp(sb_.brokers, child_.pid(), broker_listeners_), "brokers");
   brokers_ = BRIG_TRY(broker::Service::Start(sb_.brokers, std::move(broker_listeners_),
                                              sb_.id + "/" + std::to_string(sb_.attempt), audit));
+  log::Debug("brokers: ", sb_.brokers.size(), " serving");
   return {};
 }
 
@@ -299,6 +316,7 @@ void Session::OnInitGone() {
   while (HandleSyncMessage()) {
   }
   auto exit = child_.Reap();
+  log::Debug("teardown: brig init reaped");
   if (!exit) return (void)Failed(std::move(exit).error().Wrap("brig init"));
   out_.usage = exit->usage;
   if (exit->info.si_code == CLD_KILLED || exit->info.si_code == CLD_DUMPED) {
@@ -337,17 +355,18 @@ void Session::TearDown() {
     if (!out_.network) out_.network.emplace();
     for (v1::BrokerTraffic& t : brokers_->Summary()) *out_.network->add_brokers() = std::move(t);
   }
-  auto left = [this](Status s) {
+  auto left = [this](std::string_view what, Status s) {
+    log::Debug("teardown: ", what, s ? "" : ": ", s ? "" : s.error().Render());
     if (s) return;
     out_.warnings.push_back(s.error().Render() + " (brig gc removes what is left)");
     keep_record_ = true;
   };
-  if (net_) left(net_->Teardown());
+  if (net_) left("network", net_->Teardown());
   if (started_workload_) {
     out_.oom_killed |= group_->OomKilled();
     out_.cgroup_usage = group_->ReadUsage();
   }
-  if (group_) left(group_->Remove());
+  if (group_) left("cgroups", group_->Remove());
   // The sandbox is gone; its copy's changes are still in brig's scratch space.
   if (started_workload_ && !sb_.fs.export_changes.empty()) {
     if (auto s = fs::ExportChanges(record_, plan_.copy_scratch.get(), sb_.fs.workspace,
@@ -355,8 +374,9 @@ void Session::TearDown() {
         !s) {
       out_.export_error = std::move(s).error();
     }
+    log::Debug("teardown: changes exported", out_.export_error ? " (failed)" : "");
   }
-  left(plan_.Finish());
+  left("mount plan", plan_.Finish());
 }
 
 }  // namespace brig::container

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace brig::container {
@@ -22,6 +23,9 @@ struct Header {
 
 // How long a process whose end of the socket is closed may take to finish exiting.
 constexpr int kExitingMs = 5000;
+
+// A kLog payload's level byte and time.
+constexpr size_t kLogHeader = 1 + sizeof(struct timespec);
 
 bool InitGone(const Error& e) {
   return e.err == EPIPE || e.err == ECONNRESET || e.err == ESRCH ||
@@ -39,6 +43,7 @@ std::string_view MsgName(Msg m) {
     case Msg::kWorkloadExit: return "WorkloadExit";
     case Msg::kError: return "Error";
     case Msg::kGroupsJoined: return "GroupsJoined";
+    case Msg::kLog: return "Log";
   }
   return "unknown";
 }
@@ -80,7 +85,7 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   Header h;
   memcpy(&h, buf, sizeof h);
   if (h.len != static_cast<size_t>(n) - sizeof h || h.type < 1 ||
-      h.type > static_cast<uint32_t>(Msg::kGroupsJoined)) {
+      h.type > static_cast<uint32_t>(Msg::kLog)) {
     return Fail("sync", "", "malformed packet");
   }
   Message m;
@@ -110,6 +115,31 @@ Status SendError(int fd, const Error& e) {
   return SendMessage(fd, Msg::kError, e.err, std::string_view(buf, off));
 }
 
+Status SendLog(int fd, log::Level level, std::string_view text) {
+  char buf[kMaxPayload];
+  buf[0] = static_cast<char>(level);
+  // The supervisor reads init's lines only between its own steps: the time is init's.
+  struct timespec now = log::Now();
+  memcpy(buf + 1, &now, sizeof now);
+  size_t n = std::min(text.size(), sizeof buf - kLogHeader);
+  memcpy(buf + kLogHeader, text.data(), n);
+  return SendMessage(fd, Msg::kLog, 0, std::string_view(buf, kLogHeader + n));
+}
+
+void LogFromInit(const Message& m) {
+  if (m.payload.size() < kLogHeader) return;
+  // Init's word for its level is taken only as far as it names one.
+  auto level = static_cast<log::Level>(
+      std::min(static_cast<uint8_t>(m.payload[0]), static_cast<uint8_t>(log::Level::kError)));
+  struct timespec when;
+  memcpy(&when, m.payload.data() + 1, sizeof when);
+  if (when.tv_nsec < 0 || when.tv_nsec >= 1000000000) when = log::Now();
+  log::Line line;
+  line.Add("init: ");
+  line.Add(std::string_view(m.payload).substr(kLogHeader));
+  log::WriteAt(level, line.view(), when);
+}
+
 Error DecodeError(const Message& m) {
   Error e;
   e.err = m.err;
@@ -134,9 +164,11 @@ Error DecodeError(const Message& m) {
 std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost) {
   if (!InitGone(lost)) return std::nullopt;
   // Init sends its kError before it exits, so it is queued by now; nothing is waited for.
+  // The steps it logged before it are queued ahead of it.
   for (;;) {
     auto m = RecvMessage(sync_fd, 0);
     if (!m) break;
+    if (m->type == Msg::kLog) LogFromInit(*m);
     if (m->type == Msg::kError) return DecodeError(*m);
   }
   struct pollfd p = {pidfd, POLLIN, 0};
@@ -178,6 +210,9 @@ Status SyncSequence::Accept(Msg m) {
     case Msg::kError:
       ok = state_ != State::kExited && state_ != State::kFailed;
       next = State::kFailed;
+      break;
+    case Msg::kLog:
+      ok = state_ == State::kStarted || state_ == State::kMapping;
       break;
     default:
       ok = false;

@@ -4,6 +4,8 @@
 //   supervisor (session.cc)                        brig init (init.cc), pid 1 inside
 //   socketpair(SEQPACKET|CLOEXEC), compile seccomp, block signals
 //   clone3(CLONE_NEW*|CLONE_PIDFD) ───────────────▶ PDEATHSIG; close the parent end
+//                          ◀── kLog {payload = level, time, text}  (any number, until kReady;
+//                                  only with --debug: brig init's setup steps)
 //                          ◀── kNeedIdMap
 //   write uid_map, gid_map ─── kIdMapDone ──▶
 //   (and eth0)                                      setgroups/setresgid/setresuid, lo up,
@@ -31,6 +33,7 @@
 #include <string_view>
 
 #include "brig/result.h"
+#include "log/log.h"
 
 namespace brig::container {
 
@@ -42,6 +45,7 @@ enum class Msg : uint32_t {
   kWorkloadExit = 5,
   kError = 6,
   kGroupsJoined = 7,  // parent to init only
+  kLog = 8,           // init to parent, before kReady only
 };
 
 std::string_view MsgName(Msg m);
@@ -71,6 +75,14 @@ std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost);
 // Error <-> kError packet. The payload is "<kind>\0<op>\0<subject>\0<detail>\0<context>".
 Status SendError(int fd, const Error& e);
 Error DecodeError(const Message& m);
+
+// A log line of init's: the payload is the level's byte, the time init made it (a struct
+// timespec, CLOCK_REALTIME), then the text. No allocation, so init may log from anywhere in
+// its setup. Init sends none after kReady (SyncSequence refuses them then): what init does
+// under its own seccomp filter is as it was.
+Status SendLog(int fd, log::Level level, std::string_view text);
+// Parent side: writes a kLog message's line to brig's log, marked as init's.
+void LogFromInit(const Message& m);
 
 // The order in which the parent accepts messages from init (youki's InitPhase check).
 class SyncSequence {

@@ -10,6 +10,7 @@
 #include "container/exec_child.h"
 #include "container/session.h"
 #include "sys/syscalls.h"
+#include "log/log.h"
 
 namespace brig::container {
 
@@ -45,6 +46,7 @@ bool Session::LaunchUnconfined() {
                nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
+  log::Debug("clone: unconfined command is pid ", *pid);
   err_wr.Reset();
   go_rd.Reset();
   if (auto s = stdio_->Started(); !s) return Failed(std::move(s).error());

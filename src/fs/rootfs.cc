@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/log.h"
 #include "sys/syscalls.h"
 
 namespace brig::fs {
@@ -19,6 +20,26 @@ std::string Octal(uint32_t mode) {
   char buf[16];
   snprintf(buf, sizeof buf, "%o", mode);
   return buf;
+}
+
+std::string_view StepName(StepKind k) {
+  switch (k) {
+    case StepKind::kDir: return "dir";
+    case StepKind::kSymlink: return "symlink";
+    case StepKind::kFile: return "file";
+    case StepKind::kBind: return "bind";
+    case StepKind::kTmpfs: return "tmpfs";
+    case StepKind::kProc: return "proc";
+    case StepKind::kDevpts: return "devpts";
+    case StepKind::kMask: return "mask";
+    case StepKind::kReadOnly: return "read-only";
+    case StepKind::kSealRoRecursive: return "seal read-only";
+    case StepKind::kPin: return "pin";
+    case StepKind::kProtect: return "protect";
+    case StepKind::kHide: return "hide";
+    case StepKind::kHoldIpc: return "hold ipc";
+  }
+  return "unknown";
 }
 
 Status Attach(const sys::UniqueFd& tree, int root, const std::string& dest) {
@@ -195,7 +216,10 @@ Status EnterNewRoot(MountPlan& plan) {
   // The new root needs a mount point in this (private) namespace for pivot_root; /tmp is
   // shadowed only here, and every host source was opened by fd before this point.
   BRIG_TRY(sys::MoveMount(root.get(), "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH));
-  for (auto& s : plan.steps) BRIG_TRY(Apply(root.get(), s));
+  for (auto& s : plan.steps) {
+    log::Debug("mount: ", StepName(s.kind), " /", s.dest);
+    BRIG_TRY(Apply(root.get(), s));
+  }
   BRIG_TRY(sys::MountSetattr(root.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0, "/"));
 
   if (fchdir(root.get()) < 0) return SysError("chdir", "new root");
@@ -204,6 +228,7 @@ Status EnterNewRoot(MountPlan& plan) {
   BRIG_TRY(sys::PivotRoot(".", "."));
   if (umount2(".", MNT_DETACH) < 0) return SysError("detach old root");
   if (chdir("/") < 0) return SysError("chdir", "/");
+  log::Debug("pivot_root: into the new root; the old one detached");
   return {};
 }
 

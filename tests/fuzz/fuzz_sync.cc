@@ -101,6 +101,8 @@ class Model {
       ok = true, next = State::kExited;
     } else if (m == Msg::kError && s_ != State::kExited && s_ != State::kFailed) {
       ok = true;
+    } else if (m == Msg::kLog && (s_ == State::kStarted || s_ == State::kMapping)) {
+      ok = true, next = s_;
     }
     s_ = next;
     return ok;
@@ -127,7 +129,7 @@ void Sequence(const uint8_t* data, size_t size, const Message* first) {
     }
   };
   if (first) step(first->type);
-  for (size_t i = 0; i < size && i < 64; ++i) step(static_cast<Msg>(data[i] % 8));
+  for (size_t i = 0; i < size && i < 64; ++i) step(static_cast<Msg>(data[i] % 9));
 }
 
 }  // namespace

@@ -95,6 +95,34 @@ TEST(SyncSequence, ErrorIsAcceptedBeforeTheEnd) {
   EXPECT_FALSE(s.Accept(Msg::kReady));
 }
 
+TEST(Sync, LogLinesCarryTheirLevelAndAreCut) {
+  Pair p;
+  ASSERT_TRUE(SendLog(p.a.get(), log::Level::kWarn, "mount: proc /proc"));
+  auto m = RecvMessage(p.b.get(), 1000);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, Msg::kLog);
+  ASSERT_GT(m->payload.size(), 17u);
+  EXPECT_EQ(m->payload[0], '\2');
+  EXPECT_EQ(m->payload.substr(17), "mount: proc /proc");
+  ASSERT_TRUE(SendLog(p.a.get(), log::Level::kDebug, std::string(kMaxPayload * 2, 'x')));
+  m = RecvMessage(p.b.get(), 1000);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->payload.size(), kMaxPayload);
+}
+
+TEST(SyncSequence, LogLinesAreAcceptedOnlyBeforeReady) {
+  SyncSequence s;
+  EXPECT_TRUE(s.Accept(Msg::kLog));
+  EXPECT_TRUE(s.Accept(Msg::kNeedIdMap));
+  EXPECT_TRUE(s.Accept(Msg::kLog));
+  EXPECT_TRUE(s.Accept(Msg::kLog));
+  EXPECT_TRUE(s.Accept(Msg::kReady));
+  EXPECT_FALSE(s.Accept(Msg::kLog));
+  SyncSequence failed;
+  EXPECT_TRUE(failed.Accept(Msg::kError));
+  EXPECT_FALSE(failed.Accept(Msg::kLog));
+}
+
 TEST(SyncSequence, RejectsOutOfOrder) {
   SyncSequence a;
   EXPECT_FALSE(a.Accept(Msg::kReady));
