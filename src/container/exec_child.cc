@@ -51,7 +51,7 @@ void ExecChild(const ExecSpec& s) {
   if (s.seccomp && !security::LoadSeccomp(*s.seccomp)) Failed(s.err_fd, -errno, ErrorKind::kSetup);
   execve(s.path, s.argv, s.envp);
   int e = errno;
-  Failed(s.err_fd, e, e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable);
+  Failed(s.err_fd, e, ExecErrorKind(e));
 }
 
 }  // namespace brig::container

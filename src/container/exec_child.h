@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
+
 #include "security/limits.h"
 #include "security/seccomp.h"
 
@@ -30,5 +32,10 @@ struct ExecSpec {
 };
 
 [[noreturn]] void ExecChild(const ExecSpec& spec);
+
+// What a failed execve with errno `e` is: the command not found (127) or not executable (126).
+constexpr ErrorKind ExecErrorKind(int e) {
+  return e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
+}
 
 }  // namespace brig::container

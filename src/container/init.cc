@@ -114,7 +114,7 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
       return seccomp_failed;
     }
     exec_failed.err = e;
-    exec_failed.kind = e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
+    exec_failed.kind = ExecErrorKind(e);
     return exec_failed;
   }
   return Workload{pid};

@@ -109,6 +109,20 @@ bool Session::InitFailed(Error e) {
   return Failed(why ? std::move(*why) : std::move(e));
 }
 
+// The sandbox's first process, cloned with `flags`, a pidfd into `pidfd` and, where there
+// is a v2 group, straight into it: the limits hold from its first instruction.
+sys::CloneArgs Session::CloneArgs(uint64_t flags, int* pidfd) const {
+  sys::CloneArgs ca;
+  ca.flags = flags | CLONE_PIDFD;
+  ca.pidfd = pidfd;
+  ca.exit_signal = SIGCHLD;
+  if (group_->v2_fd() >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup_fd = group_->v2_fd();
+  }
+  return ca;
+}
+
 Result<sys::Child> Session::CloneInit() {
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return SysError("socketpair");
@@ -122,15 +136,7 @@ Result<sys::Child> Session::CloneInit() {
     return SysError("setgroups", "supervisor");
   }
   int pidfd = -1;
-  sys::CloneArgs ca;
-  ca.flags = kNamespaces | CLONE_PIDFD;
-  ca.pidfd = &pidfd;
-  ca.exit_signal = SIGCHLD;
-  if (group_->v2_fd() >= 0) {
-    ca.flags |= CLONE_INTO_CGROUP;
-    ca.cgroup_fd = group_->v2_fd();
-  }
-  pid_t pid = BRIG_TRY(sys::Clone3(ca));
+  pid_t pid = BRIG_TRY(sys::Clone3(CloneArgs(kNamespaces, &pidfd)));
   if (pid == 0) {
     sync_.Reset();
     stdio_->ApplyInChild();

@@ -31,6 +31,7 @@
 #include "supervise/stdio.h"
 #include "sys/child.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace brig::container {
 
@@ -56,6 +57,7 @@ class Session {
   explicit Session(const config::Sandbox& sb);
   Status PrepareSandbox();
   // session.cc: the confined sandbox.
+  sys::CloneArgs CloneArgs(uint64_t flags, int* pidfd) const;
   bool LaunchInit();
   Result<sys::Child> CloneInit();
   Result<std::optional<Error>> Handshake();

@@ -2,7 +2,6 @@
 // the host's namespaces, with the timeout, signals, cgroup limits, output relay and result
 // still brig's. The rest of the session (prepare, serve, collect) is session.cc's.
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,16 +28,8 @@ bool Session::LaunchUnconfined() {
   if (pipe2(g, O_CLOEXEC) < 0) return Failed(SysError("pipe2"));
   sys::UniqueFd go_rd(g[0]), go_wr(g[1]);
   int pidfd = -1;
-  sys::CloneArgs ca;
-  ca.flags = CLONE_PIDFD;
-  ca.pidfd = &pidfd;
-  ca.exit_signal = SIGCHLD;
-  if (group_->v2_fd() >= 0) {
-    ca.flags |= CLONE_INTO_CGROUP;
-    ca.cgroup_fd = group_->v2_fd();
-  }
   pid_t supervisor = getpid();
-  auto pid = sys::Clone3(ca);
+  auto pid = sys::Clone3(CloneArgs(0, &pidfd));
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();
@@ -57,7 +48,7 @@ bool Session::LaunchUnconfined() {
   if (std::optional<int> e = sys::ReadExecError(err_rd.get())) {
     errno = *e;
     return Failed(SysError("execve", sb_.argv[0])
-                      .WithKind(*e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable));
+                      .WithKind(ExecErrorKind(*e)));
   }
   started_workload_ = true;
   return true;
