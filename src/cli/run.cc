@@ -178,19 +178,19 @@ v1::AuditEvent ExitEvent(const v1::RunResult& r) {
 // note it in). Returns the exit code.
 int Report(const std::string& result_path, const container::Outcome& o, v1::RunResult& r,
            const util::NoteTemp& note_temp = nullptr) {
-  if (!r.error().empty()) fprintf(stderr, "brig: %s\n", r.error().c_str());
-  if (!r.error().empty()) log::Mirror(log::Level::kError, r.error());
+  // One line on stderr, and the same in the --log file.
+  auto say = [](log::Level level, const std::string& line) {
+    fprintf(stderr, "brig: %s\n", line.c_str());
+    log::Mirror(level, line);
+  };
+  if (!r.error().empty()) say(log::Level::kError, r.error());
   if (o.export_error && r.error() != o.export_error->Render()) {
-    fprintf(stderr, "brig: %s\n", o.export_error->Render().c_str());
-    log::Mirror(log::Level::kError, o.export_error->Render());
+    say(log::Level::kError, o.export_error->Render());
   }
-  for (const std::string& w : o.warnings) {
-    fprintf(stderr, "brig: %s\n", w.c_str());
-    log::Mirror(log::Level::kWarn, w);
-  }
+  for (const std::string& w : o.warnings) say(log::Level::kWarn, w);
   if (!result_path.empty()) {
     if (auto s = WriteResult(result_path, r, note_temp); !s) {
-      fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
+      say(log::Level::kError, s.error().Render());
       return r.exit_code() == 0 ? kExitRefused : r.exit_code();
     }
   }
