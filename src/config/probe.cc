@@ -5,23 +5,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <utility>
 
 #include "config/profile.h"
 #include "egress/upstream.h"
 #include "fs/disk_image.h"
 #include "fs/outputs.h"
+#include "util/files.h"
 
 namespace brig::config {
 namespace {
 
 // The operator's path, symlinks resolved, so the sandbox gets the directory itself.
 Status Canonicalize(std::string& path, const char* flag) {
-  char* real = realpath(path.c_str(), nullptr);
+  std::optional<std::string> real = util::RealPath(path);
   if (!real) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
-  path = real;
-  free(real);
+  path = std::move(*real);
   return {};
 }
 

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "util/files.h"
 
@@ -111,11 +110,9 @@ Status NoteOutputTemp(state::Record& record, const char* kind, const std::string
   sys::UniqueFd dir(open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return SysError("open", parent);
   // brig gc may run elsewhere: the record names the directory by its absolute path.
-  char* real = realpath(parent.c_str(), nullptr);
+  std::optional<std::string> real = util::RealPath(parent);
   if (!real) return SysError("open", parent);
-  std::string abs = std::string(real) + (real[1] ? "/" : "") + name;
-  free(real);
-  return Note(record, kind, dir.get(), abs);
+  return Note(record, kind, dir.get(), *real + (*real == "/" ? "" : "/") + name);
 }
 
 bool IsMarkKind(const std::string& kind) {

@@ -7,7 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
+
+#include "util/files.h"
 
 namespace brig::fs {
 namespace {
@@ -33,11 +34,9 @@ bool KernelFs(const struct statfs& s) {
 }
 
 Result<std::string> RealDir(const std::string& dir, const char* flag, const std::string& path) {
-  char* real = realpath(dir.c_str(), nullptr);
+  std::optional<std::string> real = util::RealPath(dir);
   if (!real) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
-  std::string d = real;
-  free(real);
-  return d;
+  return std::move(*real);
 }
 
 // `dir` (real) exists, is a directory brig can make files in, and is not the workspace's.

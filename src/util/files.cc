@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "sys/fd.h"
@@ -58,6 +59,14 @@ Result<std::string> ReadUserFile(const std::string& path, size_t max_bytes, Fina
       return BadInput("read", path, "larger than " + std::to_string(max_bytes) + " bytes");
     }
   }
+}
+
+std::optional<std::string> RealPath(const std::string& path) {
+  char* real = realpath(path.c_str(), nullptr);
+  if (!real) return std::nullopt;
+  std::string out = real;
+  free(real);
+  return out;
 }
 
 Status MakeDirs(const std::string& dir) {

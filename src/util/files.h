@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "brig/result.h"
@@ -27,6 +28,10 @@ Result<std::string> ReadUserFile(const std::string& path, size_t max_bytes = kMa
 Result<std::string> ReadFd(int fd, off_t offset);
 // Makes `dir` and its missing parents, 0700 (brig's state under /run/brig).
 Status MakeDirs(const std::string& dir);
+
+// `path` with every symlink resolved and made absolute (realpath(3)); nullopt with errno
+// set if it cannot be, for the caller's own SysError.
+std::optional<std::string> RealPath(const std::string& path);
 // Writes `data` to an existing file in one write(2), as proc, sys and cgroup files want.
 Status WriteFile(const std::string& path, const std::string& data);
 // Writes `data` to `path` atomically: a temporary file beside it, fsync, rename. Concurrent
