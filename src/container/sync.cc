@@ -85,7 +85,7 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   Header h;
   memcpy(&h, buf, sizeof h);
   if (h.len != static_cast<size_t>(n) - sizeof h || h.type < 1 ||
-      h.type > static_cast<uint32_t>(Msg::kLog)) {
+      h.type > static_cast<uint32_t>(kLastMsg)) {
     return Fail("sync", "", "malformed packet");
   }
   Message m;

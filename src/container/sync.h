@@ -47,6 +47,8 @@ enum class Msg : uint32_t {
   kGroupsJoined = 7,  // parent to init only
   kLog = 8,           // init to parent, before kReady only
 };
+// The highest type on the wire: a packet with another type is malformed.
+inline constexpr Msg kLastMsg = Msg::kLog;
 
 std::string_view MsgName(Msg m);
 
