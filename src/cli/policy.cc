@@ -17,6 +17,7 @@
 #include "security/policy_view.h"
 #include "security/seccomp.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::cli {
 namespace {
@@ -196,7 +197,7 @@ int List(const PolicyRequest& r) {
     std::string desc = "(invalid: see brig policy check)";
     if (auto path = config::PolicyFilePath(dir, "profiles", n)) {
       if (auto text = util::ReadUserFile(*path)) {
-        if (auto p = config::ParseProfile(*text, *path)) desc = p->description();
+        if (auto p = config::ParseProfile(*text, *path)) desc = util::OneLine(p->description());
       }
     }
     std::string line = "profile " + n;

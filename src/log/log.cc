@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/parse.h"
+
 namespace brig::log {
 namespace {
 
@@ -21,24 +23,6 @@ Level g_threshold = Level::kWarn;
 Format g_format = Format::kText;
 int g_fd = STDERR_FILENO;
 Forwarder g_forwarder = nullptr;
-
-// The length of the UTF-8 sequence at s[i], or 0 if it is not a well-formed one
-// (overlong forms, surrogates and code points past U+10FFFF are not).
-size_t Utf8Length(std::string_view s, size_t i) {
-  auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = at(i);
-  size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-  if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((at(i + k) & 0xc0) != 0x80) return 0;
-  }
-  unsigned char c1 = at(i + 1);
-  if (c == 0xe0 && c1 < 0xa0) return 0;  // overlong
-  if (c == 0xed && c1 >= 0xa0) return 0;  // surrogate
-  if (c == 0xf0 && c1 < 0x90) return 0;  // overlong
-  if (c == 0xf4 && c1 >= 0x90) return 0;  // past U+10FFFF
-  return n;
-}
 
 void WriteAll(int fd, std::string_view s) {
   while (!s.empty()) {
@@ -103,7 +87,7 @@ std::string JsonEscape(std::string_view s) {
       out += kHex[c >> 4];
       out += kHex[c & 15];
     } else if (c >= 0x80) {
-      size_t n = Utf8Length(s, i);
+      size_t n = util::Utf8Length(s, i);
       out += n == 0 ? std::string_view("\\ufffd") : s.substr(i, n);
       i += n == 0 ? 1 : n;
       continue;

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "security/seccomp.h"
+#include "util/parse.h"
 
 namespace brig::security {
 namespace {
@@ -31,15 +32,6 @@ std::string_view Trim(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
-}
-
-// Appends `part` to `out` with runs of blanks collapsed to one space.
-void AppendCollapsed(std::string& out, std::string_view part) {
-  for (char c : part) {
-    bool blank = c == ' ' || c == '\t';
-    if (blank && (out.empty() || out.back() == ' ')) continue;
-    out += blank ? ' ' : c;
-  }
 }
 
 std::vector<std::string_view> SplitLines(const std::string& text) {
@@ -64,12 +56,10 @@ std::string RationaleAbove(const std::vector<std::string_view>& lines, int line)
   }
   std::string out;
   for (int i = first; i < line; ++i) {
-    std::string_view l = Trim(Trim(lines[i]).substr(1));
-    if (l.empty()) continue;
-    if (!out.empty()) out += ' ';
-    AppendCollapsed(out, l);
+    out += Trim(lines[i]).substr(1);
+    out += ' ';
   }
-  return std::string(Trim(out));
+  return util::OneLine(out);
 }
 
 class SilentErrors : public google::protobuf::io::ErrorCollector {
@@ -321,11 +311,14 @@ Result<v1::SeccompPolicy> ParsePolicyWithRationale(const std::string& text,
   v1::SeccompPolicy policy = BRIG_TRY(ParseSeccompPolicy(text, name));
   std::vector<std::pair<int, int>> where = RulePositions(text);
   std::vector<std::string_view> lines = SplitLines(text);
-  for (int i = 0; i < policy.syscalls_size() && i < static_cast<int>(where.size()); ++i) {
-    int line = where[i].first;
+  for (int i = 0; i < policy.syscalls_size(); ++i) {
     v1::SeccompRule* rule = policy.mutable_syscalls(i);
-    if (line < 0 || line >= static_cast<int>(lines.size()) || !rule->comment().empty()) continue;
-    rule->set_comment(RationaleAbove(lines, line));
+    int line = i < static_cast<int>(where.size()) ? where[i].first : -1;
+    if (!rule->comment().empty()) {
+      rule->set_comment(util::OneLine(rule->comment()));  // the text format takes any bytes
+    } else if (line >= 0 && line < static_cast<int>(lines.size())) {
+      rule->set_comment(RationaleAbove(lines, line));
+    }
   }
   return policy;
 }
@@ -451,7 +444,7 @@ std::vector<ExplainRow> ExplainRows(const v1::SeccompPolicy& policy) {
   for (const auto& rule : policy.syscalls()) {
     std::string action = RuleActionText(rule), conditions = ConditionsText(rule);
     for (const auto& name : rule.names()) {
-      rows.push_back({name, action, conditions, rule.comment()});
+      rows.push_back({name, action, conditions, util::OneLine(rule.comment())});
     }
   }
   std::stable_sort(rows.begin(), rows.end(),

@@ -177,4 +177,43 @@ bool IsEnvName(std::string_view s) {
   return true;
 }
 
+size_t Utf8Length(std::string_view s, size_t i) {
+  auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = at(i);
+  size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((at(i + k) & 0xc0) != 0x80) return 0;
+  }
+  unsigned char c1 = at(i + 1);
+  if (c == 0xe0 && c1 < 0xa0) return 0;  // overlong
+  if (c == 0xed && c1 >= 0xa0) return 0;  // surrogate
+  if (c == 0xf0 && c1 < 0x90) return 0;  // overlong
+  if (c == 0xf4 && c1 >= 0x90) return 0;  // past U+10FFFF
+  return n;
+}
+
+std::string OneLine(std::string_view s) {
+  std::string out;
+  auto blank = [&] {
+    if (!out.empty() && out.back() != ' ') out += ' ';
+  };
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c <= 0x20 || c == 0x7f) {
+      blank();
+      ++i;
+    } else if (c >= 0x80) {
+      size_t n = Utf8Length(s, i);
+      out += n == 0 ? std::string_view("\xef\xbf\xbd") : s.substr(i, n);
+      i += n == 0 ? 1 : n;
+    } else {
+      out += static_cast<char>(c);
+      ++i;
+    }
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 }  // namespace brig::util

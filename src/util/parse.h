@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,5 +40,14 @@ std::vector<std::string_view> Split(std::string_view s, char sep);
 bool IsEnvName(std::string_view s);
 // The value of `key` in an environ array (the last "key=value" entry), if it is set.
 std::optional<std::string_view> EnvLookup(char** environ, std::string_view key);
+// The length of the UTF-8 sequence at s[i], or 0 if it is not a well-formed one (overlong
+// forms, surrogates and code points past U+10FFFF are not; neither is a lone ASCII byte,
+// which is 1 byte long but not a sequence: callers test c < 0x80 first).
+size_t Utf8Length(std::string_view s, size_t i);
+// `s` as one line of text for a terminal or a JSON string, from bytes someone else wrote
+// (a rationale, a description): control characters and runs of blanks become one space,
+// bytes that are not UTF-8 become U+FFFD, and the ends are trimmed. Escape sequences
+// cannot move the cursor or hide the text around them.
+std::string OneLine(std::string_view s);
 
 }  // namespace brig::util

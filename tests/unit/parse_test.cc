@@ -69,6 +69,13 @@ TEST(IsEnvName, ValidatesNames) {
   EXPECT_FALSE(IsEnvName("A=B"));
 }
 
+TEST(OneLine, BlanksControlsAndReplacesWhatIsNotUtf8) {
+  EXPECT_EQ(OneLine("  a\tb\r\n\x1b[2Kc  "), "a b [2Kc");
+  EXPECT_EQ(OneLine("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");
+  EXPECT_EQ(OneLine("\xc0\xaf\xff"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(OneLine("\x7f"), "");
+}
+
 TEST(Error, RendersOneLine) {
   errno = EPERM;
   Error e = SysError("mount", "/proc");

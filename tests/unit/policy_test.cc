@@ -391,6 +391,42 @@ TEST(PolicyExplain, RationaleIsTheCommentBlockAboveTheRule) {
             "(default) ERRNO(EPERM) for every syscall not listed\n");
 }
 
+// A policy under audit must not be able to hide a row: escape sequences in a rationale
+// (cursor up, erase line, carriage return) are shown as spaces, whichever way the rationale
+// was written, and bytes that are not UTF-8 still export as JSON that parses back.
+TEST(PolicyExplain, ARationaleCannotHideARowOrBreakTheExport) {
+  const char* kHide = "\x1b[1A\x1b[2K\r";
+  for (const std::string& text :
+       {std::string("default_action: SCMP_ACT_ERRNO\n# ok") + kHide + "hidden \xcb\xc1\xad end\n" +
+            "syscalls { names: \"ptrace\" action: SCMP_ACT_ALLOW }\n",
+        std::string("default_action: SCMP_ACT_ERRNO\nsyscalls { names: \"ptrace\" action: "
+                    "SCMP_ACT_ALLOW comment: \"ok\\033[1A\\033[2K\\rhidden \\313\\301\\255 "
+                    "end\" }\n")}) {
+    auto p = ParsePolicyWithRationale(text, "t");
+    ASSERT_TRUE(p) << p.error().Render();
+    EXPECT_EQ(FormatExplain(*p),
+              "SYSCALL  ACTION  CONDITIONS  RATIONALE\n"
+              "ptrace   ALLOW   -           ok [1A [2K hidden \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+              "end\n"
+              "(default) ERRNO(EPERM) for every syscall not listed\n");
+    auto exported = ExportOciJson(*p);
+    ASSERT_TRUE(exported);
+    auto back = ParseOciSeccompJson(*exported, "exported.json");
+    ASSERT_TRUE(back) << back.error().Render();
+    EXPECT_EQ(back->syscalls(0).comment(), p->syscalls(0).comment());
+  }
+  v1::SeccompPolicy json;
+  json.set_default_action(v1::SCMP_ACT_ERRNO);
+  auto* rule = json.add_syscalls();
+  rule->add_names("ptrace");
+  rule->set_action(v1::SCMP_ACT_ALLOW);
+  rule->set_comment(std::string("ok") + kHide + "hidden");
+  EXPECT_EQ(FormatExplain(json),
+            "SYSCALL  ACTION  CONDITIONS  RATIONALE\n"
+            "ptrace   ALLOW   -           ok [1A [2K hidden\n"
+            "(default) ERRNO(EPERM) for every syscall not listed\n");
+}
+
 TEST(PolicyExplain, ActionsAndConditions) {
   EXPECT_EQ(ActionText(v1::SCMP_ACT_ERRNO, false, 0), "ERRNO(EPERM)");
   EXPECT_EQ(ActionText(v1::SCMP_ACT_ERRNO, true, 38), "ERRNO(ENOSYS)");
