@@ -305,8 +305,8 @@ std::string MainUsage() {
          "Global options (before COMMAND, as runc's):\n" +
          GlobalUsage() +
          "\n"
-         "See brig(1), brig-run(1), brig-gc(1), brig-policy(1), brig-profile(5) and\n"
-         "brig-seccomp(5).\n";
+         "See brig(1), brig-run(1), brig-check(1), brig-gc(1), brig-policy(1),\n"
+         "brig-profile(5) and brig-seccomp(5).\n";
 }
 
 }  // namespace brig::cli
