@@ -491,7 +491,7 @@ TEST_F(WorkspaceRw, AMissingGitIsHeldAndASymlinkIsRefused) {
               "(sh -c \"$c\") 2>/dev/null && echo \"DID $c\"; done; stat -c '%F' .git",
               {"--profile", Profile(), "--workspace", plain.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "regular empty file\n");
+  EXPECT_EQ(r.out, "fifo\n");
   EXPECT_EQ(RunCommand({"ls", "-A", plain.path()}).out, "a.txt\n");
 
   ScratchDir ws;
