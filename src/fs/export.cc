@@ -266,6 +266,8 @@ Status ExportInto(int scratch, int merged, const std::string& source, const std:
   c.skip = &protected_paths;
   c.hidden = &hidden;
   BRIG_TRY(Walk(upper.get(), lower.get(), files.get(), "", c));
+  // files/ is complete, and git reads it as the owner; the top stays root's, 0700.
+  BRIG_TRY(util::ChownTreeAt(out.get(), "files", owner.st_uid, owner.st_gid, dest + "/files"));
   std::string deleted;
   for (const auto& d : c.deleted) deleted += Escape(d) + "\n";
   BRIG_TRY(WriteAll(out.get(), "deleted", deleted, dest));
@@ -274,7 +276,12 @@ Status ExportInto(int scratch, int merged, const std::string& source, const std:
     GitTrees trees{lower.get(), files.get(), merged, owner.st_uid, owner.st_gid};
     BRIG_TRY(WriteGitFiles(out.get(), files.get(), trees, c, hidden, dest));
   }
-  BRIG_TRY(util::ChownTreeAt(out.get(), ".", owner.st_uid, owner.st_gid, dest));
+  for (const char* name : {"deleted", "git.diff", "ignored.txt", "."}) {
+    if (fchownat(out.get(), name, owner.st_uid, owner.st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&
+        errno != ENOENT) {
+      return SysError("export: chown", dest + "/" + name);
+    }
+  }
   if (fchmod(out.get(), owner.st_mode & 0777) < 0) return SysError("export: chmod", dest);
   return {};
 }
