@@ -31,11 +31,11 @@ class Export : public HostTest {
     if (at != std::string::npos) text.replace(at, 26, "posture: POSTURE_NONE");
     return profiles_.Write(name + ".textproto", text);
   }
-  // A git repository at `ws` with `files` committed, all of it the owner's.
+  // A git repository at `ws` with `files` committed (ignored or not), all of it the owner's.
   void Repo(const ScratchDir& ws, const std::vector<std::pair<std::string, std::string>>& files) {
     for (const auto& [name, data] : files) ws.Write(name, data);
     ASSERT_EQ(RunCommand({"sh", "-c", "cd " + ws.path() + " && git init -q && git -c "
-                          "safe.directory='*' add -A && git -c safe.directory='*' -c "
+                          "safe.directory='*' add -A -f && git -c safe.directory='*' -c "
                           "user.email=t@test -c user.name=t commit -qm init"})
                   .exit_code,
               0);
@@ -60,16 +60,19 @@ class Export : public HostTest {
 
 // Edit a file, add one, install dependencies into node_modules/ (ignored by .gitignore):
 // the export is the owner's, git.diff applies as the owner in a fresh clone and holds the
-// edit and the new file, node_modules/ is listed in ignored.txt with sizes and is in
-// files/.
+// edits and the new file (a tracked file is diffed even where .gitignore matches it, as
+// git status shows it), node_modules/ is listed in ignored.txt with sizes and is in files/.
 TEST_F(Export, BelongsToTheOwnerAndAppliesAsGitStatusSeesIt) {
   ScratchDir ws, out;
-  Repo(ws, {{".gitignore", "node_modules/\n"}, {"app.js", "one\n"}});
+  ASSERT_EQ(mkdir((ws.path() + "/dist").c_str(), 0755), 0);
+  Repo(ws, {{".gitignore", "node_modules/\ndist/\n"}, {"app.js", "one\n"},
+            {"dist/tracked.js", "built\n"}});
   Own(out.path());
   std::string clone = out.path() + "/clone", exported = out.path() + "/changes";
   auto cloned = AsOwner({"git", "clone", "-q", ws.path(), clone});
   ASSERT_EQ(cloned.exit_code, 0) << cloned.err;
-  auto r = Sh("cd /workspace; echo two >> app.js; echo new > NEW.md; mkdir -p node_modules/pkg; "
+  auto r = Sh("cd /workspace; echo two >> app.js; echo new > NEW.md; echo again >> "
+              "dist/tracked.js; mkdir -p node_modules/pkg; "
               "echo 'module.exports=1' > node_modules/pkg/index.js; "
               "head -c 3000 /dev/zero > node_modules/pkg/big.bin",
               {"--profile", Shipped("untrusted-code-write"), "--workspace", ws.path(),
@@ -86,6 +89,7 @@ TEST_F(Export, BelongsToTheOwnerAndAppliesAsGitStatusSeesIt) {
   std::string diff = ReadFileOrEmpty(exported + "/git.diff");
   EXPECT_NE(diff.find("+two"), std::string::npos) << diff;
   EXPECT_NE(diff.find("b/NEW.md"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("+again"), std::string::npos) << diff;
   EXPECT_EQ(diff.find("node_modules"), std::string::npos) << diff;
   EXPECT_EQ(ReadFileOrEmpty(exported + "/ignored.txt"),
             "3000\tnode_modules/pkg/big.bin\n17\tnode_modules/pkg/index.js\n");
@@ -96,6 +100,7 @@ TEST_F(Export, BelongsToTheOwnerAndAppliesAsGitStatusSeesIt) {
   ASSERT_EQ(apply.exit_code, 0) << apply.err;
   EXPECT_EQ(ReadFileOrEmpty(clone + "/app.js"), "one\ntwo\n");
   EXPECT_EQ(ReadFileOrEmpty(clone + "/NEW.md"), "new\n");
+  EXPECT_EQ(ReadFileOrEmpty(clone + "/dist/tracked.js"), "built\nagain\n");
 }
 
 // A workspace whose git config names a program for everything git could run (fsmonitor,
