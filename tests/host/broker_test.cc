@@ -5,7 +5,10 @@
 // profile: posture none, no interface at all.
 #include <fcntl.h>
 #include <signal.h>
+#include <google/protobuf/util/json_util.h>
+#include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include <thread>
 
 #include "host/host_fixture.h"
+#include "proto/brig.pb.h"
 
 namespace brig::testing {
 namespace {
@@ -470,6 +474,42 @@ s.serve_forever()
   EXPECT_TRUE(Contains(untrusted.out, "brig broker: TLS to https://localhost:" + port +
                                           ": certificate: unable to get local issuer"))
       << untrusted.out;
+}
+
+// A target that refuses the connection (a port bound but not listening, held for the
+// test): the request gets brig's 502, and the result says the broker failed, with the
+// reason and count, as does a line on stderr at exit (issue 16, item 3).
+TEST_F(BrokerTest, ATargetThatRefusesIsABrokerFailureInTheResult) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::string target = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  ScratchDir dir;
+  std::string result = dir.path() + "/result.json";
+  RunOutput r = Sh("curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/v1/x",
+                   {"--result", result, "--broker", "m=port=8080,to=" + target + ",mode=http"});
+  close(s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "502");
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(result);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  ASSERT_EQ(res.network().brokers_size(), 1) << json;
+  const v1::BrokerTraffic& b = res.network().brokers(0);
+  EXPECT_EQ(b.requests(), 1u) << json;
+  EXPECT_EQ(b.failed(), 1u) << json;
+  ASSERT_EQ(b.failures_size(), 1) << json;
+  EXPECT_EQ(b.failures(0).reason(), "unreachable");
+  EXPECT_EQ(b.failures(0).count(), 1u);
+  EXPECT_EQ(b.failures(0).detail(), "cannot connect to " + target);
+  EXPECT_TRUE(Contains(r.err, "brig: broker m failed 1 of 1 requests: unreachable (cannot "
+                              "connect to " + target + ")"))
+      << r.err;
 }
 
 // Every malformed or conflicting spec: 125, one line naming --broker, its value and why,
