@@ -27,7 +27,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // The upstream: every request is one line "REQ METHOD PATH" and one "HDR name: value" a
-// header. TRACE echoes the request's head, as RFC 9110 9.3.8 has a server do. /events sends event 1, then waits for a request to /second before it sends
+// header. /bad-gateway answers 502 with no body. TRACE echoes the request's head, as RFC 9110 9.3.8 has a server do. /events sends event 1, then waits for a request to /second before it sends
 // event 2 (a broker that held the stream back would never let the client ask); /hang
 // sends one event and notes "EOF /hang" when its client goes away.
 constexpr char kUpstream[] = R"py(import http.server, os, socket, socketserver, sys, threading, time
@@ -78,6 +78,10 @@ class H(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
             note("EOF /hang %.3f" % time.time())
+        elif self.path == "/bad-gateway":
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         else:
             self.reply(b"hello from upstream\n")
     do_POST = do_GET
@@ -509,6 +513,32 @@ TEST_F(BrokerTest, ATargetThatRefusesIsABrokerFailureInTheResult) {
   EXPECT_EQ(b.failures(0).detail(), "cannot connect to " + target);
   EXPECT_TRUE(Contains(r.err, "brig: broker m failed 1 of 1 requests: unreachable (cannot "
                               "connect to " + target + ")"))
+      << r.err;
+}
+
+// A target that answers 502 itself: the sandbox gets that 502, and the result counts it as
+// a failure of the broker (reason status), not silence.
+TEST_F(BrokerTest, ATargetsOwn502IsABrokerFailureInTheResult) {
+  Upstream up;
+  ScratchDir dir;
+  std::string result = dir.path() + "/result.json";
+  RunOutput r = Sh("curl -sS -o /dev/null -w '%{http_code} ' http://127.0.0.1:8080/bad-gateway; "
+                   "curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/ok",
+                   {"--result", result, "--broker", "m=port=8080,to=" + up.url() + ",mode=http"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "502 200");
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(result);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  ASSERT_EQ(res.network().brokers_size(), 1) << json;
+  const v1::BrokerTraffic& b = res.network().brokers(0);
+  EXPECT_EQ(b.requests(), 2u) << json;
+  EXPECT_EQ(b.failed(), 1u) << json;
+  ASSERT_EQ(b.failures_size(), 1) << json;
+  EXPECT_EQ(b.failures(0).reason(), "status");
+  EXPECT_EQ(b.failures(0).detail(), "the target answered 502");
+  EXPECT_TRUE(Contains(r.err, "brig: broker m failed 1 of 2 requests: status (the target "
+                              "answered 502)"))
       << r.err;
 }
 
