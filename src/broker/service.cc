@@ -128,6 +128,7 @@ class Service::Impl {
   void Connect(Conn& c);
   void Connected(Conn& c);
   void UpstreamFailed(Conn& c, const std::string& why);
+  void DropUnsent(Conn& c);
   void Pump(Conn& c);
   void PumpHttp(Conn& c);
   void ReadClient(Conn& c);
@@ -296,22 +297,27 @@ void Service::Impl::Connected(Conn& c) {
   Pump(c);
 }
 
-void Service::Impl::UpstreamFailed(Conn& c, const std::string& why) {
-  if (!Http(c)) return Finish(c.id, why, c.fail);
-  // A response under way cannot be turned into a 502: it is cut short with the connection.
-  if (!c.ex.empty() && c.ex.front().down > 0) return Finish(c.id, why, c.fail);
-  // What never left counts for no request (the newest were framed last).
+// What never left counts for no request (the newest were framed last), nor for the
+// broker's bytes_up.
+void Service::Impl::DropUnsent(Conn& c) {
   uint64_t unsent = c.to_up.size();
   for (auto e = c.ex.rbegin(); e != c.ex.rend() && unsent > 0; ++e) {
     uint64_t d = std::min<uint64_t>(e->up, unsent);
     e->up -= d;
     unsent -= d;
   }
+  c.to_up.clear();
+}
+
+void Service::Impl::UpstreamFailed(Conn& c, const std::string& why) {
+  if (!Http(c)) return Finish(c.id, why, c.fail);
+  // A response under way cannot be turned into a 502: it is cut short with the connection.
+  if (!c.ex.empty() && c.ex.front().down > 0) return Finish(c.id, why, c.fail);
+  DropUnsent(c);
   c.connecting.Reset();
   c.up.reset();
   c.up_events = 0;
   c.up_eof = c.up_shut = true;
-  c.to_up.clear();
   c.state = Conn::kOpen;
   c.failed = true;
   c.why = why;
@@ -429,6 +435,9 @@ void Service::Impl::Flush(Conn& c) {
       break;
     }
     c.to_up.erase(0, static_cast<size_t>(n));
+    // Counted as written: a body may still be going after its response (Audit's `up` is
+    // what each request's framing held).
+    traffic_[c.b].set_bytes_up(traffic_[c.b].bytes_up() + static_cast<uint64_t>(n));
     if (budget_) budget_->Charge("broker " + brokers_[c.b].name, static_cast<size_t>(n));
   }
   while (!c.to_client.empty()) {
@@ -533,7 +542,7 @@ void Service::Impl::Audit(Conn& c, Exchange& e, int status, const std::string& d
                                                 : detail;
     AddFailure(t, failure, what);
   }
-  t.set_bytes_up(t.bytes_up() + e.up);
+  if (!Http(c)) t.set_bytes_up(t.bytes_up() + e.up);  // http: counted in Flush
   t.set_bytes_down(t.bytes_down() + e.down);
   v1::AuditEvent ev;
   *ev.mutable_broker_request() = std::move(r);
@@ -552,6 +561,11 @@ void Service::Impl::Finish(uint64_t id, const std::string& detail, const std::st
     }
     Audit(c, e, 0, detail, failure);
   } else {
+    DropUnsent(c);
+    // A failure after the last response (a body cut off) is one too.
+    if (c.ex.empty() && !failure.empty()) {
+      c.ex.push_back(Exchange{http::RequestHead{"", brokers_[c.b].to.Str(), ""}, c.start});
+    }
     for (Exchange& e : c.ex) {
       Audit(c, e, 0, detail.empty() ? "the connection ended" : detail, failure);
     }

@@ -542,6 +542,38 @@ TEST_F(BrokerTest, ATargetsOwn502IsABrokerFailureInTheResult) {
       << r.err;
 }
 
+// The egress budget covers the brokers too (issue 16, item 11): a request body past it is
+// cut off at the budget, the connection closed; a later request gets brig's 502 with the
+// reason, and never reaches the target.
+TEST_F(BrokerTest, TheEgressBudgetCutsOffARequestAndRefusesTheNext) {
+  Upstream up;
+  ScratchDir dir;
+  std::string result = dir.path() + "/result.json";
+  RunOutput r = Sh("head -c 300000 /dev/zero > /tmp/big; "
+                   "curl -sS -H 'Expect:' --data-binary @/tmp/big http://127.0.0.1:8080/up; "
+                   "echo first=$?; "
+                   "curl -sS -w '%{http_code}' http://127.0.0.1:8080/again",
+                   {"--result", result, "--egress-budget", "1K", "--broker",
+                    "m=port=8080,to=" + up.url() + ",mode=http"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Contains(r.out, "first=0")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "brig broker: the phase's egress budget of 1024 bytes is spent"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "502")) << r.out;
+  EXPECT_FALSE(Contains(Lines(up.log()), "/again")) << Lines(up.log());
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(result);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  EXPECT_TRUE(res.network().budget_exceeded()) << json;
+  EXPECT_EQ(res.network().egress_bytes(), 1024u) << json;
+  ASSERT_EQ(res.network().brokers_size(), 1) << json;
+  const v1::BrokerTraffic& b = res.network().brokers(0);
+  EXPECT_EQ(b.bytes_up(), 1024u) << json;
+  ASSERT_EQ(b.failures_size(), 1) << json;
+  EXPECT_EQ(b.failures(0).reason(), "budget");
+  EXPECT_EQ(b.failures(0).count(), 2u) << json;
+}
+
 // Every malformed or conflicting spec: 125, one line naming --broker, its value and why,
 // and nothing ran.
 TEST_F(BrokerTest, MalformedSpecIsRefusedBeforeAnythingStarts) {
