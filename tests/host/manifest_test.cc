@@ -134,72 +134,6 @@ TEST_F(Manifest, ARealRunsManifestIsWhatItsSandboxHas_NoSecretAndTheAuditHasItsD
   EXPECT_EQ(s.attempt(), 3u);
 }
 
-// /run/brig's tree, as names.
-std::set<std::string> RunBrigTree() {
-  std::set<std::string> names;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator("/run/brig", ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    names.insert(it->path().string());
-  }
-  return names;
-}
-
-struct HostState {
-  std::set<std::string> run_brig;
-  std::string netns, links, tables;
-  std::vector<std::string> cgroups;
-  std::string workspace, copy_dir;
-  bool operator==(const HostState&) const = default;
-};
-
-HostState Take(const std::string& ws, const std::string& copy_dir) {
-  auto ls = [](const std::string& dir) { return RunCommand({"ls", "-laR", dir}).out; };
-  return {RunBrigTree(), RunCommand({"ip", "netns"}).out, RunCommand({"ip", "-o", "link"}).out,
-          RunCommand({"nft", "list", "tables"}).out, BrigCgroups(), ls(ws), ls(copy_dir)};
-}
-
-TEST_F(Manifest, ADryRunPlansEverythingAndMakesNothing) {
-  SecretEnv env;
-  ScratchDir ws, copy_dir, out;
-  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
-  std::string egress = SourceRoot() + "/tests/host/profiles/egress.textproto";
-  std::string broker = "model=unix=/run/model.sock,to=http://127.0.0.1:9,"
-                       "header=x-api-key:env:BRIG_MANIFEST_TEST_KEY";
-  const std::vector<std::vector<std::string>> runs = {
-      {"--profile", egress, "--allow-host", "extra.test", "--broker", broker},
-      // A read-write workspace's protected paths (.git is absent: a real run puts a
-      // placeholder there) and a copy's scratch under --copy-dir.
-      {"--profile", "trusted-code-write"},
-      {"--profile", "trusted-code-write", "--workspace-mode", "copy", "--copy-dir",
-       copy_dir.path(), "--disk-size", "64M"},
-  };
-  for (const auto& flags : runs) {
-    HostState before = Take(ws.path(), copy_dir.path());
-    std::vector<std::string> args = {"run", "--dry-run", "--workspace", ws.path()};
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.insert(args.end(), {"--", "true"});
-    auto r = RunBrig(args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.err, "");
-    HostState after = Take(ws.path(), copy_dir.path());
-    EXPECT_TRUE(before == after) << "a dry run changed the host: " << flags[1] << "\n"
-                                 << before.workspace << "\n---\n" << after.workspace;
-    v1::Manifest m = ParseManifest(r.out);
-    EXPECT_TRUE(m.dry_run());
-    EXPECT_FALSE(Contains(r.out, kSecret));
-    EXPECT_GT(m.mounts_size(), 10) << r.out;
-    EXPECT_EQ(m.seccomp().bpf_sha256().size(), 64u);
-  }
-  auto r = RunBrig({"run", "--dry-run", "--profile", egress, "--allow-host", "extra.test", "--",
-                    "true"});
-  v1::Manifest m = ParseManifest(r.out);
-  EXPECT_TRUE(Contains(m.network().address(), "not allocated")) << r.out;
-  EXPECT_EQ(m.network().nft_sets_size(), 0);
-  ASSERT_EQ(m.network().allow_hosts_size(), 3);
-  EXPECT_EQ(m.network().allow_hosts(2), "extra.test");
-}
-
 TEST_F(Manifest, ADryRunRefusesBadInputAsARunDoes) {
   ScratchDir out;
   auto r = RunBrig({"run", "--dry-run", "--memory", "lots", "--", "true"});
@@ -257,7 +191,9 @@ TEST_F(ManifestNet, TheSetElementsAreTheOnesInstalled) {
   EXPECT_TRUE(Contains(ReadFileOrEmpty(dir.path() + "/stdout"), addr)) << addr;
   ASSERT_EQ(m.network().nft_sets_size(), 6);
   for (const auto& s : m.network().nft_sets()) {
-    auto listed = world_.InWorld({"nft", "list", "set", s.family(), s.table(), s.set()});
+    bool map = s.elements_size() > 0 && Contains(s.elements(0), " : ");
+    auto listed =
+        world_.InWorld({"nft", "list", map ? "map" : "set", s.family(), s.table(), s.set()});
     ASSERT_EQ(listed.exit_code, 0) << listed.err;
     for (const auto& e : s.elements()) {
       EXPECT_TRUE(Contains(listed.out, e)) << s.set() << ": " << e << " not in\n" << listed.out;
@@ -265,6 +201,103 @@ TEST_F(ManifestNet, TheSetElementsAreTheOnesInstalled) {
   }
   ws.Write("go", "");
   EXPECT_EQ(world_.Wait(pid), 0) << ReadFileOrEmpty(dir.path() + "/stderr");
+}
+
+// /run/brig's tree, as names.
+std::set<std::string> RunBrigTree() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator("/run/brig", ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    names.insert(it->path().string());
+  }
+  return names;
+}
+
+// What a dry run could make. Other work on this host makes and removes sandboxes meanwhile:
+// the world's links and tables, the named network namespaces and the test's own directories
+// must not change at all; in /run/brig and the cgroups nothing may appear that names the
+// dry run's sandbox or the world, nor any seccomp cache entry.
+struct HostState {
+  std::set<std::string> run_brig;
+  std::vector<std::string> cgroups;
+  std::string netns, links, tables, workspace, copy_dir;
+};
+
+HostState Take(const TestWorld& world, const std::string& ws, const std::string& copy_dir) {
+  auto ls = [](const std::string& dir) {
+    return RunCommand({"find", dir, "-printf", "%P %y %m %U:%G %s %T@\\n"}).out;
+  };
+  return {RunBrigTree(),
+          BrigCgroups(),
+          RunCommand({"ip", "netns"}).out,
+          world.InWorld({"ip", "-o", "link"}).out,
+          world.InWorld({"nft", "list", "tables"}).out,
+          ls(ws),
+          ls(copy_dir)};
+}
+
+// Empty if `after` holds nothing the dry run `id` in `world` could have made since `before`.
+std::string MadeByDryRun(const HostState& before, const HostState& after, const std::string& id,
+                         const TestWorld& world) {
+  std::string made;
+  if (before.netns != after.netns) made += "ip netns: " + after.netns;
+  if (before.links != after.links) made += "links: " + after.links;
+  if (before.tables != after.tables) made += "nft tables: " + after.tables;
+  if (before.workspace != after.workspace) made += "workspace: " + after.workspace;
+  if (before.copy_dir != after.copy_dir) made += "--copy-dir: " + after.copy_dir;
+  std::string ino = std::to_string(world.WorldInode());
+  for (const auto& p : after.run_brig) {
+    bool ours = Contains(p, id.substr(5)) || Contains(p, "/net/" + ino) ||
+                p.rfind("/run/brig/seccomp/", 0) == 0;
+    if (ours && !before.run_brig.count(p)) made += "made " + p + "\n";
+  }
+  for (const auto& c : after.cgroups) {
+    if (Contains(c, id)) made += "cgroup " + c + "\n";
+  }
+  return made;
+}
+
+TEST_F(ManifestNet, ADryRunPlansEverythingAndMakesNothing) {
+  SecretEnv env;
+  ScratchDir ws, copy_dir;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  std::string egress = SourceRoot() + "/tests/host/profiles/egress.textproto";
+  std::string broker = "model=unix=/run/model.sock,to=http://127.0.0.1:9,"
+                       "header=x-api-key:env:BRIG_MANIFEST_TEST_KEY";
+  const std::vector<std::vector<std::string>> runs = {
+      {"--profile", egress, "--allow-host", "extra.test", "--broker", broker},
+      // A read-write workspace's protected paths (.git is absent: a real run puts a
+      // placeholder there) and a copy's scratch and disk image under --copy-dir.
+      {"--profile", "trusted-code-write"},
+      {"--profile", "trusted-code-write", "--workspace-mode", "copy", "--copy-dir",
+       copy_dir.path(), "--disk-size", "64M"},
+  };
+  for (const auto& flags : runs) {
+    HostState before = Take(world_, ws.path(), copy_dir.path());
+    std::vector<std::string> args = {"run", "--dry-run", "--workspace", ws.path()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "true"});
+    auto r = world_.Brig(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    v1::Manifest m = ParseManifest(r.out);
+    EXPECT_EQ(MadeByDryRun(before, Take(world_, ws.path(), copy_dir.path()), m.sandbox_id(),
+                           world_),
+              "")
+        << "a dry run changed the host: " << flags[1];
+    EXPECT_TRUE(m.dry_run());
+    EXPECT_FALSE(Contains(r.out, kSecret));
+    EXPECT_GT(m.mounts_size(), 10) << r.out;
+    EXPECT_EQ(m.seccomp().bpf_sha256().size(), 64u);
+  }
+  auto r = world_.Brig({"run", "--dry-run", "--profile", egress, "--allow-host", "extra.test",
+                        "--", "true"});
+  v1::Manifest m = ParseManifest(r.out);
+  EXPECT_TRUE(Contains(m.network().address(), "not allocated")) << r.out;
+  EXPECT_EQ(m.network().nft_sets_size(), 0);
+  ASSERT_EQ(m.network().allow_hosts_size(), 3);
+  EXPECT_EQ(m.network().allow_hosts(2), "extra.test");
 }
 
 }  // namespace
