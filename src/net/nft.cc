@@ -131,10 +131,13 @@ size_t FieldSize(Field f) { return f == Field::kIfname ? 16 : f == Field::kEther
 std::string RenderField(Field f, const unsigned char* b) {
   char out[64];
   switch (f) {
-    case Field::kIfname:
-      return "\"" + std::string(reinterpret_cast<const char*>(b), strnlen(reinterpret_cast<const char*>(b), 16)) + "\"";
+    case Field::kIfname: {
+      const char* name = reinterpret_cast<const char*>(b);
+      return "\"" + std::string(name, strnlen(name, 16)) + "\"";
+    }
     case Field::kEther:
-      snprintf(out, sizeof out, "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
+      snprintf(out, sizeof out, "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4],
+               b[5]);
       return out;
     case Field::kIpv4:
       snprintf(out, sizeof out, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);

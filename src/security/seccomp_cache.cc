@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "sys/fd.h"
-#include "util/files.h"
 #include "util/digest.h"
+#include "util/files.h"
 
 namespace brig::security {
 namespace {

@@ -99,8 +99,8 @@ TEST_F(Manifest, ARealRunsManifestIsWhatItsSandboxHas_NoSecretAndTheAuditHasItsD
   auto r = RunBrig({"run", "--profile", RwProfile(), "--workspace", ws.path(), "--manifest",
                     manifest, "--audit-log", log, "--env", "VISIBLE_NAME=" + std::string(kSecret),
                     "--broker",
-                    "model=port=8080,to=http://127.0.0.1:9,header=x-api-key:env:BRIG_MANIFEST_TEST_KEY,"
-                    "methods=POST,paths=/v1/",
+                    "model=port=8080,to=http://127.0.0.1:9,"
+                    "header=x-api-key:env:BRIG_MANIFEST_TEST_KEY,methods=POST,paths=/v1/",
                     "--attempt", "3", "--", "sh", "-c",
                     "cat /proc/self/mountinfo; grep '^Seccomp:' /proc/self/status"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
