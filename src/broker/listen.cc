@@ -85,7 +85,8 @@ Status ListenUnix(const std::vector<Config>& brokers, Listeners& out) {
                }),
                "broker sockets");
   for (size_t k = 0; k < trees.size(); ++k) {
-    out.placed.push_back({brokers[trees[k].first].unix_path, std::move(cloned[k])});
+    const Config& b = brokers[trees[k].first];
+    out.placed.push_back({b.unix_path, std::move(cloned[k]), SocketSource(b)});
   }
   return {};
 }

@@ -25,7 +25,14 @@ namespace brig::broker {
 struct Placed {
   std::string path;
   sys::UniqueFd tree;
+  std::string source;  // SocketSource: what the manifest calls it
 };
+
+// What the mount plan's step for `broker`'s unix socket is made from (no host path names
+// it: the socket is bound in a directory brig removes at once).
+inline std::string SocketSource(const Config& broker) {
+  return "unix socket of broker " + broker.name;
+}
 
 // The listening sockets, one slot per broker; -1 where the broker has none of that kind.
 struct Listeners {

@@ -22,7 +22,10 @@
 #include "egress/denials.h"
 #include "fs/host_marks.h"
 #include "log/log.h"
+#include "manifest/manifest.h"
+#include "security/seccomp_cache.h"
 #include "supervise/stdio.h"
+#include "util/digest.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -131,9 +134,18 @@ Status WriteResult(const std::string& path, const v1::RunResult& r,
   return util::WriteUserFileAtomic(path, json + "\n", note_temp);
 }
 
-v1::AuditEvent StartEvent(const config::Sandbox& sb) {
+// What the run may do, as the audit's first word on it: with the manifest's digest, unless
+// it was refused before one could be built (empty `manifest_sha256`).
+v1::AuditEvent StartEvent(const config::Sandbox& sb, const std::string& manifest_sha256) {
   v1::AuditEvent e;
   v1::SandboxStart* s = e.mutable_sandbox_start();
+  s->set_manifest_sha256(manifest_sha256);
+  s->set_posture(sb.posture);
+  if (sb.network && !sb.egress.open) {
+    for (const auto& p : sb.egress.allowlist.patterns()) s->add_allow_hosts(p.Str());
+  }
+  for (const broker::Config& b : sb.brokers) *s->add_brokers() = manifest::Broker(b);
+  s->set_attempt(sb.attempt);
   s->set_profile(sb.profile);
   s->set_isolated(sb.isolated);
   for (const auto& a : sb.argv) s->add_argv(a);
@@ -151,15 +163,7 @@ v1::AuditEvent StartEvent(const config::Sandbox& sb) {
     s->set_swap_bytes(l.swap.value_or(0));
   }
   s->set_pids(l.pids.value_or(0));
-  if (l.cpu_milli) {
-    char cpus[32];
-    snprintf(cpus, sizeof cpus, "%llu.%03llu", static_cast<unsigned long long>(*l.cpu_milli / 1000),
-             static_cast<unsigned long long>(*l.cpu_milli % 1000));
-    std::string c = cpus;
-    while (c.back() == '0') c.pop_back();
-    if (c.back() == '.') c.pop_back();
-    s->set_cpus(c);
-  }
+  if (l.cpu_milli) s->set_cpus(manifest::CpuCount(*l.cpu_milli));
   return e;
 }
 
@@ -223,11 +227,37 @@ int Refuse(const std::string& id, const std::string& result_path, Error e) {
   return Report(result_path, o, r);
 }
 
-// Prepare, launch, serve, collect (container/session.h); the result is written while the
-// session still holds the sandbox's record.
+// The manifest of what `session` prepared, written to --manifest, and the audit's start
+// event with its digest. Built only when one of them asks for it: it costs start time.
+// An audit log that cannot be written stops the run before it starts: the audit is part
+// of the posture, not a best effort.
+Status Announce(const config::Sandbox& sb, container::Session& session) {
+  std::string digest;
+  if (!sb.manifest_path.empty() || !sb.audit_path.empty()) {
+    std::string json = BRIG_TRY(manifest::Json(manifest::Build(session.ManifestInputs())));
+    if (!sb.manifest_path.empty()) {
+      state::Record& record = session.record();
+      BRIG_TRY(util::WriteUserFileAtomic(sb.manifest_path, json, [&](const std::string& temp) {
+        return fs::NoteOutputTemp(record, fs::kTempKind, temp);
+      }));
+    }
+    digest = util::Sha256Hex(json);
+  }
+  return audit::Append(sb.audit_path, sb.id, StartEvent(sb, digest));
+}
+
+// Prepare, announce, launch, serve, collect (container/session.h); the result is written
+// while the session still holds the sandbox's record.
 int RunSandbox(const config::Sandbox& sb) {
   auto session = container::Session::Prepare(sb);
-  if (!session) return Refuse(sb.id, sb.result_path, std::move(session).error());
+  if (!session) {
+    // A refused run is audited as asked for; nothing was made, so there is no manifest.
+    (void)audit::Append(sb.audit_path, sb.id, StartEvent(sb, ""));
+    return Refuse(sb.id, sb.result_path, std::move(session).error());
+  }
+  if (auto s = Announce(sb, **session); !s) {
+    return Refuse(sb.id, sb.result_path, std::move(s).error());
+  }
   if ((*session)->Launch()) (*session)->Serve();
   container::Outcome o = (*session)->Collect();
   v1::RunResult r = BuildResult(sb.id, o);
@@ -241,6 +271,37 @@ int RunSandbox(const config::Sandbox& sb) {
   });
 }
 
+// --dry-run's manifest: the same plan, made with nothing on the host (no record, cgroup,
+// network namespace, rules, placeholder or seccomp cache entry; the mount plan's trees
+// are detached clones, gone at exit), and so without the sandbox's address.
+Result<std::string> DryRunManifest(const config::Sandbox& sb) {
+  std::optional<security::SeccompProgram> seccomp;
+  fs::MountPlan plan;
+  state::Record none;
+  broker::Listeners listeners;
+  if (sb.isolated) {
+    seccomp = BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy, ""));
+    plan = BRIG_TRY(container::PlanFilesystem(sb, none, listeners, true));
+  }
+  return manifest::Json(manifest::Build({sb, plan, seccomp ? &*seccomp : nullptr, nullptr}));
+}
+
+// Prints the manifest (or writes it to --manifest) and exits 0; nothing runs.
+int DryRun(const config::Sandbox& sb) {
+  auto json = DryRunManifest(sb);
+  Status written = json ? Status() : Status(std::move(json).error());
+  if (written && sb.manifest_path.empty()) {
+    fputs(json->c_str(), stdout);
+  } else if (written) {
+    written = util::WriteUserFileAtomic(sb.manifest_path, *json, nullptr);
+  }
+  if (!written) {
+    fprintf(stderr, "brig: %s\n", written.error().Render().c_str());
+    return kExitRefused;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
@@ -252,8 +313,10 @@ Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
       run.passed_env.push_back(k + "=" + std::string(*v));
     }
   }
-  v1::Profile profile = BRIG_TRY(config::LoadProfile(run.policy_dir, run.profile));
-  config::Sandbox sb = BRIG_TRY(config::Resolve(profile, run));
+  config::LoadedProfile profile = BRIG_TRY(config::LoadProfileFile(run.policy_dir, run.profile));
+  config::Sandbox sb = BRIG_TRY(config::Resolve(profile.profile, run));
+  sb.profile_path = profile.path;
+  sb.profile_sha256 = util::Sha256Hex(profile.text);
   BRIG_TRY(config::ProbeHost(sb, host_environ));
   return sb;
 }
@@ -271,6 +334,10 @@ int RunMain(const std::vector<std::string>& args) {
   }
   // The plan: the profile, the run's overrides on it, the host's facts (PlanRun).
   auto sb = PlanRun(*req, environ);
+  if (!sb && req->dry_run) {
+    fprintf(stderr, "brig: %s\n", sb.error().Render().c_str());
+    return kExitRefused;
+  }
   if (!sb) {
     // A refused --result is not written to: the refusal is the one line on stderr.
     bool refused = sb.error().op == "--result";
@@ -282,11 +349,7 @@ int RunMain(const std::vector<std::string>& args) {
              ", parent '", sb->cgroup_parent, "'; limits (0: none): memory ",
              sb->limits.memory.value_or(0), ", swap ", sb->limits.swap.value_or(0), ", pids ",
              sb->limits.pids.value_or(0), ", cpu_milli ", sb->limits.cpu_milli.value_or(0));
-  // An audit log that cannot be written stops the run before it starts: the audit is part
-  // of the posture, not a best effort. Its start event records the limits that will hold.
-  if (auto s = audit::Append(sb->audit_path, sb->id, StartEvent(*sb)); !s) {
-    return Refuse(sb->id, sb->result_path, std::move(s).error());
-  }
+  if (sb->dry_run) return DryRun(*sb);
   // What supervisors that are gone left goes first (their addresses may be needed now). It
   // never waits for a live brig; what it cannot remove stays, for brig gc to report.
   (void)Reclaim(ReclaimMode::kQuiet);

@@ -141,6 +141,11 @@ Status AddPassEnv(RunRequest& r, const std::string& v) {
   return {};
 }
 
+Status SetDryRun(RunRequest& r, const std::string&) {
+  r.dry_run = true;
+  return {};
+}
+
 Status SetHelp(RunRequest& r, const std::string&) {
   r.help = true;
   return {};
@@ -223,6 +228,14 @@ const std::vector<Flag>& Flags() {
        Path("--export-changes", &config::Overrides::export_changes)},
       {"--result", "FILE", "write the result as one JSON object to FILE",
        Path("--result", &config::Overrides::result_path)},
+      {"--manifest", "FILE",
+       "write the enforcement manifest (what this run may do, as one JSON object) to FILE "
+       "before the command starts",
+       Path("--manifest", &config::Overrides::manifest_path)},
+      {"--dry-run", nullptr,
+       "resolve and check everything, print the manifest (or write it to --manifest), exit "
+       "0; make nothing on the host and run nothing",
+       SetDryRun},
       {"--audit-log", "FILE", "append JSON-lines audit events to FILE (written by brig)",
        Path("--audit-log", &config::Overrides::audit_path)},
       {"--policy-dir", "DIR", "read profiles and policies from DIR, not the installed ones",

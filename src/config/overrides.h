@@ -35,6 +35,8 @@ struct Overrides {
   std::vector<std::string> layers;  // --layer, bottom first
   std::string result_path;
   std::string audit_path;
+  std::string manifest_path;  // --manifest FILE
+  bool dry_run = false;       // --dry-run
   std::optional<fs::WorkspaceMode> workspace_mode;
   std::string export_changes;
   std::string copy_dir;

@@ -82,7 +82,8 @@ Status ProbePaths(Sandbox& sb) {
   if (!sb.fs.rootfs.empty()) BRIG_TRY(CheckDir(sb.fs.rootfs, "--rootfs"));
   for (std::string& layer : sb.fs.layers) BRIG_TRY(CheckDir(layer, "--layer"));
   BRIG_TRY(ProbeWorkspace(sb));
-  fs::Outputs outputs{sb.result_path, sb.audit_path, sb.fs.export_changes, sb.fs.copy_dir};
+  fs::Outputs outputs{sb.result_path, sb.audit_path, sb.fs.export_changes, sb.fs.copy_dir,
+                      sb.manifest_path};
   BRIG_TRY(fs::CheckOutputs(outputs, sb.fs.workspace));
   sb.fs.export_changes = outputs.export_changes;
   sb.fs.copy_dir = outputs.copy_dir;

@@ -198,12 +198,17 @@ void FillDefaults(v1::Profile& p) {
   *p.mutable_limits() = WithDefaults(p.limits(), p.isolation() != v1::ISOLATION_NONE);
 }
 
+Result<LoadedProfile> LoadProfileFile(const std::string& dir, const std::string& name_or_path) {
+  LoadedProfile l;
+  l.path = BRIG_TRY(PolicyFilePath(dir, "profiles", name_or_path));
+  l.text = BRIG_TRY_CTX(util::ReadUserFile(l.path), "profile");
+  l.profile = BRIG_TRY(ParseProfile(l.text, l.path));
+  FillDefaults(l.profile);
+  return l;
+}
+
 Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path) {
-  std::string path = BRIG_TRY(PolicyFilePath(dir, "profiles", name_or_path));
-  std::string text = BRIG_TRY_CTX(util::ReadUserFile(path), "profile");
-  v1::Profile p = BRIG_TRY(ParseProfile(text, path));
-  FillDefaults(p);
-  return p;
+  return BRIG_TRY(LoadProfileFile(dir, name_or_path)).profile;
 }
 
 }  // namespace brig::config

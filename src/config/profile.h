@@ -33,6 +33,12 @@ Result<v1::Profile> ParseProfile(const std::string& text, const std::string& nam
 // Loads NAME or PATH from `dir` and fills every default in, so that the result says
 // everything the profile decides (brig policy show prints it).
 Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path);
+// The same, with the file it read and that file's text (the manifest's sha256 is of it).
+struct LoadedProfile {
+  v1::Profile profile;
+  std::string path, text;
+};
+Result<LoadedProfile> LoadProfileFile(const std::string& dir, const std::string& name_or_path);
 // The built-in defaults of Limits (limits.h), filled into unset fields.
 void FillDefaults(v1::Profile& profile);
 

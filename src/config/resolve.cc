@@ -246,6 +246,10 @@ Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run) {
   sb.argv = run.argv;
   sb.result_path = run.result_path;
   sb.audit_path = run.audit_path;
+  sb.manifest_path = run.manifest_path;
+  sb.dry_run = run.dry_run;
+  sb.posture = profile.network().posture();
+  sb.loaded_profile = profile;
   sb.cgroup_parent = run.cgroup_parent;
   Limits limits = BRIG_TRY(ParseLimits(profile.limits(), run.profile));
   BRIG_TRY(MergeLimits(limits, run, sb));

@@ -66,10 +66,18 @@ struct Sandbox {
   // --attempt: with the id, the attribution brokers set ("<id>/<attempt>").
   uint32_t attempt = 1;
 
+  v1::NetworkPosture posture = v1::POSTURE_NONE;
+  // The profile as loaded, its defaults filled in, the file it was read from and the sha256
+  // of that text (hex): for the manifest.
+  v1::Profile loaded_profile;
+  std::string profile_path, profile_sha256;
+
   std::string seccomp_policy;       // path of the policy file
   std::string seccomp_policy_name;  // as the profile names it, for messages
   std::string result_path;
   std::string audit_path;
+  std::string manifest_path;  // --manifest: where the manifest goes
+  bool dry_run = false;       // --dry-run: plan and print the manifest, make nothing
 
   // Host ids the sandbox uid/gid map to: the workspace's owner, never 0.
   uid_t host_uid = kOverflowHostId;

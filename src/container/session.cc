@@ -77,15 +77,29 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   return s;
 }
 
+Result<fs::MountPlan> PlanFilesystem(const config::Sandbox& sb, state::Record& record,
+                                     broker::Listeners& listeners, bool plan_only) {
+  fs::MountPlan plan =
+      BRIG_TRY_CTX(fs::PrepareMountPlan(sb.fs, record, plan_only), "filesystem");
+  log::Debug("mount plan prepared: ", plan.steps.size(), " steps");
+  if (sb.brokers.empty()) return plan;
+  BRIG_TRY_CTX(broker::ListenUnix(sb.brokers, listeners), "brokers");
+  for (broker::Placed& p : listeners.placed) {
+    plan.AddFileBind(p.path, std::move(p.tree), std::move(p.source));
+  }
+  listeners.placed.clear();
+  return plan;
+}
+
 // The mount plan, and the brokers' unix sockets bound and placed in it.
 Status Session::PrepareSandbox() {
-  plan_ = BRIG_TRY_CTX(fs::PrepareMountPlan(sb_.fs, record_), "filesystem");
-  log::Debug("mount plan prepared: ", plan_.steps.size(), " steps");
-  if (sb_.brokers.empty()) return {};
-  BRIG_TRY_CTX(broker::ListenUnix(sb_.brokers, broker_listeners_), "brokers");
-  for (broker::Placed& p : broker_listeners_.placed) plan_.AddFileBind(p.path, std::move(p.tree));
-  broker_listeners_.placed.clear();
+  plan_ = BRIG_TRY(PlanFilesystem(sb_, record_, broker_listeners_, false));
   return {};
+}
+
+manifest::Inputs Session::ManifestInputs() const {
+  return manifest::Inputs{sb_, plan_, sb_.isolated ? &seccomp_ : nullptr,
+                          net_ ? &net_->rules() : nullptr};
 }
 
 Session::~Session() {

@@ -24,6 +24,7 @@
 #include "container/sync.h"
 #include "egress/service.h"
 #include "fs/mount_plan.h"
+#include "manifest/manifest.h"
 #include "net/network.h"
 #include "security/seccomp.h"
 #include "state/record.h"
@@ -34,6 +35,12 @@
 #include "sys/syscalls.h"
 
 namespace brig::container {
+
+// The sandbox's mount plan for `sb`, with its brokers' unix sockets (bound in `listeners`)
+// placed in it. Session::Prepare makes it, and brig run --dry-run with `plan_only`
+// (fs::PrepareMountPlan), so the manifest of a dry run lists the same steps.
+Result<fs::MountPlan> PlanFilesystem(const config::Sandbox& sb, state::Record& record,
+                                     broker::Listeners& listeners, bool plan_only);
 
 class Session {
  public:
@@ -52,6 +59,9 @@ class Session {
   Outcome Collect();
   // Whatever brig makes on the host for this sandbox is noted here first (brig gc).
   state::Record& record() { return record_; }
+  // What was prepared, as the manifest lists it; only before Launch, which hands the mount
+  // plan's trees to brig init.
+  manifest::Inputs ManifestInputs() const;
 
  private:
   explicit Session(const config::Sandbox& sb);

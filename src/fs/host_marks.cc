@@ -71,6 +71,7 @@ Status RemoveOne(int dir, bool scratch, const std::string& name, const std::stri
 
 Status HostMarks::AddPlaceholder(state::Record& record, int dir, const std::string& name,
                                  const std::string& path, uid_t uid, gid_t gid) {
+  if (plan_only_) return {};
   sys::UniqueFd held(fcntl(dir, F_DUPFD_CLOEXEC, 3));
   if (!held) return SysError("dup", path);
   BRIG_TRY(Note(record, kPlaceholderKind, dir, path));

@@ -45,11 +45,16 @@ class HostMarks {
     if (this != &o) {
       (void)Remove();
       marks_ = std::move(o.marks_);
+      plan_only_ = o.plan_only_;
     }
     return *this;
   }
   ~HostMarks() { (void)Remove(); }
 
+  // brig run --dry-run: from now on a placeholder is planned, not made (AddPlaceholder
+  // makes nothing), and the mount plan puts no scratch space on the host.
+  void SetPlanOnly() { plan_only_ = true; }
+  bool plan_only() const { return plan_only_; }
   // Makes a placeholder (kPlaceholderMode) owned by uid:gid at `name` in the directory
   // `dir`; `path` names it on the host. Fails with EEXIST if something is there.
   Status AddPlaceholder(state::Record& record, int dir, const std::string& name,
@@ -68,6 +73,7 @@ class HostMarks {
     std::string name, path;
   };
   std::vector<Mark> marks_;
+  bool plan_only_ = false;
 };
 
 // Whether `kind` is one of the record entry kinds above.

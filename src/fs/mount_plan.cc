@@ -50,19 +50,24 @@ Step Make(StepKind kind, std::string dest) {
   return s;
 }
 
-// Clones the host tree at dirfd/name (recursively) and sets attrs on the whole clone.
-Result<sys::UniqueFd> CloneTree(int dirfd, const std::string& name, uint64_t set, uint64_t clr,
-                                const std::string& subject) {
+// Clones the host tree at dirfd/name (recursively) into `s`, its source `host_path`, and
+// sets attrs on the whole clone.
+Status CloneTree(Step& s, int dirfd, const std::string& name, uint64_t set, uint64_t clr,
+                 const std::string& host_path) {
   unsigned flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW;
   if (name.empty()) flags |= AT_EMPTY_PATH;
   auto tree = sys::OpenTree(dirfd, name, flags);
   if (!tree) {
     Error e = std::move(tree).error();
-    e.subject = subject;
+    e.subject = host_path;
     return e;
   }
-  BRIG_TRY(sys::MountSetattr(tree->get(), "", AT_EMPTY_PATH | AT_RECURSIVE, set, clr, subject));
-  return std::move(*tree);
+  BRIG_TRY(sys::MountSetattr(tree->get(), "", AT_EMPTY_PATH | AT_RECURSIVE, set, clr, host_path));
+  s.tree = std::move(*tree);
+  s.attrs = set;
+  s.cleared = clr;
+  s.source = host_path;
+  return {};
 }
 
 // Replicates one host entry (dirfd/rel) at dest: a symlink as a symlink, a directory or a
@@ -84,7 +89,7 @@ Status AddHostEntry(MountPlan& plan, int dirfd, const std::string& rel, const st
   } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
     Step s = Make(StepKind::kBind, dest);
     s.is_dir = S_ISDIR(st.st_mode);
-    s.tree = BRIG_TRY(CloneTree(dirfd, rel, kRoBind, 0, host_path));
+    BRIG_TRY(CloneTree(s, dirfd, rel, kRoBind, 0, host_path));
     plan.steps.push_back(std::move(s));
   }
   return {};
@@ -178,14 +183,16 @@ Status AddRootfs(MountPlan& plan, const std::string& rootfs, const std::vector<s
     }
     std::vector<sys::UniqueFd> held;
     std::string lower;
+    Step s = Make(StepKind::kBind, n);
+    s.source = "overlay of";
     for (size_t i : stack) {
+      s.source += " " + paths[i] + "/" + n;
       held.emplace_back(openat(dirs[i].get(), n.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!held.back()) return SysError("open", paths[i] + "/" + n);
       lower += (lower.empty() ? "" : ":") + std::string("/proc/self/fd/") + std::to_string(held.back().get());
     }
-    Step s = Make(StepKind::kBind, n);
-    s.tree = BRIG_TRY(NewFs("overlay", {{"lowerdir", lower}},
-                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/" + n));
+    s.attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    s.tree = BRIG_TRY(NewFs("overlay", {{"lowerdir", lower}}, s.attrs, "/" + n));
     plan.steps.push_back(std::move(s));
   }
   return {};
@@ -339,7 +346,7 @@ Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record
                         int src, const struct stat& st) {
   const std::string what = "copy of " + spec.workspace;
   std::string scratch_path;
-  if (spec.copy_dir.empty()) {
+  if (spec.copy_dir.empty() || plan.marks.plan_only()) {
     uint64_t size = spec.disk_size ? spec.disk_size : spec.tmp_size;
     plan.copy_scratch =
         BRIG_TRY(NewFs("tmpfs", {{"size", std::to_string(size)}, {"mode", "0700"}},
@@ -408,6 +415,9 @@ Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record
   if (!plan.copy_merged) return SysError("dup", what);
   Step s = Make(StepKind::kBind, "workspace");
   s.tree = std::move(merged);
+  s.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  s.source = "overlay of " + spec.workspace + " (copy: its changes in " +
+             (spec.copy_dir.empty() ? std::string("a tmpfs") : spec.copy_dir) + ")";
   plan.steps.push_back(std::move(s));
   AddProtectSteps(plan, pins, "");
   return {};
@@ -475,7 +485,7 @@ Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record) {
     clr |= MOUNT_ATTR_RDONLY;
   }
   Step s = Make(StepKind::kBind, "workspace");
-  s.tree = BRIG_TRY(CloneTree(src.get(), "", set, clr, spec.workspace));
+  BRIG_TRY(CloneTree(s, src.get(), "", set, clr, spec.workspace));
   plan.steps.push_back(std::move(s));
   std::vector<std::string> pins;
   for (const auto& p : spec.protected_paths) {
@@ -510,8 +520,8 @@ Status AddDev(MountPlan& plan, const Spec& spec) {
     }
     Step s = Make(StepKind::kBind, std::string("dev/") + n.name);
     s.is_dir = false;
-    s.tree = BRIG_TRY(CloneTree(host_dev.get(), n.name, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
-                                MOUNT_ATTR_NODEV, host));
+    BRIG_TRY(CloneTree(s, host_dev.get(), n.name, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                       MOUNT_ATTR_NODEV, host));
     plan.steps.push_back(std::move(s));
   }
   plan.steps.push_back(Make(StepKind::kDevpts, "dev/pts"));
@@ -587,8 +597,9 @@ Status InPrivateMountNs(int detached, const std::string& avoid, const std::funct
   return made;
 }
 
-Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record) {
+Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record, bool plan_only) {
   MountPlan plan;
+  if (plan_only) plan.marks.SetPlanOnly();
   if (spec.rootfs.empty()) {
     BRIG_TRY(AddHostRoot(plan, spec));
   } else {
@@ -610,7 +621,27 @@ Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record) {
   return plan;
 }
 
-void MountPlan::AddFileBind(const std::string& path, sys::UniqueFd tree) {
+std::string_view StepName(StepKind k) {
+  switch (k) {
+    case StepKind::kDir: return "dir";
+    case StepKind::kSymlink: return "symlink";
+    case StepKind::kFile: return "file";
+    case StepKind::kBind: return "bind";
+    case StepKind::kTmpfs: return "tmpfs";
+    case StepKind::kProc: return "proc";
+    case StepKind::kDevpts: return "devpts";
+    case StepKind::kMask: return "mask";
+    case StepKind::kReadOnly: return "read-only";
+    case StepKind::kSealRoRecursive: return "seal read-only";
+    case StepKind::kPin: return "pin";
+    case StepKind::kProtect: return "protect";
+    case StepKind::kHide: return "hide";
+    case StepKind::kHoldIpc: return "hold ipc";
+  }
+  return "unknown";
+}
+
+void MountPlan::AddFileBind(const std::string& path, sys::UniqueFd tree, std::string source) {
   std::vector<std::string_view> parts = util::Split(std::string_view(path).substr(1), '/');
   std::string dest;
   for (size_t p = 0; p + 1 < parts.size(); ++p) {
@@ -620,6 +651,7 @@ void MountPlan::AddFileBind(const std::string& path, sys::UniqueFd tree) {
   Step bind = Make(StepKind::kBind, path.substr(1));
   bind.is_dir = false;
   bind.tree = std::move(tree);
+  bind.source = std::move(source);
   steps.push_back(std::move(bind));
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,9 @@ inline constexpr char kSymlinkAtProtected[] =
     "a symlink at a protected path of a read-write workspace; remove it, or use a copy "
     "workspace (--workspace-mode copy)";
 
+// The kind's name, in messages and the manifest.
+std::string_view StepName(StepKind k);
+
 struct Step {
   StepKind kind;
   std::string dest;  // relative to the new root, no leading slash
@@ -56,7 +60,11 @@ struct Step {
   bool is_dir = true;
   uint64_t size = 0;
   uint32_t mode = 0755;
-  uint64_t attrs = 0;  // MOUNT_ATTR_* for new filesystems
+  uint64_t attrs = 0;  // MOUNT_ATTR_* for new filesystems; for a kBind, those set on it
+  uint64_t cleared = 0;  // kBind: MOUNT_ATTR_* cleared on it
+  // What the step is made from, for the manifest (manifest/manifest.h): the host path a
+  // tree was cloned from, or what a new file system is of.
+  std::string source;
 };
 
 struct MountPlan {
@@ -75,9 +83,9 @@ struct MountPlan {
   std::vector<std::string> ipc;
   // The protected paths as held read-only (PrepareProtected in mount_plan.cc).
   std::vector<std::string> protected_paths;
-  // Puts the file `tree` (a detached mount of one file) at the absolute `path` inside,
-  // making the directories on the way.
-  void AddFileBind(const std::string& path, sys::UniqueFd tree);
+  // Puts the file `tree` (a detached mount of one file, made from `source`) at the
+  // absolute `path` inside, making the directories on the way.
+  void AddFileBind(const std::string& path, sys::UniqueFd tree, std::string source);
   // Once the sandbox is gone (and its changes exported): lets go of the copy and removes
   // the marks.
   Status Finish();
@@ -98,7 +106,11 @@ Result<sys::UniqueFd> NewFs(const char* type,
 Status InPrivateMountNs(int detached, const std::string& avoid, const std::function<Status()>& fn);
 
 // Parent side: builds the plan for `spec`, cloning host sources. What it makes on the host
-// is noted in `record` first. Errors name the path.
-Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record);
+// is noted in `record` first. Errors name the path. With `plan_only` (brig run --dry-run)
+// it makes nothing on the host: no placeholder, no scratch directory or disk image (a
+// copy's changes would go to a detached tmpfs instead); its trees are detached clones,
+// gone when the plan is, and `record` is not written.
+Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record,
+                                   bool plan_only = false);
 
 }  // namespace brig::fs

@@ -113,6 +113,7 @@ Status CheckCopyDir(std::string& p, const std::string& workspace) {
 
 Status CheckOutputs(Outputs& o, const std::string& workspace) {
   BRIG_TRY(CheckFile(o.result, "--result", workspace));
+  BRIG_TRY(CheckFile(o.manifest, "--manifest", workspace));
   BRIG_TRY(CheckFile(o.audit_log, "--audit-log", workspace));
   BRIG_TRY(CheckExport(o.export_changes, workspace));
   return CheckCopyDir(o.copy_dir, workspace);

@@ -1,4 +1,5 @@
-// The paths brig writes for the user (--result, --audit-log, --export-changes, --copy-dir),
+// The paths brig writes for the user (--result, --manifest, --audit-log, --export-changes,
+// --copy-dir),
 // checked before anything is created or run: a run whose outputs cannot be written must
 // not do the phase's work first and then fail. Each directory must exist, be writable and
 // lie outside the workspace (where the sandbox could plant a link, truncate or forge what
@@ -17,6 +18,7 @@ struct Outputs {
   std::string audit_log;       // a file, appended to
   std::string export_changes;  // a directory brig creates; must be absent
   std::string copy_dir;        // an existing directory brig makes its scratch in
+  std::string manifest;        // a file, replaced whole at the start
 };
 
 // Checks every non-empty path in `o`. export_changes and copy_dir come back absolute with

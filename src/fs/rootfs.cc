@@ -22,26 +22,6 @@ std::string Octal(uint32_t mode) {
   return buf;
 }
 
-std::string_view StepName(StepKind k) {
-  switch (k) {
-    case StepKind::kDir: return "dir";
-    case StepKind::kSymlink: return "symlink";
-    case StepKind::kFile: return "file";
-    case StepKind::kBind: return "bind";
-    case StepKind::kTmpfs: return "tmpfs";
-    case StepKind::kProc: return "proc";
-    case StepKind::kDevpts: return "devpts";
-    case StepKind::kMask: return "mask";
-    case StepKind::kReadOnly: return "read-only";
-    case StepKind::kSealRoRecursive: return "seal read-only";
-    case StepKind::kPin: return "pin";
-    case StepKind::kProtect: return "protect";
-    case StepKind::kHide: return "hide";
-    case StepKind::kHoldIpc: return "hold ipc";
-  }
-  return "unknown";
-}
-
 Status Attach(const sys::UniqueFd& tree, int root, const std::string& dest) {
   return sys::MoveMount(tree.get(), "", root, dest, MOVE_MOUNT_F_EMPTY_PATH);
 }

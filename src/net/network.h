@@ -39,6 +39,8 @@ class SandboxNet {
 
   const SandboxAddress& address() const { return address_; }
   const Listeners& listeners() const { return listeners_; }
+  // The sandbox's set elements as installed (net/nft.h), for the manifest.
+  const PortRules& rules() const { return rules_; }
   // After clone, while init waits: the veth, its sandbox end made in init's namespace.
   Status Attach(pid_t init);
   // Once the sandbox has ended: its rules out, its address free. The veth goes with the

@@ -7,6 +7,8 @@
 #include <linux/netfilter.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 
 namespace brig::net {
@@ -102,7 +104,98 @@ std::string BridgeTable() {
          "}\n";
 }
 
+// The field types of each set and map of the tables above, as they declare them, for
+// rendering elements (RenderElements). A set missing here renders as hex.
+enum class Field { kIfname, kEther, kIpv4, kService, kProto };
+struct SetType {
+  const char* name;
+  std::vector<Field> key;
+  bool map;  // data: an inet_service
+};
+const std::vector<SetType>& SetTypes() {
+  using F = Field;
+  static const std::vector<SetType> types = {
+      {"ports_mac", {F::kIfname, F::kEther}, false},
+      {"ports_ip", {F::kIfname, F::kIpv4}, false},
+      {"ports_arp", {F::kIfname, F::kEther, F::kIpv4, F::kIpv4}, false},
+      {"redirect_tcp", {F::kIpv4, F::kService}, true},
+      {"redirect_udp", {F::kIpv4, F::kService}, true},
+      {"listeners", {F::kIpv4, F::kProto, F::kService}, false},
+  };
+  return types;
+}
+
+size_t FieldSize(Field f) { return f == Field::kIfname ? 16 : f == Field::kEther ? 8 : 4; }
+
+// One field at `b` as nft prints it.
+std::string RenderField(Field f, const unsigned char* b) {
+  char out[64];
+  switch (f) {
+    case Field::kIfname: {
+      const char* name = reinterpret_cast<const char*>(b);
+      return "\"" + std::string(name, strnlen(name, 16)) + "\"";
+    }
+    case Field::kEther:
+      snprintf(out, sizeof out, "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4],
+               b[5]);
+      return out;
+    case Field::kIpv4:
+      snprintf(out, sizeof out, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+      return out;
+    case Field::kService:
+      return std::to_string(b[0] << 8 | b[1]);
+    case Field::kProto:
+      return b[0] == IPPROTO_TCP ? "tcp" : b[0] == IPPROTO_UDP ? "udp" : std::to_string(b[0]);
+  }
+  return "";
+}
+
+std::string Hex(const std::string& bytes) {
+  std::string h = "0x";
+  for (unsigned char c : bytes) {
+    static const char kHex[] = "0123456789abcdef";
+    h += kHex[c >> 4];
+    h += kHex[c & 15];
+  }
+  return h;
+}
+
+// `key`, a concatenation of `fields` in the kernel's layout, as nft prints it; hex if it
+// does not have their size.
+std::string RenderKey(const std::vector<Field>& fields, const std::string& key) {
+  size_t want = 0;
+  for (Field f : fields) want += FieldSize(f);
+  if (key.size() != want) return Hex(key);
+  std::string out;
+  const auto* b = reinterpret_cast<const unsigned char*>(key.data());
+  for (Field f : fields) {
+    out += (out.empty() ? "" : " . ") + RenderField(f, b);
+    b += FieldSize(f);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string BaseRules() { return InetTable() + BridgeTable(); }
+
+std::vector<std::string> RenderElements(const SetElements& set) {
+  const SetType* type = nullptr;
+  for (const SetType& t : SetTypes()) {
+    if (set.set == t.name) type = &t;
+  }
+  std::vector<std::string> out;
+  for (const SetElements::Elem& e : set.elems) {
+    std::string line = type ? RenderKey(type->key, e.key) : Hex(e.key);
+    if (!e.data.empty()) {
+      const auto* d = reinterpret_cast<const unsigned char*>(e.data.data());
+      line += " : " + (type && type->map && e.data.size() == 2 ? std::to_string(d[0] << 8 | d[1])
+                                                              : Hex(e.data));
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
 
 Status EnsureBaseRules() {
   // A table that exists was made whole by an earlier brig, in one transaction.

@@ -47,6 +47,13 @@ Status RunNft(const std::string& script);
 // Creates brig's tables if they are missing. Call under the network lock.
 Status EnsureBaseRules();
 
+// The script of brig's base tables, as EnsureBaseRules installs it.
+std::string BaseRules();
+
+// The elements of `set` (one of brig's tables' sets) as `nft list set` prints them: fields
+// joined by " . ", a map's data after " : ". For the manifest (manifest/manifest.h).
+std::vector<std::string> RenderElements(const SetElements& set);
+
 // One sandbox's rules are set elements only, added and removed in one batch each
 // (nft_batch.h). Pure; unit-tested.
 std::vector<SetElements> PortElements(const PortRules& r, Ipv4 gateway);

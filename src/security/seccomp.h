@@ -17,6 +17,9 @@ namespace brig::security {
 struct SeccompProgram {
   std::vector<sock_filter> insns;
   unsigned flags = 0;  // SECCOMP_FILTER_FLAG_*
+  // sha256 (hex) of the policy text it was compiled from, when it came from a file
+  // (CompileSeccompFile): for the manifest.
+  std::string text_sha256;
 };
 
 // Parses a text-format policy. Errors name file:line:column.

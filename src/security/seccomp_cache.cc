@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "sys/fd.h"
+#include "util/digest.h"
 #include "util/files.h"
 
 namespace brig::security {
@@ -109,13 +110,18 @@ Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
                                           const std::string& cache_dir) {
   std::string text = BRIG_TRY_CTX(util::ReadUserFile(policy_path), "seccomp policy");
   std::string name = EntryName(text);
-  sys::UniqueFd dir = OpenCacheDir(cache_dir);
+  sys::UniqueFd dir;
+  if (!cache_dir.empty()) dir = OpenCacheDir(cache_dir);
   if (dir) {
-    if (auto hit = Lookup(dir.get(), name, text)) return std::move(*hit);
+    if (auto hit = Lookup(dir.get(), name, text)) {
+      hit->text_sha256 = util::Sha256Hex(text);
+      return std::move(*hit);
+    }
   }
   auto policy = BRIG_TRY(ParseSeccompPolicy(text, policy_path));
   SeccompProgram p = BRIG_TRY_CTX(CompileSeccomp(policy), "seccomp policy " + policy_path);
   if (dir) Store(cache_dir, name, text, p);
+  p.text_sha256 = util::Sha256Hex(text);
   return p;
 }
 

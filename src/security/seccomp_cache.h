@@ -16,7 +16,8 @@ inline constexpr const char* kSeccompCacheDir = "/run/brig/seccomp";
 
 // Reads the policy at `policy_path`, and returns its compiled program from `cache_dir`
 // when a valid entry exists, otherwise compiles it and stores an entry (best effort:
-// a cache that cannot be written is not an error).
+// a cache that cannot be written is not an error). An empty `cache_dir`: no cache, nothing
+// written (brig run --dry-run).
 Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
                                           const std::string& cache_dir);
 

@@ -1,0 +1,45 @@
+// The enforcement manifest (brig-run(1), --dry-run and --manifest): what one run may do,
+// built from the values brig enforces rather than described beside them. The mount steps
+// are the plan init executes (fs::MountPlan), the nftables elements are net::PortElements,
+// which brig installs, rendered; the seccomp digests are of the text brig compiled and the
+// program it loads. One section a function in manifest.cc: a new field of the plan is one
+// line in its section.
+//
+// The digest (SandboxStart.manifest_sha256) is the sha256 of the JSON text brig prints,
+// final newline included: exactly the bytes of the --manifest file.
+#pragma once
+
+#include <string>
+
+#include "brig/result.h"
+#include "broker/spec.h"
+#include "config/sandbox.h"
+#include "fs/mount_plan.h"
+#include "net/nft.h"
+#include "proto/brig.pb.h"
+#include "security/seccomp.h"
+
+namespace brig::manifest {
+
+// What the manifest is made of. A real run passes what it made (the sandbox's rules once
+// its address is leased); a dry run has no address, and says so.
+struct Inputs {
+  const config::Sandbox& sb;
+  const fs::MountPlan& plan;
+  const security::SeccompProgram* seccomp = nullptr;  // null without isolation
+  const net::PortRules* rules = nullptr;  // null: no interface, or not allocated (dry run)
+};
+
+v1::Manifest Build(const Inputs& in);
+
+// The manifest as brig prints it: JSON, proto field names, one line and a newline.
+Result<std::string> Json(const v1::Manifest& m);
+
+// One broker as the manifest and the audit's sandbox_start show it: never a header's value
+// or where that value is read.
+v1::ManifestBroker Broker(const broker::Config& b);
+
+// A CPU count as the profile writes it: "0.5", "2".
+std::string CpuCount(uint64_t milli);
+
+}  // namespace brig::manifest
