@@ -141,6 +141,11 @@ Status AddPassEnv(RunRequest& r, const std::string& v) {
   return {};
 }
 
+Status SetWaitAll(RunRequest& r, const std::string&) {
+  r.wait_all = true;
+  return {};
+}
+
 Status SetHelp(RunRequest& r, const std::string&) {
   r.help = true;
   return {};
@@ -199,6 +204,10 @@ const std::vector<Flag>& Flags() {
       {"--grace", "DURATION",
        "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (10s)",
        Parsed("--grace", &config::Overrides::grace, util::ParseDuration)},
+      {"--wait-all", nullptr,
+       "end the phase when every process of the sandbox has exited, not when the command "
+       "does (then what it left running is killed and counted in the result)",
+       SetWaitAll},
       {"--output-limit", "SIZE",
        "relay at most SIZE bytes of each of stdout and stderr; the rest is dropped (the "
        "workload's writes still succeed) and the result says so",

@@ -25,6 +25,7 @@ fs::WorkspaceMode ModeOf(v1::WorkspaceAccess a) {
 Status MergeLimits(const Limits& l, const Overrides& run, Sandbox& sb) {
   sb.timeout = run.timeout.value_or(l.timeout);
   sb.grace = run.grace.value_or(l.grace);
+  sb.wait_all = run.wait_all;
   sb.fs.tmp_size = run.tmp_size.value_or(l.tmp_size);
   sb.output_limit = run.output_limit ? run.output_limit : l.output_limit;
   sb.rlimits = l.rlimits;

@@ -15,6 +15,7 @@
 
 #include "fs/disk_image.h"
 #include "fs/hidden.h"
+#include "fs/idmap.h"
 #include "fs/kernel_paths.h"
 #include "sys/syscalls.h"
 #include "util/parse.h"
@@ -471,6 +472,9 @@ Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record) {
   }
   Step s = Make(StepKind::kBind, "workspace");
   s.tree = BRIG_TRY(CloneTree(src.get(), "", set, clr, spec.workspace));
+  if (spec.workspace_idmap) {
+    BRIG_TRY(MapTreeIds(s.tree.get(), *spec.workspace_idmap, spec.workspace));
+  }
   plan.steps.push_back(std::move(s));
   std::vector<std::string> pins;
   for (const auto& p : spec.protected_paths) {
