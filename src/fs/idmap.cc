@@ -43,7 +43,7 @@ Result<sys::UniqueFd> UserNamespace(const IdMap& m) {
 
 }  // namespace
 
-Status MapTreeIds(int tree, const IdMap& map, const std::string& subject) {
+Result<bool> MapTreeIds(int tree, const IdMap& map, const std::string& subject) {
   sys::UniqueFd ns = BRIG_TRY(UserNamespace(map));
   struct mount_attr attr;
   memset(&attr, 0, sizeof attr);
@@ -51,10 +51,9 @@ Status MapTreeIds(int tree, const IdMap& map, const std::string& subject) {
   attr.userns_fd = static_cast<uint64_t>(ns.get());
   if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
     if (errno != EINVAL && errno != EOPNOTSUPP) return SysError("mount_setattr", subject);
-    return Fail("id-mapped mount", subject,
-                "not supported for its file system (or one mounted under it)");
+    return false;
   }
-  return {};
+  return true;
 }
 
 }  // namespace brig::fs

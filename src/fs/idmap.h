@@ -13,8 +13,8 @@ namespace brig::fs {
 
 // Maps every mount of `tree` (an open_tree(OPEN_TREE_CLONE) copy, not yet attached): files
 // of `map.from_uid`/`from_gid` appear as `to_uid`/`to_gid`, every other id as unmapped
-// (the overflow id, with only "other" permissions). Fails with one line if the tree's
-// file system cannot be id-mapped.
-Status MapTreeIds(int tree, const IdMap& map, const std::string& subject);
+// (the overflow id, with only "other" permissions). False: the tree's file system (or one
+// mounted under it) cannot be id-mapped, and the tree is as it was.
+Result<bool> MapTreeIds(int tree, const IdMap& map, const std::string& subject);
 
 }  // namespace brig::fs

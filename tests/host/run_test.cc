@@ -304,7 +304,9 @@ TEST_F(Run, RootOwnedWorkspaceIsReadThroughAnIdMap) {
   auto r = Sh("cat /workspace/file && stat -c %u:%g /workspace /workspace/file && id -u && "
               "if touch /workspace/new 2>/dev/null; then echo WROTE; fi",
               {"--workspace", ws.path()});
-  if (r.err.find("id-mapped mount") != std::string::npos) GTEST_SKIP() << r.err;
+  if (r.err.find("does not support id-mapped mounts") != std::string::npos) {
+    GTEST_SKIP() << r.err;  // the vm tier's /tmp is on overlayfs, which cannot be id-mapped
+  }
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "root's\n1000:1000\n1000:1000\n1000\n");
   EXPECT_NE(access((ws.path() + "/new").c_str(), F_OK), 0);
