@@ -205,8 +205,8 @@ const std::vector<Flag>& Flags() {
        "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (10s)",
        Parsed("--grace", &config::Overrides::grace, util::ParseDuration)},
       {"--wait-all", nullptr,
-       "end the phase when every process of the sandbox has exited, not when the command "
-       "does (then what it left running is killed and counted in the result)",
+       "end the phase when every process of the sandbox has exited; without it, it ends when "
+       "the command does, and what the command left running is killed (result: left_killed)",
        SetWaitAll},
       {"--output-limit", "SIZE",
        "relay at most SIZE bytes of each of stdout and stderr; the rest is dropped (the "
