@@ -143,8 +143,10 @@ bool FromOutside(const signalfd_siginfo& si) {
 
 // The command is gone, and the phase with it: every other process of the pid namespace is
 // killed at once (kill(-1) spares only init itself) and reaped here, where each orphan
-// ends up. Returns how many the SIGKILL ended; one that had already exited is not counted.
-// Whatever slipped past would die with init anyway (the kernel ends its pid namespace).
+// ends up. Returns how many the SIGKILL ended as init reaps them: one that had already
+// exited is not counted, nor one that its parent, waiting in wait4 as the SIGKILL reached
+// both, reaped itself. Whatever slipped past would die with init anyway (the kernel ends
+// its pid namespace).
 uint32_t KillLeftovers() {
   if (kill(-1, SIGKILL) < 0) return 0;  // ESRCH: nothing was left
   uint32_t killed = 0;
