@@ -62,8 +62,9 @@ TEST_F(Lifecycle, ADoubleForkedDaemonDoesNotOutliveThePhase) {
                     "(setsid sh -c '" + marker + " & echo > /tmp/up; wait' &); "
                     "while [ ! -e /tmp/up ]; do sleep 0.01; done"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // The daemon's shell and its sleep; the first subshell too, if it was not gone yet.
-  EXPECT_GE(ReadResult(result).left_killed(), 2u);
+  // The daemon's shell and its sleep (the shell, waiting for the sleep as the SIGKILL
+  // reaches both, may reap it first: brig-run(1), left_killed).
+  EXPECT_GE(ReadResult(result).left_killed(), 1u);
   EXPECT_TRUE(FindProcesses(marker).empty()) << "a double-forked daemon outlived the phase";
 }
 
