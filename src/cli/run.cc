@@ -112,6 +112,7 @@ v1::RunResult BuildResult(const std::string& id, const container::Outcome& o) {
   u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
   if (o.network) *r.mutable_network() = *o.network;
   *r.mutable_output() = o.output.value_or(v1::Output());
+  r.set_left_killed(o.left_killed);
   return r;
 }
 

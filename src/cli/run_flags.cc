@@ -146,6 +146,11 @@ Status SetDryRun(RunRequest& r, const std::string&) {
   return {};
 }
 
+Status SetWaitAll(RunRequest& r, const std::string&) {
+  r.wait_all = true;
+  return {};
+}
+
 Status SetHelp(RunRequest& r, const std::string&) {
   r.help = true;
   return {};
@@ -204,6 +209,10 @@ const std::vector<Flag>& Flags() {
       {"--grace", "DURATION",
        "after forwarding SIGTERM/SIGINT/SIGHUP, wait this long before killing (10s)",
        Parsed("--grace", &config::Overrides::grace, util::ParseDuration)},
+      {"--wait-all", nullptr,
+       "end the phase when every process of the sandbox has exited; without it, it ends when "
+       "the command does, and what the command left running is killed (result: left_killed)",
+       SetWaitAll},
       {"--output-limit", "SIZE",
        "relay at most SIZE bytes of each of stdout and stderr; the rest is dropped (the "
        "workload's writes still succeed) and the result says so",

@@ -51,6 +51,7 @@ struct Overrides {
   // --broker NAME=SPEC, as given and as parsed, in order.
   std::vector<std::pair<std::string, v1::Broker>> brokers;
   uint32_t attempt = 1;
+  bool wait_all = false;  // --wait-all
   // The sandbox's environment beyond brig's few defaults, built from nothing (design.md,
   // Invariant 3): "K=V" that the front end took from its own environment (--pass-env),
   // then "K=V" set explicitly (--env), which win.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <utility>
 
 #include "config/profile.h"
@@ -52,6 +53,22 @@ Status CheckRlimits(const security::Rlimits& rl) {
   return {};
 }
 
+// A root-owned workspace is read through an id map (ProbeWorkspace); it is never written.
+Status CheckRootOwned(const Sandbox& sb, const struct stat& st) {
+  if (st.st_uid != 0 || sb.fs.workspace_mode == fs::WorkspaceMode::kReadOnly) return {};
+  const std::string who = "owned by root (uid 0) and not writable by the sandbox user (host uid " +
+                          std::to_string(sb.host_uid) + ")";
+  if (sb.fs.workspace_mode == fs::WorkspaceMode::kCopy) {
+    return BadInput("workspace", sb.fs.workspace,
+                    who + "; a copy of a root-owned tree would need an id-mapped overlay lower "
+                          "layer, which brig does not make; use a read-only workspace, or "
+                          "chown it");
+  }
+  return BadInput("workspace", sb.fs.workspace,
+                  who + "; brig will not write through an id map onto a root-owned tree (a "
+                        "setuid path onto the host); use a read-only workspace, or chown it");
+}
+
 // The workspace, canonical, and its owner, whom the sandbox's ids map to.
 Status ProbeWorkspace(Sandbox& sb) {
   std::string& w = sb.fs.workspace;
@@ -64,16 +81,25 @@ Status ProbeWorkspace(Sandbox& sb) {
     return SysError("--workspace", w).WithKind(ErrorKind::kBadInput);
   }
   // Files the sandbox creates belong to the workspace's owner on the host. Host root is
-  // never mapped, so a root-owned workspace can be read (as an unprivileged id) but not
-  // written.
-  if (st.st_uid == 0 && sb.fs.workspace_mode != fs::WorkspaceMode::kReadOnly) {
-    return BadInput("--workspace", w,
-                    "owned by root, and brig never maps host root into a sandbox: chown it to "
-                    "an unprivileged user or use a profile with a read-only workspace");
-  }
+  // never mapped, so a root-owned workspace is read through an id-mapped mount, as its
+  // owner, and never written.
   if (st.st_uid != 0) sb.host_uid = st.st_uid;
   if (st.st_gid != 0) sb.host_gid = st.st_gid;
-  return {};
+  BRIG_TRY(CheckRootOwned(sb, st));
+  if (sb.host_uid != st.st_uid || sb.host_gid != st.st_gid) {
+    sb.fs.workspace_idmap = fs::IdMap{st.st_uid, st.st_gid, sb.host_uid, sb.host_gid};
+  }
+  // The sandbox user is the workspace's owner now: its owner bits are what it may do.
+  const bool rw = sb.fs.workspace_mode == fs::WorkspaceMode::kReadWrite;
+  const mode_t need = rw ? S_IRWXU : S_IRUSR | S_IXUSR;
+  if ((st.st_mode & need) == need) return {};
+  char mode[8];
+  snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+  return BadInput("workspace", w,
+                  std::string("mode ") + mode + ": its owner (uid " + std::to_string(st.st_uid) +
+                      "), as whom the sandbox user runs, may not " +
+                      (rw ? "read, write and enter it; chmod u+rwx it"
+                          : "read and enter it; chmod u+rx it"));
 }
 
 // The root, the layers and the workspace, then brig's outputs (fs/outputs.h): every

@@ -25,6 +25,13 @@ fs::WorkspaceMode ModeOf(v1::WorkspaceAccess a) {
 Status MergeLimits(const Limits& l, const Overrides& run, Sandbox& sb) {
   sb.timeout = run.timeout.value_or(l.timeout);
   sb.grace = run.grace.value_or(l.grace);
+  sb.wait_all = run.wait_all;
+  if (sb.wait_all && !sb.isolated) {
+    // Its command's orphans go to the host's init, not to brig: nothing could wait for them.
+    return BadInput("--wait-all", "", "profile '" + run.profile +
+                                          "' has no brig init (ISOLATION_NONE) to wait for what "
+                                          "the command leaves running");
+  }
   sb.fs.tmp_size = run.tmp_size.value_or(l.tmp_size);
   sb.output_limit = run.output_limit ? run.output_limit : l.output_limit;
   sb.egress_budget = run.egress_budget ? run.egress_budget : l.egress_bytes;

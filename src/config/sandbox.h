@@ -45,6 +45,9 @@ struct Sandbox {
 
   std::chrono::milliseconds timeout{0};
   std::chrono::milliseconds grace{0};
+  // The phase ends when every process of the sandbox has exited, not when the command does
+  // (--wait-all): brig init then kills nothing the command left running.
+  bool wait_all = false;
   security::Rlimits rlimits;
   security::UserCounts user_counts;
   cgroup::Limits limits;

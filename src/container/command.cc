@@ -1,9 +1,13 @@
 // Command lookup, as execvp(3) does it, but before anything runs: brig init uses it inside
-// the new root so 126/127 are known before Ready; the unconfined launcher on the host.
+// the new root, from the workload's working directory, so 126/127 are known before Ready;
+// the unconfined launcher on the host, from the workspace.
 #include "container/command.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "sys/fd.h"
 
 namespace brig::container {
 namespace {
@@ -15,37 +19,47 @@ std::string EnvValue(const std::vector<std::string>& env, const std::string& key
   return {};
 }
 
+// One candidate, looked up from `dir` (an O_PATH fd, or AT_FDCWD) with the caller's real
+// ids, as execve would judge it.
+Result<std::string> Check(int dir, const std::string& path) {
+  struct stat st;
+  if (fstatat(dir, path.c_str(), &st, 0) < 0) {
+    return SysError("command", path).WithKind(errno == ENOENT || errno == ENOTDIR
+                                                  ? ErrorKind::kNotFound
+                                                  : ErrorKind::kNotExecutable);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    errno = EISDIR;
+    return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
+  }
+  if (faccessat(dir, path.c_str(), X_OK, 0) < 0) {
+    return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
+  }
+  return path;
+}
+
 }  // namespace
 
-Result<std::string> ResolveCommand(const std::string& cmd, const std::vector<std::string>& env) {
-  auto check = [](const std::string& path) -> Result<std::string> {
-    struct stat st;
-    if (stat(path.c_str(), &st) < 0) {
-      return SysError("command", path).WithKind(errno == ENOENT || errno == ENOTDIR
-                                                    ? ErrorKind::kNotFound
-                                                    : ErrorKind::kNotExecutable);
-    }
-    if (S_ISDIR(st.st_mode)) {
-      errno = EISDIR;
-      return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
-    }
-    if (access(path.c_str(), X_OK) < 0) {
-      return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
-    }
-    return path;
-  };
-  if (cmd.find('/') != std::string::npos) return check(cmd);
+Result<std::string> ResolveCommand(const std::string& cmd, const std::vector<std::string>& env,
+                                   const std::string& workdir) {
+  sys::UniqueFd wd;
+  if (!workdir.empty()) {
+    wd.Reset(open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!wd) return SysError("chdir", workdir).WithKind(ErrorKind::kSetup);
+  }
+  const int dir = wd ? wd.get() : AT_FDCWD;
+  if (cmd.find('/') != std::string::npos) return Check(dir, cmd);
   std::string path = EnvValue(env, "PATH");
   Error last = Fail("command", cmd, "not found in PATH", ErrorKind::kNotFound);
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir.push_back('.');  // an empty PATH entry is the cwd
-    dir += '/';
-    dir += cmd;
-    auto r = check(dir);
+    std::string candidate = path.substr(start, end - start);
+    if (candidate.empty()) candidate.push_back('.');  // an empty PATH entry is the cwd
+    candidate += '/';
+    candidate += cmd;
+    auto r = Check(dir, candidate);
     if (r) return r;
     // Like execvp: a candidate that exists but cannot run is remembered, not final.
     if (r.error().kind == ErrorKind::kNotExecutable) last = Error(r.error());
@@ -55,6 +69,11 @@ Result<std::string> ResolveCommand(const std::string& cmd, const std::vector<std
   return last;
 }
 
+std::vector<std::string> ScriptArgv(const std::string& path, const std::vector<std::string>& argv) {
+  std::vector<std::string> out = {"/bin/sh", path};
+  if (argv.size() > 1) out.insert(out.end(), argv.begin() + 1, argv.end());
+  return out;
+}
 
 std::vector<char*> ExecArray(const std::vector<std::string>& strings) {
   std::vector<char*> out;

@@ -51,6 +51,8 @@ void ExecChild(const ExecSpec& s) {
   if (s.seccomp && !security::LoadSeccomp(*s.seccomp)) Failed(s.err_fd, -errno, ErrorKind::kSetup);
   execve(s.path, s.argv, s.envp);
   int e = errno;
+  // A shell that cannot be run leaves the file's own failure as the cause.
+  if (e == ENOEXEC) execve(s.script_argv[0], s.script_argv, s.envp);
   Failed(s.err_fd, e, ExecErrorKind(e));
 }
 

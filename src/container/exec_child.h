@@ -17,6 +17,9 @@ struct ExecSpec {
   const char* path;
   char* const* argv;
   char* const* envp;
+  // If the kernel cannot run `path` (ENOEXEC: a script without a #! line), this argv runs
+  // it with /bin/sh instead, as execvp(3) and a shell do (ScriptArgv).
+  char* const* script_argv;
   const char* workdir;  // chdir here first; "" stays where it is
   const security::Rlimits* rlimits;
   const security::SeccompProgram* seccomp;  // loaded last, before execve; null: none
@@ -35,7 +38,7 @@ struct ExecSpec {
 
 // What a failed execve with errno `e` is: the command not found (127) or not executable (126).
 constexpr ErrorKind ExecErrorKind(int e) {
-  return e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
+  return e == ENOENT || e == ENOTDIR ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
 }
 
 }  // namespace brig::container

@@ -40,6 +40,9 @@ void ForwardLog(log::Level level, std::string_view text) {
   if (g_log_fd >= 0) (void)SendLog(g_log_fd, level, text);
 }
 
+// The workload's working directory, where its command is looked up from.
+constexpr const char* kWorkdir = "/workspace";
+
 // Signals init forwards to the workload. SIGCHLD is init's own.
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
                               SIGCONT, SIGALRM};
@@ -88,6 +91,8 @@ Status ReleaseHost(const InitArgs& a) {
 // the filter's load allocates nothing: the errors are made before it.
 Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   std::vector<char*> argv = ExecArray(a.sandbox->argv), envp = ExecArray(a.sandbox->env);
+  std::vector<std::string> script = ScriptArgv(path, a.sandbox->argv);
+  std::vector<char*> script_argv = ExecArray(script);
   int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
@@ -98,8 +103,8 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "workload");
   if (pid == 0) {
-    ExecChild({path.c_str(), argv.data(), envp.data(), "/workspace", &a.sandbox->rlimits,
-               a.seccomp, go_rd.get(), go_wr.get(), wr.get(), 0});
+    ExecChild({path.c_str(), argv.data(), envp.data(), script_argv.data(), kWorkdir,
+               &a.sandbox->rlimits, a.seccomp, go_rd.get(), go_wr.get(), wr.get(), 0});
   }
   wr.Reset();
   go_rd.Reset();
@@ -129,10 +134,36 @@ bool FromOutside(const signalfd_siginfo& si) {
   return si.ssi_pid == 0 && si.ssi_code == SI_USER;
 }
 
+// Init's own exit status mirrors the workload's, for callers that only see init; the
+// supervisor already has the precise status.
+[[noreturn]] void ExitAs(int status) {
+  if (WIFSIGNALED(status)) _exit(ExitCodeForSignal(WTERMSIG(status)));
+  _exit(WEXITSTATUS(status));
+}
+
+// The command is gone, and the phase with it: every other process of the pid namespace is
+// killed at once (kill(-1) spares only init itself) and reaped here, where each orphan
+// ends up. Returns how many the SIGKILL ended as init reaps them: one that had already
+// exited is not counted, nor one that its parent, waiting in wait4 as the SIGKILL reached
+// both, reaped itself. Whatever slipped past would die with init anyway (the kernel ends
+// its pid namespace).
+uint32_t KillLeftovers() {
+  if (kill(-1, SIGKILL) < 0) return 0;  // ESRCH: nothing was left
+  uint32_t killed = 0;
+  for (;;) {
+    int status;
+    pid_t pid = waitpid(-1, &status, __WALL);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) return killed;  // ECHILD: none left
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++killed;
+  }
+}
+
 // Pid 1's loop: reap every child, forward the supervisor's signals to the workload (or, once
-// it is gone, to every process left), report the workload's status, exit when nothing is
-// left.
-[[noreturn]] void ReapAndForward(int sync_fd, int sigfd, pid_t workload) {
+// it is gone, with --wait-all, to every process left), report the workload's status. Init
+// exits when the workload does, having killed what it left (KillLeftovers), or with
+// --wait-all when nothing is left.
+[[noreturn]] void ReapAndForward(int sync_fd, int sigfd, pid_t workload, bool wait_all) {
   int workload_status = 0;
   bool workload_alive = true;
   for (;;) {
@@ -148,17 +179,12 @@ bool FromOutside(const signalfd_siginfo& si) {
       int status;
       pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid == 0) break;
-      if (pid < 0) {
-        // ECHILD: the phase is over. The exit status mirrors the workload's for callers
-        // that only see init; the supervisor already has the precise status.
-        if (WIFSIGNALED(workload_status)) _exit(ExitCodeForSignal(WTERMSIG(workload_status)));
-        _exit(WEXITSTATUS(workload_status));
-      }
-      if (pid == workload) {
-        workload_alive = false;
-        workload_status = status;
-        (void)SendMessage(sync_fd, Msg::kWorkloadExit, status);
-      }
+      if (pid < 0) ExitAs(workload_status);  // ECHILD: the phase is over
+      if (pid != workload) continue;
+      workload_alive = false;
+      workload_status = status;
+      (void)SendWorkloadExit(sync_fd, status, wait_all ? 0 : KillLeftovers());
+      if (!wait_all) ExitAs(status);
     }
   }
 }
@@ -224,7 +250,7 @@ void InitMain(const InitArgs& a) {
   log::ForwardTo(ForwardLog);
   log::Debug("started");
   if (auto s = Setup(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
-  auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env);
+  auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env, kWorkdir);
   if (!path) Die(fd, std::move(path).error());
   log::Debug("command: ", *path);
 
@@ -249,7 +275,7 @@ void InitMain(const InitArgs& a) {
   if (!m || m->type != Msg::kStart) _exit(125);
   auto w = StartWorkload(a, *path);
   if (!w) Die(fd, std::move(w).error());
-  ReapAndForward(fd, sigfd, w->pid);
+  ReapAndForward(fd, sigfd, w->pid, a.sandbox->wait_all);
 }
 
 }  // namespace brig::container

@@ -20,6 +20,9 @@ struct Outcome {
   // ran), or a setup or exec failure that brig init reported.
   std::optional<Error> error;
   std::optional<int> workload_status;  // wait status of the workload, if it ran and exited
+  // Processes the workload left running when it exited, killed as the phase ended with it
+  // (0 with --wait-all, which waits for them instead).
+  uint32_t left_killed = 0;
   bool timed_out = false;
   int killed_for_signal = 0;  // brig received this signal and killed the sandbox after grace
   bool oom_killed = false;    // the memory limit was hit and the sandbox was killed

@@ -327,7 +327,10 @@ bool Session::HandleSyncMessage() {
     if (!out_.error) out_.error = s.error();
     return true;
   }
-  if (m->type == Msg::kWorkloadExit) out_.workload_status = m->err;
+  if (m->type == Msg::kWorkloadExit) {
+    out_.workload_status = m->err;
+    out_.left_killed = LeftKilled(*m);
+  }
   if (m->type == Msg::kError && !out_.error) out_.error = DecodeError(*m);
   return true;
 }

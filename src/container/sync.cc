@@ -95,6 +95,18 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   return m;
 }
 
+Status SendWorkloadExit(int fd, int status, uint32_t left_killed) {
+  return SendMessage(fd, Msg::kWorkloadExit, status,
+                     std::string_view(reinterpret_cast<const char*>(&left_killed),
+                                      sizeof left_killed));
+}
+
+uint32_t LeftKilled(const Message& m) {
+  uint32_t n = 0;
+  if (m.payload.size() == sizeof n) memcpy(&n, m.payload.data(), sizeof n);
+  return n;
+}
+
 Status SendError(int fd, const Error& e) {
   // No allocation: init may be anywhere in its setup when it fails.
   char buf[kMaxPayload];

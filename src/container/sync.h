@@ -19,8 +19,10 @@
 //                                                   fork the workload: setsid, rlimits,
 //                                                   seccomp LAST, execve; init reaps and
 //                                                   forwards signals
-//                          ◀── kWorkloadExit {err = wait status}
-//                                                   init exits when no process is left
+//                          ◀── kWorkloadExit {err = wait status, payload = how many
+//                                  processes the workload left that init killed (uint32)}
+//                                                   init exits (--wait-all: when no
+//                                                   process is left)
 //   any failure:           ◀── kError {err = errno, payload = kind, step, subject}
 //                                                   then init _exits
 //   a send or receive that meets init gone (EPIPE, ECONNRESET, EOF) reports what init
@@ -73,6 +75,11 @@ Result<Message> RecvMessage(int fd, int timeout_ms);
 // ended (its wait status, read through `pidfd` without reaping it). Otherwise nullopt:
 // `lost` is the error to report.
 std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost);
+
+// kWorkloadExit: the workload's wait status and how many processes it left running that
+// init then killed (0 with --wait-all). No allocation: init sends it under its filter.
+Status SendWorkloadExit(int fd, int status, uint32_t left_killed);
+uint32_t LeftKilled(const Message& m);  // 0 if the payload does not hold the count
 
 // Error <-> kError packet. The payload is "<kind>\0<op>\0<subject>\0<detail>\0<context>".
 Status SendError(int fd, const Error& e);

@@ -14,14 +14,12 @@
 namespace brig::container {
 
 bool Session::LaunchUnconfined() {
-  // The command runs from the workspace, so a relative path means one inside it.
-  std::string cmd = sb_.argv[0];
-  if (!sb_.fs.workspace.empty() && cmd[0] != '/' && cmd.find('/') != std::string::npos) {
-    cmd = sb_.fs.workspace + "/" + cmd;
-  }
-  auto path = ResolveCommand(cmd, sb_.env);
+  // The command runs from the workspace, so it is looked up from there.
+  auto path = ResolveCommand(sb_.argv[0], sb_.env, sb_.fs.workspace);
   if (!path) return Failed(std::move(path).error());
   std::vector<char*> argv = ExecArray(sb_.argv), envp = ExecArray(sb_.env);
+  std::vector<std::string> script = ScriptArgv(*path, sb_.argv);
+  std::vector<char*> script_argv = ExecArray(script);
   int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return Failed(SysError("pipe2"));
   sys::UniqueFd err_rd(p[0]), err_wr(p[1]);
@@ -33,8 +31,9 @@ bool Session::LaunchUnconfined() {
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();
-    ExecChild({path->c_str(), argv.data(), envp.data(), sb_.fs.workspace.c_str(), &sb_.rlimits,
-               nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
+    ExecChild({path->c_str(), argv.data(), envp.data(), script_argv.data(),
+               sb_.fs.workspace.c_str(), &sb_.rlimits, nullptr, go_rd.get(), go_wr.get(),
+               err_wr.get(), supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
   log::Debug("clone: unconfined command is pid ", *pid);

@@ -15,6 +15,7 @@
 
 #include "fs/disk_image.h"
 #include "fs/hidden.h"
+#include "fs/idmap.h"
 #include "fs/kernel_paths.h"
 #include "sys/syscalls.h"
 #include "util/parse.h"
@@ -443,6 +444,23 @@ Status CheckHeld(const std::string& workspace, const std::vector<std::string>& h
                       "; use a copy workspace (--workspace-mode copy)");
 }
 
+// The bound (ro or rw) workspace's tree. One whose owner the sandbox user is not mapped to
+// is id-mapped to it; where its file system cannot be, the sandbox sees it as before, as
+// "other", which must then be enough to enter it.
+Status BindWorkspace(Step& s, int src, const Spec& spec, const struct stat& st) {
+  const bool ro = spec.workspace_mode == WorkspaceMode::kReadOnly;
+  const uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (ro ? MOUNT_ATTR_RDONLY : 0);
+  BRIG_TRY(CloneTree(s, src, "", set, ro ? 0 : MOUNT_ATTR_RDONLY, spec.workspace));
+  if (!spec.workspace_idmap) return {};
+  if (BRIG_TRY(MapTreeIds(s.tree.get(), *spec.workspace_idmap, spec.workspace))) return {};
+  if ((st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH)) return {};
+  return BadInput("workspace", spec.workspace,
+                  "owned by uid " + std::to_string(st.st_uid) + ", not readable by the sandbox "
+                  "user (host uid " + std::to_string(spec.workspace_idmap->to_uid) + "), and its "
+                  "file system does not support id-mapped mounts; make it readable by others, "
+                  "or chown it");
+}
+
 Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record) {
   if (spec.workspace.empty()) {
     plan.steps.push_back(Make(StepKind::kDir, "workspace"));
@@ -477,15 +495,8 @@ Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record) {
   if (spec.workspace_mode == WorkspaceMode::kCopy) {
     return AddCopyWorkspace(plan, spec, record, src.get(), st);
   }
-  uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  uint64_t clr = 0;
-  if (spec.workspace_mode == WorkspaceMode::kReadOnly) {
-    set |= MOUNT_ATTR_RDONLY;
-  } else {
-    clr |= MOUNT_ATTR_RDONLY;
-  }
   Step s = Make(StepKind::kBind, "workspace");
-  BRIG_TRY(CloneTree(s, src.get(), "", set, clr, spec.workspace));
+  BRIG_TRY(BindWorkspace(s, src.get(), spec, st));
   plan.steps.push_back(std::move(s));
   std::vector<std::string> pins;
   for (const auto& p : spec.protected_paths) {

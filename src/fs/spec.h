@@ -3,7 +3,10 @@
 // (config/probe.h: paths canonical, checked); plain data.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,12 +19,23 @@ inline const char* WorkspaceModeName(WorkspaceMode m) {
   return m == WorkspaceMode::kReadWrite ? "rw" : m == WorkspaceMode::kCopy ? "copy" : "ro";
 }
 
+// Files of host ids from_uid/from_gid appear as owned by host to_uid/to_gid (idmap.h).
+struct IdMap {
+  uid_t from_uid;
+  gid_t from_gid;
+  uid_t to_uid;
+  gid_t to_gid;
+};
+
 struct Spec {
   std::string rootfs;  // empty: the host-derived read-only root
   // --layer: directories stacked on the rootfs with overlayfs, bottom first.
   std::vector<std::string> layers;
   std::string workspace;  // empty: none
   WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
+  // ro: the workspace's owner is not the id the sandbox user maps to (host root is never
+  // mapped), so it is mounted id-mapped from its owner to the sandbox user's host ids.
+  std::optional<IdMap> workspace_idmap;
   // rw and copy: paths of the workspace the sandbox may not change, create, delete or
   // move, in normalised form ("a/b", no "." or empty components).
   std::vector<std::string> protected_paths;

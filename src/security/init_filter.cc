@@ -15,7 +15,8 @@ constexpr Allowed kInitSyscalls[] = {
     {"read", "the signalfd (Supervise), and the workload's exec-error pipe (StartWorkload)"},
     {"close", "the start pipe, whose close lets the workload go on (StartWorkload)"},
     {"wait4", "waitpid: reaping the workload, orphans, a workload that failed to exec"},
-    {"kill", "relaying the supervisor's signals to the workload, or to every process left"},
+    {"kill", "relaying the supervisor's signals to the workload, or to every process left; "
+             "killing what the workload left when it exits (KillLeftovers)"},
     {"sendmsg", "kWorkloadExit and kError to the supervisor over the sync socket"},
     {"exit_group", "_exit with the workload's status, or 125 on a failure"},
     // Nothing is allocated after the load, but StartWorkload's argv and errors are freed as

@@ -159,6 +159,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckDecoded(e, *m);
       RoundTrip(e);
     }
+    if (m->type == Msg::kWorkloadExit) {
+      uint32_t left = 0;
+      if (m->payload.size() == sizeof left) std::memcpy(&left, m->payload.data(), sizeof left);
+      FUZZ_CHECK(brig::container::LeftKilled(*m) == left);
+    }
   } else {
     brig::fuzz::CheckRendersOneLine(m.error());
   }

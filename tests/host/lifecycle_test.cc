@@ -1,12 +1,15 @@
 // Lifetime of a sandbox: timeout, signals, the supervisor's death, bad input, residue.
+#include <google/protobuf/util/json_util.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <thread>
 
 #include "host/host_fixture.h"
+#include "proto/brig.pb.h"
 
 namespace brig::testing {
 namespace {
@@ -16,13 +19,85 @@ using namespace std::chrono_literals;
 class Lifecycle : public HostTest {};
 
 TEST_F(Lifecycle, TimeoutKillsDetachedDaemons) {
-  auto r = RunBrig({"run", "--timeout", "2s", "--", "setsid", "sh", "-c", "sleep 1237 &"});
+  auto r = RunBrig(
+      {"run", "--wait-all", "--timeout", "2s", "--", "setsid", "sh", "-c", "sleep 1237 &"});
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_GE(r.elapsed, 2000ms);
   // Not a measure of speed (tools/bench has those): a bound that only a teardown that hangs
   // reaches, on however loaded a machine.
   EXPECT_LE(r.elapsed, 32s) << "the timeout did not end the run";
   EXPECT_TRUE(FindProcesses("sleep 1237").empty()) << "the daemon outlived its sandbox";
+}
+
+v1::RunResult ReadResult(const std::string& path) {
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(path);
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  return res;
+}
+
+// As with Docker and bwrap: the command's exit ends the phase with the command's status,
+// and what it left running is killed and counted.
+TEST_F(Lifecycle, ThePhaseEndsWithItsCommand) {
+  ScratchDir out;
+  const std::string result = out.path() + "/result.json";
+  const std::string marker = "sleep " + std::to_string(4000000 + getpid());
+  auto r = RunBrig({"run", "--timeout", "20s", "--result", result, "--", "sh", "-c",
+                    marker + " & exit 3"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  v1::RunResult res = ReadResult(result);
+  EXPECT_EQ(res.exit_code(), 3);
+  EXPECT_EQ(res.error_code(), "");
+  EXPECT_EQ(res.left_killed(), 1u);
+  EXPECT_TRUE(FindProcesses(marker).empty()) << "what the command left outlived the phase";
+}
+
+// A daemon in a session of its own, its parent gone, is still in the sandbox's pid
+// namespace: it ends with the phase.
+TEST_F(Lifecycle, ADoubleForkedDaemonDoesNotOutliveThePhase) {
+  ScratchDir out;
+  const std::string result = out.path() + "/result.json";
+  const std::string marker = "sleep " + std::to_string(5000000 + getpid());
+  auto r = RunBrig({"run", "--timeout", "20s", "--result", result, "--", "sh", "-c",
+                    "(setsid sh -c '" + marker + " & echo > /tmp/up; wait' &); "
+                    "while [ ! -e /tmp/up ]; do sleep 0.01; done"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The daemon's shell and its sleep (the shell, waiting for the sleep as the SIGKILL
+  // reaches both, may reap it first: brig-run(1), left_killed).
+  EXPECT_GE(ReadResult(result).left_killed(), 1u);
+  EXPECT_TRUE(FindProcesses(marker).empty()) << "a double-forked daemon outlived the phase";
+}
+
+// --wait-all: the phase lasts until every process has exited. The background child
+// learns its parent is gone (it is init's now), then waits to be told to finish.
+TEST_F(Lifecycle, WaitAllWaitsForEveryProcess) {
+  ScratchDir ws, out;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  ws.Write("bg.sh",
+           "#!/bin/sh\n"
+           "trap 'echo finished > /workspace/done; exit 0' TERM\n"
+           "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" != 1 ]; do sleep 0.01; done\n"
+           "echo > /workspace/orphaned\n"
+           "while :; do sleep 0.05; done\n",
+           0755);
+  const std::string result = out.path() + "/result.json";
+  pid_t pid = SpawnBrig({"run", "--wait-all", "--workspace", ws.path(), "--profile", RwProfile(),
+                         "--result", result, "--", "sh", "-c", "./bg.sh & exit 5"},
+                        out.path());
+  ASSERT_TRUE(Eventually([&] { return access((ws.path() + "/orphaned").c_str(), F_OK) == 0; }));
+  siginfo_t si = {};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT), 0);
+  EXPECT_EQ(si.si_pid, 0) << "the phase ended with the command";
+  EXPECT_NE(access((ws.path() + "/done").c_str(), F_OK), 0);
+  // brig relays SIGTERM to every process left once the command is gone.
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 5);
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/done"), "finished\n");
+  EXPECT_EQ(ReadResult(result).left_killed(), 0u);
+  auto none = RunBrig({"run", "--profile", "none", "--wait-all", "--", "true"});
+  EXPECT_EQ(none.exit_code, 125);
+  EXPECT_NE(none.err.find("--wait-all: profile 'none' has no brig init"), std::string::npos)
+      << none.err;
 }
 
 TEST_F(Lifecycle, SignalIsForwardedToTheWorkload) {

@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -293,12 +294,59 @@ TEST_F(Run, RlimitsApplyAndCanBeOverridden) {
   }
 }
 
+// A root-owned 0700 tree, as a harness hands over a checkout root made: the sandbox user
+// (host uid 65534, since host root is never mapped) reads it as its owner through an
+// id-mapped mount, and it is still read-only.
+TEST_F(Run, RootOwnedWorkspaceIsReadThroughAnIdMap) {
+  ScratchDir ws;  // owned by root
+  ASSERT_EQ(chmod(ws.path().c_str(), 0700), 0);
+  ws.Write("file", "root's\n", 0600);
+  auto r = Sh("cat /workspace/file && stat -c %u:%g /workspace /workspace/file && id -u && "
+              "if touch /workspace/new 2>/dev/null; then echo WROTE; fi",
+              {"--workspace", ws.path()});
+  if (r.err.find("does not support id-mapped mounts") != std::string::npos) {
+    GTEST_SKIP() << r.err;  // the vm tier's /tmp is on overlayfs, which cannot be id-mapped
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "root's\n1000:1000\n1000:1000\n1000\n");
+  EXPECT_NE(access((ws.path() + "/new").c_str(), F_OK), 0);
+}
+
 TEST_F(Run, RootOwnedWorkspaceIsRefusedReadWrite) {
   ScratchDir ws;  // owned by root
-  auto r = Sh("touch /workspace/x", {"--workspace", ws.path(), "--profile", RwProfile()});
-  EXPECT_EQ(r.exit_code, 125);
-  EXPECT_NE(r.err.find("never maps host root"), std::string::npos) << r.err;
+  ASSERT_EQ(chmod(ws.path().c_str(), 0700), 0);
+  for (const std::string& profile :
+       {RwProfile(), SourceRoot() + "/tests/host/profiles/workspace-copy.textproto"}) {
+    auto r = Sh("touch /workspace/x", {"--workspace", ws.path(), "--profile", profile});
+    EXPECT_EQ(r.exit_code, 125) << profile;
+    EXPECT_NE(r.err.find("workspace '" + ws.path() +
+                         "': owned by root (uid 0) and not writable by the sandbox user "
+                         "(host uid 65534)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  auto rw = Sh("true", {"--workspace", ws.path(), "--profile", RwProfile()});
+  EXPECT_NE(rw.err.find("a setuid path onto the host"), std::string::npos) << rw.err;
   EXPECT_NE(access((ws.path() + "/x").c_str(), F_OK), 0);
+}
+
+// The sandbox user runs as the workspace's owner: a workspace its owner may not enter is
+// refused before anything starts, not reported as a command that cannot be run.
+TEST_F(Run, AWorkspaceItsOwnerMayNotEnterIsRefused) {
+  ScratchDir ws;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  ASSERT_EQ(chmod(ws.path().c_str(), 0070), 0);
+  auto r = Sh("true", {"--workspace", ws.path()});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("mode 0070: its owner (uid 1234), as whom the sandbox user runs, may not "
+                       "read and enter it"),
+            std::string::npos)
+      << r.err;
+  ASSERT_EQ(chmod(ws.path().c_str(), 0500), 0);
+  auto w = Sh("true", {"--workspace", ws.path(), "--profile", RwProfile()});
+  EXPECT_EQ(w.exit_code, 125);
+  EXPECT_NE(w.err.find("may not read, write and enter it"), std::string::npos) << w.err;
 }
 
 // The default seccomp policy must not get in the way of ordinary build and agent work.
@@ -400,6 +448,49 @@ TEST_F(Run, CommandNotFoundOrNotExecutable) {
   EXPECT_EQ(RunBrig({"run", "--", "/usr"}).exit_code, 126);
   // One line each.
   EXPECT_EQ(std::count(nf.err.begin(), nf.err.end(), '\n'), 1) << nf.err;
+}
+
+// As a harness author writes it: the command is looked up as a shell in /workspace would,
+// relative paths and PATH entries from there, with execvp(3)'s 126 and 127.
+TEST_F(Run, CommandsResolveInTheWorkingDirectory) {
+  ScratchDir ws;
+  ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  ws.Write("run.sh", "#!/bin/sh\necho ran \"$@\" in \"$PWD\"\n", 0755);
+  ws.Write("plain.txt", "not a program\n", 0644);
+  ws.Write("no-shebang", "echo run by sh\n", 0755);
+  ASSERT_EQ(mkdir((ws.path() + "/bin").c_str(), 0755), 0);
+  ws.Write("bin/tool", "#!/bin/sh\necho tool\n", 0755);
+  auto run = [&](std::vector<std::string> cmd, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {"run", "--workspace", ws.path()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return RunBrig(args);
+  };
+  auto rel = run({"./run.sh", "a"});
+  EXPECT_EQ(rel.exit_code, 0) << rel.err;
+  EXPECT_EQ(rel.out, "ran a in /workspace\n");
+  EXPECT_EQ(run({"bin/tool"}).out, "tool\n");
+  auto missing = run({"./missing"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_EQ(missing.err, "brig: command './missing': No such file or directory\n");
+  EXPECT_EQ(run({"./plain.txt/x"}).exit_code, 127);  // ENOTDIR
+  auto plain = run({"./plain.txt"});
+  EXPECT_EQ(plain.exit_code, 126);
+  EXPECT_EQ(plain.err, "brig: command './plain.txt': Permission denied\n");
+  EXPECT_EQ(run({"./bin"}).exit_code, 126);
+  auto sh = run({"./no-shebang"});
+  EXPECT_EQ(sh.exit_code, 0) << sh.err;
+  EXPECT_EQ(sh.out, "run by sh\n");
+  auto path = run({"id", "-u"});
+  EXPECT_EQ(path.out, "1000\n") << path.err;
+  EXPECT_EQ(run({"tool"}).exit_code, 127);  // the working directory is not on PATH
+  EXPECT_EQ(run({"tool"}, {"--env", "PATH=bin:/usr/bin:/bin"}).out, "tool\n");
+  // Without isolation the command runs from the workspace too.
+  auto none = run({"./run.sh", "b"}, {"--profile", "none"});
+  EXPECT_EQ(none.out, "ran b in " + ws.path() + "\n") << none.err;
+  EXPECT_EQ(run({"tool"}, {"--profile", "none", "--env", "PATH=bin:/usr/bin:/bin"}).out,
+            "tool\n");
 }
 
 }  // namespace

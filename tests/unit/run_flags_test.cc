@@ -55,6 +55,20 @@ TEST(RunFlags, DefaultsAreSafe) {
   EXPECT_NE(sb->seccomp_policy.find("/seccomp/default.textproto"), std::string::npos);
 }
 
+TEST(RunFlags, WaitAllIsAskedForAndNeedsBrigInit) {
+  auto sb = Resolve({"true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_FALSE(sb->wait_all) << "the phase ends with its command unless asked";
+  auto all = Resolve({"--wait-all", "true"});
+  ASSERT_TRUE(all) << all.error().Render();
+  EXPECT_TRUE(all->wait_all);
+  auto none = Resolve({"--wait-all", "--profile", "none", "true"});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(ExitCode(none.error().kind), 125);
+  EXPECT_EQ(none.error().Render(), "--wait-all: profile 'none' has no brig init (ISOLATION_NONE) "
+                                   "to wait for what the command leaves running");
+}
+
 TEST(Profiles, RunOptionsChangeOnlyLimits) {
   auto sb = Resolve({"--timeout", "5s", "--tmp-size", "64M", "--rlimit", "nofile=100", "true"});
   ASSERT_TRUE(sb) << sb.error().Render();

@@ -29,6 +29,18 @@ TEST(Sync, MessagesRoundTrip) {
   EXPECT_EQ(m->payload, "payload");
 }
 
+TEST(Sync, WorkloadExitCarriesHowManyProcessesInitKilled) {
+  Pair p;
+  ASSERT_TRUE(SendWorkloadExit(p.a.get(), 3 << 8, 2));
+  auto m = RecvMessage(p.b.get(), 1000);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, Msg::kWorkloadExit);
+  EXPECT_EQ(m->err, 3 << 8);
+  EXPECT_EQ(LeftKilled(*m), 2u);
+  Message odd{Msg::kWorkloadExit, 0, "xyz"};
+  EXPECT_EQ(LeftKilled(odd), 0u) << "a payload that is not a count counts nothing";
+}
+
 TEST(Sync, ErrorsRoundTripWithKindStepAndErrno) {
   Pair p;
   Error e = Fail("mount", "/proc", "", ErrorKind::kSetup);
