@@ -122,7 +122,9 @@ class AgentJob : public HostTest {
       kill(standin_, SIGKILL);
       waitpid(standin_, nullptr, 0);
     }
-    if (!IsSkipped()) EXPECT_EQ(world_.TearDown(), "") << "the test left these in its world";
+    if (!IsSkipped()) {
+      EXPECT_EQ(world_.TearDown(), "") << "the test left these in its world";
+    }
     HostTest::TearDown();
   }
 
