@@ -142,6 +142,8 @@ v1::ManifestLimits Limits(const config::Sandbox& sb) {
   u->set_fanotify_groups(sb.user_counts.fanotify_groups);
   u->set_fanotify_marks(sb.user_counts.fanotify_marks);
   u->set_namespaces(sb.user_counts.namespaces);
+  l.set_egress_budget_bytes(sb.egress_budget.value_or(0));
+  l.set_wait_all(sb.wait_all);
   return l;
 }
 

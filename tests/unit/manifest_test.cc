@@ -32,6 +32,8 @@ config::Sandbox Plan() {
   run.argv = {"sh", "-c", "true"};
   run.allow_hosts = {"*.pkg.example"};
   run.set_env = {"TOKEN_NAME_ONLY=" + std::string(kSecret)};
+  run.egress_budget = 1 << 20;
+  run.wait_all = true;
   auto b = broker::ParseSpec("model=port=8080,to=https://api.example,header=x-api-key:env:KEY,"
                              "methods=POST,paths=/v1/");
   EXPECT_TRUE(b) << b.error().Render();
@@ -68,6 +70,8 @@ TEST(Manifest, ListsTheEffectivePolicyAndNoValue) {
   bool named = false;
   for (const auto& n : m.env_names()) named |= n == "TOKEN_NAME_ONLY";
   EXPECT_TRUE(named);
+  EXPECT_EQ(m.limits().egress_budget_bytes(), 1u << 20);
+  EXPECT_TRUE(m.limits().wait_all());
   EXPECT_EQ(m.network().posture(), v1::POSTURE_ALLOWLIST);
   ASSERT_EQ(m.network().allow_hosts_size(), 2);
   EXPECT_EQ(m.network().allow_hosts(1), "*.pkg.example");
