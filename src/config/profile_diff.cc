@@ -65,8 +65,8 @@ void DiffMessages(const Message& a, const Message& b, const std::string& prefix,
       DiffMessages(r->GetMessage(a, f), r->GetMessage(b, f), path + ".", out);
       continue;
     }
-    bool ha = !f->has_presence() || r->HasField(a, f);
-    bool hb = !f->has_presence() || r->HasField(b, f);
+    // A field without presence is "set" when it is not its zero value: "" reads (unset).
+    bool ha = r->HasField(a, f), hb = r->HasField(b, f);
     std::string ta = ha ? ValueText(a, f, -1) : "(unset)";
     std::string tb = hb ? ValueText(b, f, -1) : "(unset)";
     if (ta != tb) out.push_back("- " + path + ": " + ta + " (A)  vs  " + tb + " (B)");

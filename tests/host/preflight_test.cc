@@ -33,7 +33,9 @@ std::string LineOf(const std::string& out, const std::string& prefix) {
   return "";
 }
 
+// The word at `column` of `line` ("ok", "missing"), or "" if the line is shorter.
 std::string Status(const std::string& line, size_t column) {
+  if (line.size() <= column) return "";
   size_t end = line.find(' ', column);
   return line.substr(column, end == std::string::npos ? std::string::npos : end - column);
 }
