@@ -106,10 +106,34 @@ void ValidateBrokers(const v1::Profile& p, Problems& out) {
   }
 }
 
-// ParseLimits names the first limit it refuses.
+// Clears the field at `path` ("limits.user_counts.namespaces") of `msg`; false if there is
+// no such field.
+bool ClearPath(google::protobuf::Message& msg, const std::string& path) {
+  size_t dot = path.find('.');
+  const auto* field = msg.GetDescriptor()->FindFieldByName(path.substr(0, dot));
+  if (!field) return false;
+  const auto* r = msg.GetReflection();
+  if (dot == std::string::npos) {
+    r->ClearField(&msg, field);
+    return true;
+  }
+  if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE ||
+      field->is_repeated()) {
+    return false;
+  }
+  return ClearPath(*r->MutableMessage(&msg, field), path.substr(dot + 1));
+}
+
+// ParseLimits names the first limit it refuses: each one is noted and cleared, and the
+// rest parsed again, until they parse.
 void ValidateLimits(const v1::Profile& p, const std::string& file, Problems& out) {
-  if (auto l = ParseLimits(p.limits(), file); !l) {
+  v1::Profile rest = p;
+  for (auto l = ParseLimits(rest.limits(), file); !l; l = ParseLimits(rest.limits(), file)) {
+    for (const Problem& seen : out) {
+      if (seen.field == l.error().subject) return;  // clearing it did not help: stop
+    }
     out.push_back({l.error().subject, -1, l.error().detail});
+    if (!ClearPath(rest, l.error().subject)) return;
   }
 }
 

@@ -262,7 +262,7 @@ TEST(PolicyCheck, EveryErrorOfAFileIsListed) {
                                   "  posture: POSTURE_NONE\n"
                                   "  allow_hosts: \"example.com\"\n"
                                   "}\n"
-                                  "limits { pids: 0 }\n");
+                                  "limits { pids: 0 memory: \"lots\" }\n");
   std::string policy = dir.Write("seccomp/s.textproto",
                                  "default_action: SCMP_ACT_ERRNO\n"
                                  "syscalls { names: \"read\" names: \"nosuch1\" "
@@ -271,7 +271,8 @@ TEST(PolicyCheck, EveryErrorOfAFileIsListed) {
   auto r = Policy({"check", profile, policy});
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, profile + ":11:10 'limits.pids': must be from 1 to 4194304\n" +
+  EXPECT_EQ(r.err, profile + ":11:18 'limits.memory': expected a number, as in 512M or 1G\n" +
+                       profile + ":11:10 'limits.pids': must be from 1 to 4194304\n" +
                        profile + ":5:3 'filesystem.protected_paths': '../out' leaves the "
                        "workspace\n" +
                        profile + ":9:3 'network.allow_hosts': only an allowlist posture has "
