@@ -12,7 +12,9 @@
 #include <unordered_map>
 
 #include "broker/tls.h"
+#include "egress/budget.h"
 #include "egress/relay.h"
+#include "egress/traffic.h"
 #include "http/framing.h"
 #include "sys/syscalls.h"
 
@@ -40,6 +42,19 @@ uint32_t Micros(Clock::duration d) {
 
 bool WouldBlock() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
+void AddFailure(v1::BrokerTraffic& t, const std::string& reason, const std::string& detail) {
+  for (v1::Denial& d : *t.mutable_failures()) {
+    if (d.reason() == reason) {
+      d.set_count(d.count() + 1);
+      return;
+    }
+  }
+  v1::Denial* d = t.add_failures();
+  d->set_reason(reason);
+  d->set_count(1);
+  d->set_detail(detail);
+}
+
 // Bytes go on as they come (an event stream's small writes included), never held for
 // Nagle's algorithm. A no-op on unix sockets.
 void NoDelay(int fd) {
@@ -51,8 +66,9 @@ void NoDelay(int fd) {
 
 class Service::Impl {
  public:
-  Impl(std::vector<Config> brokers, Listeners l, std::string attribution, AuditSink audit)
-      : brokers_(std::move(brokers)), l_(std::move(l)), audit_(std::move(audit)) {
+  Impl(std::vector<Config> brokers, Listeners l, std::string attribution, AuditSink audit,
+       egress::Budget* budget)
+      : brokers_(std::move(brokers)), l_(std::move(l)), audit_(std::move(audit)), budget_(budget) {
     for (const Config& c : brokers_) {
       http::Rules rules;
       for (const Header& h : c.headers) rules.set.emplace_back(h.name, h.value);
@@ -72,7 +88,7 @@ class Service::Impl {
   int fd() const { return ep_.get(); }
   void Handle();
   void Close();
-  std::vector<v1::BrokerTraffic> Summary() const { return traffic_; }
+  std::vector<v1::BrokerTraffic> Summary() const;
 
  private:
   struct Exchange {
@@ -101,6 +117,7 @@ class Service::Impl {
     // answered; then the connection closes.
     int refusal = 0;
     std::string why;  // the refusal's, or the target's failure
+    std::string fail = "unreachable";  // the failure reason of a 502 (BrokerTraffic.failures)
     // tcp
     std::optional<egress::Relay> relay;
   };
@@ -111,14 +128,19 @@ class Service::Impl {
   void Connect(Conn& c);
   void Connected(Conn& c);
   void UpstreamFailed(Conn& c, const std::string& why);
+  void DropUnsent(Conn& c);
   void Pump(Conn& c);
   void PumpHttp(Conn& c);
   void ReadClient(Conn& c);
   void ReadUpstream(Conn& c);
   void Flush(Conn& c);
   void UpdateInterest(Conn& c);
-  void Audit(Conn& c, Exchange& e, int status, const std::string& detail);
-  void Finish(uint64_t id, const std::string& detail);
+  // `failure`: the reason the request failed (BrokerTraffic.failures), empty if it did not.
+  void Audit(Conn& c, Exchange& e, int status, const std::string& detail,
+             const std::string& failure);
+  void Finish(uint64_t id, const std::string& detail, const std::string& failure = "");
+  std::string BudgetSpent() const;
+  bool Spent() const { return budget_ && budget_->exceeded(); }
   void Tick();
 
   std::vector<Config> brokers_;
@@ -130,7 +152,19 @@ class Service::Impl {
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_id_ = kFirstConn;
   std::vector<v1::BrokerTraffic> traffic_;
+  egress::Budget* budget_;
 };
+
+std::string Service::Impl::BudgetSpent() const {
+  return "the phase's egress budget of " + std::to_string(budget_->limit()) +
+         " bytes is spent (--egress-budget, limits.egress_bytes)";
+}
+
+std::vector<v1::BrokerTraffic> Service::Impl::Summary() const {
+  std::vector<v1::BrokerTraffic> out = traffic_;
+  for (v1::BrokerTraffic& t : out) egress::SortDenials(*t.mutable_failures());
+  return out;
+}
 
 Status Service::Impl::Init() {
   ep_.Reset(epoll_create1(EPOLL_CLOEXEC));
@@ -201,6 +235,12 @@ void Service::Impl::Accept(size_t b, int listener) {
     }
     traffic_[b].set_connections(traffic_[b].connections() + 1);
     conns_.emplace(c.id, std::move(conn));
+    if (Spent()) {
+      // No target is dialed: an http client's request gets a 502 saying why.
+      c.fail = "budget";
+      UpstreamFailed(c, BudgetSpent());
+      continue;
+    }
     Connect(c);
   }
 }
@@ -241,8 +281,9 @@ void Service::Impl::Connected(Conn& c) {
   (void)epoll_ctl(ep_.get(), EPOLL_CTL_DEL, c.connecting.get(), nullptr);
   c.up_events = 0;
   if (!Http(c)) {
-    auto relay = egress::Relay::Start(std::move(c.client), std::move(c.connecting), {});
-    if (!relay) return Finish(c.id, relay.error().Render());
+    auto relay = egress::Relay::Start(std::move(c.client), std::move(c.connecting), {}, budget_,
+                                      "broker " + brokers_[c.b].name);
+    if (!relay) return Finish(c.id, relay.error().Render(), "internal");
     c.relay.emplace(std::move(*relay));
     c.state = Conn::kOpen;
     return Pump(c);
@@ -256,22 +297,27 @@ void Service::Impl::Connected(Conn& c) {
   Pump(c);
 }
 
-void Service::Impl::UpstreamFailed(Conn& c, const std::string& why) {
-  if (!Http(c)) return Finish(c.id, why);
-  // A response under way cannot be turned into a 502: it is cut short with the connection.
-  if (!c.ex.empty() && c.ex.front().down > 0) return Finish(c.id, why);
-  // What never left counts for no request (the newest were framed last).
+// What never left counts for no request (the newest were framed last), nor for the
+// broker's bytes_up.
+void Service::Impl::DropUnsent(Conn& c) {
   uint64_t unsent = c.to_up.size();
   for (auto e = c.ex.rbegin(); e != c.ex.rend() && unsent > 0; ++e) {
     uint64_t d = std::min<uint64_t>(e->up, unsent);
     e->up -= d;
     unsent -= d;
   }
+  c.to_up.clear();
+}
+
+void Service::Impl::UpstreamFailed(Conn& c, const std::string& why) {
+  if (!Http(c)) return Finish(c.id, why, c.fail);
+  // A response under way cannot be turned into a 502: it is cut short with the connection.
+  if (!c.ex.empty() && c.ex.front().down > 0) return Finish(c.id, why, c.fail);
+  DropUnsent(c);
   c.connecting.Reset();
   c.up.reset();
   c.up_events = 0;
   c.up_eof = c.up_shut = true;
-  c.to_up.clear();
   c.state = Conn::kOpen;
   c.failed = true;
   c.why = why;
@@ -279,7 +325,7 @@ void Service::Impl::UpstreamFailed(Conn& c, const std::string& why) {
   // gets a 502; any sent behind it were never answered.
   if (!c.ex.empty()) {
     while (c.ex.size() > 1) {
-      Audit(c, c.ex.back(), 0, why);
+      Audit(c, c.ex.back(), 0, why, c.fail);
       c.ex.pop_back();
     }
     c.refusal = 502;
@@ -290,6 +336,7 @@ void Service::Impl::UpstreamFailed(Conn& c, const std::string& why) {
 void Service::Impl::Pump(Conn& c) {
   if (c.relay) {
     if (!c.relay->Pump()) {
+      if (c.relay->over_budget()) return Finish(c.id, BudgetSpent(), "budget");
       return Finish(c.id, c.relay->failed() ? "a side reset the connection" : "");
     }
     Interest(c.relay->client(), c.id * 2, c.client_events, c.relay->Wanted(c.relay->client()));
@@ -346,7 +393,7 @@ void Service::Impl::ReadUpstream(Conn& c) {
       c.up_eof = true;
       http::ResponseFramer::Step s = c.resp->Eof();
       if (s.done && !c.ex.empty()) {
-        Audit(c, c.ex.front(), s.status, "");
+        Audit(c, c.ex.front(), s.status, "", s.status >= 500 ? "status" : "");
         c.ex.pop_front();
       }
       if (n == Upstream::kFailed) c.why = c.up->error();
@@ -363,7 +410,7 @@ void Service::Impl::ReadUpstream(Conn& c) {
       c.to_client.append(in.data(), s.consumed);
       if (!c.ex.empty()) c.ex.front().down += s.consumed;
       if (s.done && !c.ex.empty()) {
-        Audit(c, c.ex.front(), s.status, "");
+        Audit(c, c.ex.front(), s.status, "", s.status >= 500 ? "status" : "");
         c.ex.pop_front();
       }
       if (s.consumed == 0 && !s.done) break;
@@ -374,7 +421,12 @@ void Service::Impl::ReadUpstream(Conn& c) {
 
 void Service::Impl::Flush(Conn& c) {
   while (c.up && !c.to_up.empty()) {
-    ssize_t n = c.up->Write(c.to_up.data(), c.to_up.size());
+    size_t len = egress::Quota(budget_, c.to_up.size());
+    if (len == 0) {
+      c.fail = "budget";
+      break;
+    }
+    ssize_t n = c.up->Write(c.to_up.data(), len);
     if (n == Upstream::kWouldBlock) break;
     if (n <= 0) {
       c.up_eof = true;
@@ -383,6 +435,10 @@ void Service::Impl::Flush(Conn& c) {
       break;
     }
     c.to_up.erase(0, static_cast<size_t>(n));
+    // Counted as written: a body may still be going after its response (Audit's `up` is
+    // what each request's framing held).
+    traffic_[c.b].set_bytes_up(traffic_[c.b].bytes_up() + static_cast<uint64_t>(n));
+    if (budget_) budget_->Charge("broker " + brokers_[c.b].name, static_cast<size_t>(n));
   }
   while (!c.to_client.empty()) {
     ssize_t n = send(c.client.get(), c.to_client.data(), c.to_client.size(), MSG_NOSIGNAL);
@@ -410,6 +466,7 @@ void Service::Impl::PumpHttp(Conn& c) {
     if (c.up->Handshake()) {
       c.state = Conn::kOpen;
     } else if (c.up->failed()) {
+      c.fail = "tls";
       return UpstreamFailed(c, "TLS to " + brokers_[c.b].to.Str() + ": " + c.up->error());
     }
   }
@@ -417,6 +474,7 @@ void Service::Impl::PumpHttp(Conn& c) {
   bool open = c.state == Conn::kOpen && c.up;
   if (open) ReadUpstream(c);
   Flush(c);
+  if (c.fail == "budget" && c.up) return Finish(c.id, BudgetSpent(), "budget");
   if (open && c.up_eof && c.to_client.empty()) {
     // The target is gone: with nothing asked of it, so is the connection; otherwise
     // UpstreamFailed answers or cuts short what it left unanswered.
@@ -428,7 +486,7 @@ void Service::Impl::PumpHttp(Conn& c) {
     Exchange& e = c.ex.back();
     c.to_client = http::Refusal(c.refusal, "brig broker: " + c.why);
     e.down = c.to_client.size();
-    Audit(c, e, c.refusal, c.why);
+    Audit(c, e, c.refusal, c.why, c.refusal == 502 ? c.fail : "refused");
     c.ex.clear();
     Flush(c);
     (void)shutdown(c.client.get(), SHUT_WR);
@@ -465,7 +523,8 @@ void Service::Impl::UpdateInterest(Conn& c) {
   Interest(c.up->fd(), c.id * 2 + 1, c.up_events, up);
 }
 
-void Service::Impl::Audit(Conn& c, Exchange& e, int status, const std::string& detail) {
+void Service::Impl::Audit(Conn& c, Exchange& e, int status, const std::string& detail,
+                          const std::string& failure) {
   v1::BrokerRequest r;
   r.set_broker(brokers_[c.b].name);
   r.set_method(e.head.method);
@@ -477,15 +536,20 @@ void Service::Impl::Audit(Conn& c, Exchange& e, int status, const std::string& d
   r.set_duration_us(Micros(Clock::now() - e.start));
   r.set_detail(detail);
   v1::BrokerTraffic& t = traffic_[c.b];
-  if (!detail.empty()) t.set_failed(t.failed() + 1);
-  t.set_bytes_up(t.bytes_up() + e.up);
+  if (!failure.empty()) {
+    t.set_failed(t.failed() + 1);
+    std::string what = detail.empty() && status ? "the target answered " + std::to_string(status)
+                                                : detail;
+    AddFailure(t, failure, what);
+  }
+  if (!Http(c)) t.set_bytes_up(t.bytes_up() + e.up);  // http: counted in Flush
   t.set_bytes_down(t.bytes_down() + e.down);
   v1::AuditEvent ev;
   *ev.mutable_broker_request() = std::move(r);
   audit_(std::move(ev));
 }
 
-void Service::Impl::Finish(uint64_t id, const std::string& detail) {
+void Service::Impl::Finish(uint64_t id, const std::string& detail, const std::string& failure) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Conn& c = *it->second;
@@ -495,9 +559,16 @@ void Service::Impl::Finish(uint64_t id, const std::string& detail) {
       e.up = c.relay->bytes_up();
       e.down = c.relay->bytes_down();
     }
-    Audit(c, e, 0, detail);
+    Audit(c, e, 0, detail, failure);
   } else {
-    for (Exchange& e : c.ex) Audit(c, e, 0, detail.empty() ? "the connection ended" : detail);
+    DropUnsent(c);
+    // A failure after the last response (a body cut off) is one too.
+    if (c.ex.empty() && !failure.empty()) {
+      c.ex.push_back(Exchange{http::RequestHead{"", brokers_[c.b].to.Str(), ""}, c.start});
+    }
+    for (Exchange& e : c.ex) {
+      Audit(c, e, 0, detail.empty() ? "the connection ended" : detail, failure);
+    }
   }
   conns_.erase(it);  // closes both sides, which leaves the epoll set
 }
@@ -506,7 +577,9 @@ void Service::Impl::Tick() {
   auto now = Clock::now();
   std::vector<std::pair<uint64_t, std::string>> expired;
   for (auto& [id, c] : conns_) {
-    if (c->state == Conn::kConnecting && now >= c->deadline) {
+    if (Spent() && c->state != Conn::kLinger && !c->failed) {
+      expired.emplace_back(id, BudgetSpent());
+    } else if (c->state == Conn::kConnecting && now >= c->deadline) {
       c->connecting.Reset();
       c->up_events = 0;
       Connect(*c);
@@ -514,7 +587,7 @@ void Service::Impl::Tick() {
       expired.emplace_back(id, "");
     }
   }
-  for (auto& [id, why] : expired) Finish(id, why);
+  for (auto& [id, why] : expired) Finish(id, why, why.empty() ? "" : "budget");
 }
 
 void Service::Impl::Close() {
@@ -529,9 +602,10 @@ Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Service::~Service() = default;
 
 Result<std::unique_ptr<Service>> Service::Start(std::vector<Config> brokers, Listeners listeners,
-                                                std::string attribution, AuditSink audit) {
+                                                std::string attribution, AuditSink audit,
+                                                egress::Budget* budget) {
   auto impl = std::make_unique<Impl>(std::move(brokers), std::move(listeners),
-                                     std::move(attribution), std::move(audit));
+                                     std::move(attribution), std::move(audit), budget);
   BRIG_TRY(impl->Init());
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }

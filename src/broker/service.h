@@ -9,6 +9,10 @@
 // path the broker's binding does not allow a 403, Upgrade a 501, each then a close; a
 // target that cannot be reached, a 502.
 //
+// Every failed request (tcp: connection) is counted per broker with its reason
+// (BrokerTraffic.failures): the target unreachable or gone, TLS to it failed, it answered
+// 5xx, brig refused the request, or the egress budget was spent.
+//
 // Everything runs in the supervisor's single-threaded event loop, behind one epoll fd:
 // no thread, no process. Close() ends every connection, both sides, at once. Every request
 // (tcp: every connection) is one audit event: never a body, a query or a header value.
@@ -22,6 +26,7 @@
 #include "brig/result.h"
 #include "broker/listen.h"
 #include "broker/spec.h"
+#include "egress/budget.h"
 #include "proto/brig.pb.h"
 
 namespace brig::broker {
@@ -31,9 +36,12 @@ using AuditSink = std::function<void(v1::AuditEvent)>;
 class Service {
  public:
   // `brokers` as resolved (header values read); `listeners` as ListenUnix and ListenTcp
-  // made them; `attribution` is "<sandbox id>/<attempt>".
+  // made them; `attribution` is "<sandbox id>/<attempt>". `budget` (null: none) outlives
+  // the service and is charged for what goes to the targets (plaintext, before brig's own
+  // TLS), shared with the proxy (egress/budget.h).
   static Result<std::unique_ptr<Service>> Start(std::vector<Config> brokers, Listeners listeners,
-                                                std::string attribution, AuditSink audit);
+                                                std::string attribution, AuditSink audit,
+                                                egress::Budget* budget);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;

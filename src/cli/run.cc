@@ -19,6 +19,7 @@
 #include "proto/brig.pb.h"
 #include "brig/exit.h"
 #include "container/session.h"
+#include "egress/denials.h"
 #include "fs/host_marks.h"
 #include "log/log.h"
 #include "supervise/stdio.h"
@@ -188,6 +189,8 @@ int Report(const std::string& result_path, const container::Outcome& o, v1::RunR
     say(log::Level::kError, o.export_error->Render());
   }
   for (const std::string& w : o.warnings) say(log::Level::kWarn, w);
+  // What the sandbox was refused, where the user looks (the audit log has each event).
+  for (const std::string& line : egress::DenialLines(r.network())) say(log::Level::kWarn, line);
   if (!result_path.empty()) {
     if (auto s = WriteResult(result_path, r, note_temp); !s) {
       say(log::Level::kError, s.error().Render());
@@ -307,8 +310,8 @@ std::string MainUsage() {
          "Global options (before COMMAND, as runc's):\n" +
          GlobalUsage() +
          "\n"
-         "See brig(1), brig-run(1), brig-gc(1), brig-policy(1), brig-profile(5) and\n"
-         "brig-seccomp(5).\n";
+         "See brig(1), brig-run(1), brig-check(1), brig-gc(1), brig-policy(1),\n"
+         "brig-profile(5) and brig-seccomp(5).\n";
 }
 
 }  // namespace brig::cli

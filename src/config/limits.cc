@@ -118,6 +118,8 @@ Result<Limits> ParseLimits(const v1::Limits& given, const std::string& file) {
   out.tmp_size = *tmp;
   out.output_limit =
       BRIG_TRY(Optional<uint64_t>(l.output_limit(), file, "limits.output_limit", util::ParseSize));
+  out.egress_bytes =
+      BRIG_TRY(Optional<uint64_t>(l.egress_bytes(), file, "limits.egress_bytes", util::ParseSize));
   out.cgroup = BRIG_TRY(ParseCgroup(l, file));
   out.disk = BRIG_TRY(Optional<uint64_t>(l.disk(), file, "limits.disk", util::ParseDiskSize));
   BRIG_TRY(ParseCounts(l, file, out));

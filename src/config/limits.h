@@ -27,6 +27,7 @@ struct Limits {
   uint64_t tmp_size = 0;                 // bytes, for /tmp and /dev/shm each
   std::optional<uint64_t> output_limit;  // bytes of each of stdout and stderr; unset: no bound
   std::optional<uint64_t> disk;          // a copy workspace's changes; unset: no cap
+  std::optional<uint64_t> egress_bytes;  // sent through the proxy and brokers; unset: no bound
   cgroup::Limits cgroup;                 // unset: no limit; optional_limits as *_optional
   security::Rlimits rlimits;
   security::UserCounts user_counts;

@@ -40,7 +40,7 @@ struct Overrides {
   std::string copy_dir;
   std::optional<std::chrono::milliseconds> timeout, grace;
   std::optional<uint64_t> tmp_size, disk_size, rlimit_nofile, rlimit_nproc, rlimit_core,
-      output_limit;
+      output_limit, egress_budget;
   std::optional<uint64_t> memory, swap, pids, cpu_milli;
   std::string cgroup_parent;
   std::optional<net::Subnet> subnet;

@@ -27,6 +27,7 @@ Status MergeLimits(const Limits& l, const Overrides& run, Sandbox& sb) {
   sb.grace = run.grace.value_or(l.grace);
   sb.fs.tmp_size = run.tmp_size.value_or(l.tmp_size);
   sb.output_limit = run.output_limit ? run.output_limit : l.output_limit;
+  sb.egress_budget = run.egress_budget ? run.egress_budget : l.egress_bytes;
   sb.rlimits = l.rlimits;
   sb.rlimits.nofile = run.rlimit_nofile.value_or(l.rlimits.nofile);
   sb.rlimits.nproc = run.rlimit_nproc.value_or(l.rlimits.nproc);

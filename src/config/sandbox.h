@@ -39,6 +39,9 @@ struct Sandbox {
   fs::Spec fs;
   // Bytes of each of stdout and stderr relayed to the caller; unset: no bound.
   std::optional<uint64_t> output_limit;
+  // Bytes brig may send upstream through the proxy and the brokers over the whole phase
+  // (egress/budget.h); unset: no bound.
+  std::optional<uint64_t> egress_budget;
 
   std::chrono::milliseconds timeout{0};
   std::chrono::milliseconds grace{0};

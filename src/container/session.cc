@@ -218,10 +218,11 @@ Result<std::optional<Error>> Session::Handshake() {
 Status Session::StartServices() {
   auto audit = [this](v1::AuditEvent e) { AuditEvent(std::move(e)); };
   if (net_ || !sb_.brokers.empty()) signal(SIGPIPE, SIG_IGN);
+  budget_ = std::make_unique<egress::Budget>(sb_.egress_budget.value_or(0), audit);
   if (net_) {
     egress_ = BRIG_TRY(egress::Service::Start(sb_.egress, net_->listeners(),
                                               net_->address().addr.v, net_->address().subnet,
-                                              audit));
+                                              audit, budget_.get()));
     log::Debug("egress: resolver and proxy serving");
   }
   if (sb_.brokers.empty()) return {};
@@ -229,7 +230,8 @@ Status Session::StartServices() {
   // loopback up.
   BRIG_TRY_CTX(broker::ListenTcp(sb_.brokers, child_.pid(), broker_listeners_), "brokers");
   brokers_ = BRIG_TRY(broker::Service::Start(sb_.brokers, std::move(broker_listeners_),
-                                             sb_.id + "/" + std::to_string(sb_.attempt), audit));
+                                             sb_.id + "/" + std::to_string(sb_.attempt), audit,
+                                             budget_.get()));
   log::Debug("brokers: ", sb_.brokers.size(), " serving");
   return {};
 }
@@ -361,6 +363,11 @@ void Session::TearDown() {
     if (!out_.network) out_.network.emplace();
     for (v1::BrokerTraffic& t : brokers_->Summary()) *out_.network->add_brokers() = std::move(t);
   }
+  if (out_.network && budget_) {
+    out_.network->set_egress_budget(budget_->limit());
+    out_.network->set_egress_bytes(budget_->sent());
+    out_.network->set_budget_exceeded(budget_->exceeded());
+  }
   auto left = [this](std::string_view what, Status s) {
     log::Debug("teardown: ", what, s ? "" : ": ", s ? "" : s.error().Render());
     if (s) return;
@@ -375,7 +382,8 @@ void Session::TearDown() {
   if (group_) left("cgroups", group_->Remove());
   // The sandbox is gone; its copy's changes are still in brig's scratch space.
   if (started_workload_ && !sb_.fs.export_changes.empty()) {
-    if (auto s = fs::ExportChanges(record_, plan_.copy_scratch.get(), sb_.fs.workspace,
+    if (auto s = fs::ExportChanges(record_, plan_.copy_scratch.get(), plan_.copy_merged.get(),
+                                   sb_.fs.workspace,
                                    sb_.fs.export_changes, plan_.protected_paths, plan_.hidden);
         !s) {
       out_.export_error = std::move(s).error();

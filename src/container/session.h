@@ -99,6 +99,8 @@ class Session {
   std::unique_ptr<net::SandboxNet> net_;
   std::unique_ptr<supervise::Stdio> stdio_;
   sys::UniqueFd sync_;  // brig's end of the sync socket (sync.h)
+  // Shared by the proxy and the brokers, which hold it: made before them, gone after.
+  std::unique_ptr<egress::Budget> budget_;
   std::unique_ptr<egress::Service> egress_;
   std::unique_ptr<broker::Service> brokers_;
   sys::Child child_;  // brig init, or the unconfined command

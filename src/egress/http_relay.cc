@@ -32,14 +32,16 @@ constexpr unsigned kSpliceFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 
 HttpRelay::HttpRelay(sys::UniqueFd client, sys::UniqueFd upstream,
                      std::unique_ptr<http::RequestFramer> framer, std::string to_up,
-                     std::string unread, bool first_is_head, std::string name, uint16_t port)
+                     std::string unread, bool first_is_head, std::string name, uint16_t port,
+                     Budget* budget)
     : client_(std::move(client)),
       upstream_(std::move(upstream)),
       framer_(std::move(framer)),
       to_up_{std::move(to_up)},
       unread_(std::move(unread)),
       name_(std::move(name)),
-      port_(port) {
+      port_(port),
+      budget_(budget) {
   responses_.Expect(first_is_head);
 }
 
@@ -173,8 +175,26 @@ bool HttpRelay::Send(int fd, Outbox& box, uint64_t& bytes) {
   return true;
 }
 
+bool HttpRelay::SendUp() {
+  while (upstream_ && !to_up_.empty()) {
+    size_t len = Quota(budget_, to_up_.size());
+    if (len == 0) {
+      over_budget_ = true;
+      return false;
+    }
+    ssize_t n = send(upstream_.get(), to_up_.data.data() + to_up_.sent, len, MSG_NOSIGNAL);
+    if (n < 0 && WouldBlock()) return true;
+    if (n <= 0) return false;
+    bytes_up_ += static_cast<uint64_t>(n);
+    to_up_.sent += static_cast<size_t>(n);
+    if (budget_) budget_->Charge(name_, static_cast<size_t>(n));
+  }
+  if (to_up_.empty()) to_up_ = Outbox{};
+  return true;
+}
+
 bool HttpRelay::Flush() {
-  if (!Send(upstream_.get(), to_up_, bytes_up_) || !Send(client_.get(), to_client_, bytes_down_)) {
+  if (!SendUp() || !Send(client_.get(), to_client_, bytes_down_)) {
     return false;
   }
   while (to_client_.empty() && in_pipe_ > 0) {

@@ -6,7 +6,8 @@
 // body of known length goes by splice(2), uncopied), so that a refusal (400, then a
 // close) follows the responses to the requests before it.
 // Half-close is passed on as the splice relay (egress/relay.h) does. Level-triggered,
-// single-threaded, nonblocking; the owner asks Wanted() after every Pump().
+// single-threaded, nonblocking; the owner asks Wanted() after every Pump(). With an egress
+// budget (budget.h) the bytes to the upstream are charged to it and never exceed it.
 #pragma once
 
 #include <sys/epoll.h>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "egress/budget.h"
 #include "http/framing.h"
 #include "sys/fd.h"
 
@@ -27,7 +29,7 @@ class HttpRelay {
   // the client sent that the framer has not read yet. `first_is_head`: it was a HEAD.
   HttpRelay(sys::UniqueFd client, sys::UniqueFd upstream,
             std::unique_ptr<http::RequestFramer> framer, std::string to_up, std::string unread,
-            bool first_is_head, std::string name, uint16_t port);
+            bool first_is_head, std::string name, uint16_t port, Budget* budget = nullptr);
 
   int client() const { return client_.get(); }
   int upstream() const { return upstream_.get(); }
@@ -40,6 +42,8 @@ class HttpRelay {
   uint64_t bytes_down() const { return bytes_down_; }
   bool failed() const { return failed_; }
   bool refused() const { return refused_; }
+  // The relay ended because request bytes were waiting and the budget was spent.
+  bool over_budget() const { return over_budget_; }
   // Why a request was refused, or why the upstream's bytes ended the connection.
   const std::string& why() const { return why_; }
   sys::UniqueFd TakeClient() { return std::move(client_); }
@@ -58,6 +62,8 @@ class HttpRelay {
   void CountSpliced(size_t n);
   void ReadUpstream();
   static bool Send(int fd, Outbox& box, uint64_t& bytes);
+  // Sends what the budget allows of to_up_; false on an error or a spent budget.
+  bool SendUp();
   bool Drained() const { return to_client_.empty() && in_pipe_ == 0; }
   bool Flush();
   void Refuse(std::string why);
@@ -80,6 +86,8 @@ class HttpRelay {
   std::string refusal_;
   std::string why_;
   uint64_t bytes_up_ = 0, bytes_down_ = 0;
+  Budget* budget_;
+  bool over_budget_ = false;
 };
 
 }  // namespace brig::egress

@@ -33,9 +33,15 @@ constexpr auto kRefusalLinger = 2s;
 
 Proxy::Proxy(const Policy& policy, const net::Listeners& listeners, uint32_t sandbox,
              const NamePool& pool, HostFloor& host_floor, UpstreamClient& upstream, Loop& loop,
-             Traffic& traffic)
+             Traffic& traffic, Budget* budget)
     : policy_(policy), l_(listeners), sandbox_(sandbox), pool_(pool), host_floor_(host_floor),
-      upstream_(upstream), loop_(loop), traffic_(traffic), max_conns_(kMaxConnections) {}
+      upstream_(upstream), loop_(loop), traffic_(traffic), budget_(budget),
+      max_conns_(kMaxConnections) {}
+
+std::string Proxy::BudgetSpent() const {
+  return "the phase's egress budget of " + std::to_string(budget_->limit()) +
+         " bytes is spent (--egress-budget, limits.egress_bytes)";
+}
 
 void Proxy::FitDescriptors() {
   rlimit nofile = {};
@@ -217,6 +223,7 @@ void Proxy::Decide(Conn& c) {
   if (*resolved != c.name) {
     return Refuse(c, "name_mismatch", Ip(c.dialed) + " was resolved for " + *resolved + ", not " + c.name);
   }
+  if (budget_ && budget_->exceeded()) return Refuse(c, "budget", BudgetSpent());
   c.state = Conn::kResolving;
   loop_.Interest(c.client.get(), c.id << 2 | kClient, c.client_events, 0);
   upstream_.Resolve(c.name, [this, id = c.id](const Resolution& r) {
@@ -291,7 +298,8 @@ void Proxy::Connected(Conn& c) {
 
 void Proxy::StartRelay(Conn& c) {
   if (c.tls) {
-    auto relay = Relay::Start(std::move(c.client), std::move(c.upstream), std::move(c.buf));
+    auto relay = Relay::Start(std::move(c.client), std::move(c.upstream), std::move(c.buf),
+                              budget_, c.name);
     if (!relay) {
       c.reason = "upstream_failed";
       c.detail = relay.error().Render();
@@ -302,7 +310,8 @@ void Proxy::StartRelay(Conn& c) {
   } else {
     c.http = std::make_unique<HttpRelay>(std::move(c.client), std::move(c.upstream),
                                          std::move(c.framer), std::move(c.to_up),
-                                         std::move(c.buf), c.first_is_head, c.name, c.port);
+                                         std::move(c.buf), c.first_is_head, c.name, c.port,
+                                         budget_);
   }
   c.state = Conn::kRelaying;
   c.allowed = true;
@@ -314,6 +323,7 @@ void Proxy::StartRelay(Conn& c) {
 void Proxy::Pump(Conn& c) {
   if (c.http) {
     if (!c.http->Pump()) {
+      if (c.http->over_budget()) return OverBudget(c);
       if (c.http->refused()) {
         // The connection stood; a later request on it did not.
         c.detail = "a request was refused: " + c.http->why();
@@ -333,6 +343,7 @@ void Proxy::Pump(Conn& c) {
     return;
   }
   if (!c.relay->Pump()) {
+    if (c.relay->over_budget()) return OverBudget(c);
     if (c.relay->failed()) c.detail = "a side reset the connection";
     Finish(c.id);
     return;
@@ -341,6 +352,14 @@ void Proxy::Pump(Conn& c) {
                  c.relay->Wanted(c.relay->client()));
   loop_.Interest(c.relay->upstream(), c.id << 2 | kUpstreamSide, c.upstream_events,
                  c.relay->Wanted(c.relay->upstream()));
+}
+
+// Bytes were waiting to go upstream and the budget is spent: the connection closes, both
+// sides, at once (the other connections at the next tick).
+void Proxy::OverBudget(Conn& c) {
+  c.reason = "budget";
+  c.detail = BudgetSpent();
+  Finish(c.id);
 }
 
 void Proxy::Refuse(Conn& c, const std::string& reason, const std::string& detail) {
@@ -377,7 +396,16 @@ void Proxy::Linger(Conn& c) {
 
 void Proxy::Tick(Clock::time_point now) {
   std::vector<uint64_t> expired;
-  for (auto& [id, c] : conns_) Expire(c, now, expired);
+  bool spent = budget_ && budget_->exceeded();
+  for (auto& [id, c] : conns_) {
+    if (spent && c.state != Conn::kRefusing && c.state != Conn::kReading) {
+      c.reason = "budget";
+      c.detail = BudgetSpent();
+      expired.push_back(id);
+      continue;
+    }
+    Expire(c, now, expired);
+  }
   for (uint64_t id : expired) Finish(id);
 }
 
@@ -421,6 +449,8 @@ void Proxy::Finish(uint64_t id) {
   ev.set_bytes_up(BytesUp(c));
   ev.set_bytes_down(BytesDown(c));
   ev.set_duration_ms(Millis(Clock::now() - c.start));
+  // A connection the budget closed was admitted, but is a refusal too.
+  if (!c.allowed || c.reason == "budget") traffic_.Deny(c.name, c.reason, c.detail);
   v1::NetworkSummary& totals = traffic_.totals();
   if (c.allowed) {
     totals.set_connections(totals.connections() + 1);

@@ -6,7 +6,8 @@
 // host_floor.h), sends the bytes it read, and on 443 splices the rest both ways (relay.h);
 // on 80 every further request is framed and must name the same host (http_relay.h). TLS is
 // never terminated. Every refusal is immediate: a TLS alert or an HTTP 400/403/501/502,
-// then close. Every connection is one audit event.
+// then close. Every connection is one audit event. With an egress budget (budget.h), once
+// it is spent every open connection is closed and every new one refused, reason "budget".
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "egress/budget.h"
 #include "egress/host_floor.h"
 #include "egress/http.h"
 #include "egress/http_relay.h"
@@ -37,7 +39,7 @@ class Proxy {
   // Everything given must outlive the proxy; `sandbox` is the one address served.
   Proxy(const Policy& policy, const net::Listeners& listeners, uint32_t sandbox,
         const NamePool& pool, HostFloor& host_floor, UpstreamClient& upstream, Loop& loop,
-        Traffic& traffic);
+        Traffic& traffic, Budget* budget);
   // Raises the soft RLIMIT_NOFILE towards what the connections need, and takes no more
   // connections than fit, so accept never fails for want of a descriptor.
   void FitDescriptors();
@@ -46,7 +48,8 @@ class Proxy {
   // The client or upstream socket of connection `id` (its token's id) is ready.
   void OnClient(uint64_t id, uint32_t events);
   void OnUpstream(uint64_t id, uint32_t events);
-  // Ends connections past their deadline or idle too long.
+  // Ends connections past their deadline or idle too long, and every one once the budget
+  // is spent.
   void Tick(Clock::time_point now);
   // Ends every connection (each gets its audit event): the sandbox is gone.
   void Close();
@@ -102,10 +105,12 @@ class Proxy {
   void StartRelay(Conn& c);
   void Pump(Conn& c);
   void Refuse(Conn& c, const std::string& reason, const std::string& detail);
+  void OverBudget(Conn& c);
   void Linger(Conn& c);
   void Drain(Conn& c);
   void Expire(Conn& c, Clock::time_point now, std::vector<uint64_t>& expired);
   void Finish(uint64_t id);
+  std::string BudgetSpent() const;
 
   const Policy& policy_;
   http::Rules http_rules_;  // the proxy's: none of a broker's, the client's Host goes on
@@ -116,6 +121,7 @@ class Proxy {
   UpstreamClient& upstream_;
   Loop& loop_;
   Traffic& traffic_;
+  Budget* budget_;
   std::unordered_map<uint64_t, Conn> conns_;
   size_t max_conns_;
 };

@@ -31,8 +31,11 @@ bool WouldBlock() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
 }  // namespace
 
-Result<Relay> Relay::Start(sys::UniqueFd client, sys::UniqueFd upstream, std::string prefix) {
+Result<Relay> Relay::Start(sys::UniqueFd client, sys::UniqueFd upstream, std::string prefix,
+                          Budget* budget, std::string name) {
   Relay r;
+  r.budget_ = budget;
+  r.name_ = std::move(name);
   r.client_ = std::move(client);
   r.upstream_ = std::move(upstream);
   BRIG_TRY(MakePipe(r.up_.pipe_r, r.up_.pipe_w, r.up_.capacity));
@@ -41,11 +44,25 @@ Result<Relay> Relay::Start(sys::UniqueFd client, sys::UniqueFd upstream, std::st
   return r;
 }
 
+size_t Relay::Quota(const Direction& d, size_t n) {
+  if (&d != &up_) return n;
+  size_t q = egress::Quota(budget_, n);
+  if (q == 0 && n > 0) over_budget_ = true;
+  return q;
+}
+
+void Relay::Charge(Direction& d, size_t n) {
+  d.bytes += n;
+  if (&d == &up_ && budget_) budget_->Charge(name_, n);
+}
+
 bool Relay::Move(Direction& d, int src, int dst) {
   while (!d.pending.empty()) {
-    ssize_t n = send(dst, d.pending.data(), d.pending.size(), MSG_NOSIGNAL);
+    size_t len = Quota(d, d.pending.size());
+    if (len == 0) return false;
+    ssize_t n = send(dst, d.pending.data(), len, MSG_NOSIGNAL);
     if (n < 0) return WouldBlock();
-    d.bytes += static_cast<uint64_t>(n);
+    Charge(d, static_cast<size_t>(n));
     d.pending.erase(0, static_cast<size_t>(n));
   }
   for (;;) {
@@ -63,11 +80,13 @@ bool Relay::Move(Direction& d, int src, int dst) {
       }
     }
     if (d.in_pipe > 0) {
-      ssize_t n = splice(d.pipe_r.get(), nullptr, dst, nullptr, d.in_pipe,
+      size_t len = Quota(d, d.in_pipe);
+      if (len == 0) return false;
+      ssize_t n = splice(d.pipe_r.get(), nullptr, dst, nullptr, len,
                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) {
         d.in_pipe -= static_cast<size_t>(n);
-        d.bytes += static_cast<uint64_t>(n);
+        Charge(d, static_cast<size_t>(n));
         progress = true;
       } else if (n < 0 && !WouldBlock()) {
         return false;

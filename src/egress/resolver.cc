@@ -252,7 +252,10 @@ void Resolver::Reply(const Waiter& w, const std::string& reply, v1::DnsQuery& ev
   ev.set_duration_us(Micros(Clock::now() - w.start));
   v1::NetworkSummary& totals = traffic_.totals();
   totals.set_queries(totals.queries() + 1);
-  if (!ev.allowed()) totals.set_denied(totals.denied() + 1);
+  if (!ev.allowed()) {
+    totals.set_denied(totals.denied() + 1);
+    traffic_.Deny(ev.name(), ev.reason(), ev.detail());
+  }
   if (v1::HostTraffic* h = traffic_.Host(ev.name())) {
     h->set_queries(h->queries() + 1);
     if (!ev.allowed()) h->set_denied(h->denied() + 1);

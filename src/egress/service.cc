@@ -24,13 +24,14 @@ constexpr auto kTick = 250ms;
 // gone before it.
 class Service::Impl {
  public:
-  Impl(Policy p, const net::Listeners& l, uint32_t sandbox, net::Subnet bridge, AuditSink audit)
+  Impl(Policy p, const net::Listeners& l, uint32_t sandbox, net::Subnet bridge, AuditSink audit,
+       Budget* budget)
       : policy_(std::move(p)),
         traffic_(std::move(audit)),
         host_floor_(bridge),
         upstream_(policy_, loop_),
         resolver_(policy_, l, sandbox, pool_, host_floor_, upstream_, loop_, traffic_),
-        proxy_(policy_, l, sandbox, pool_, host_floor_, upstream_, loop_, traffic_),
+        proxy_(policy_, l, sandbox, pool_, host_floor_, upstream_, loop_, traffic_, budget),
         l_(l) {}
 
   Status Init();
@@ -119,11 +120,12 @@ Service::~Service() = default;
 
 Result<std::unique_ptr<Service>> Service::Start(Policy policy, const net::Listeners& listeners,
                                                 uint32_t sandbox, net::Subnet bridge,
-                                                AuditSink audit) {
+                                                AuditSink audit, Budget* budget) {
   if (policy.upstreams.empty()) {
     return Fail("resolver upstream", "", "none given", ErrorKind::kInternal);
   }
-  auto impl = std::make_unique<Impl>(std::move(policy), listeners, sandbox, bridge, std::move(audit));
+  auto impl = std::make_unique<Impl>(std::move(policy), listeners, sandbox, bridge,
+                                     std::move(audit), budget);
   BRIG_TRY(impl->Init());
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }

@@ -24,7 +24,16 @@
 // the proxy connects, so an address the host gained after the name was resolved is
 // refused too.
 //
-// Every query and connection is one audit event; Summary() totals them per name.
+// Every query and connection is one audit event; Summary() totals them per name, with why
+// each name was refused (denials.h prints that at exit).
+//
+// The egress budget (budget.h) counts what the proxy writes upstream: on 443 the sandbox's
+// own TLS bytes, records and handshake included, as brig passes them on; on 80 the request
+// bytes brig forwards. DNS is not counted: the resolver forwards upstream only names the
+// posture allows (in posture allowlist any other gets NXDOMAIN without leaving the host)
+// and asks for A records only. An allowlist entry that covers subdomains still lets the
+// sandbox choose the labels it queries under it, which that domain's name servers see;
+// brig-run(1) says so. In posture open every name goes upstream.
 //
 // Where each part lives: the resolver in resolver.h, its upstream client (retries, TCP
 // fallback, cache) in upstream_client.h, the proxy in proxy.h, the host's floor in
@@ -36,6 +45,7 @@
 
 #include "brig/result.h"
 #include "proto/brig.pb.h"
+#include "egress/budget.h"
 #include "egress/policy.h"
 #include "egress/traffic.h"
 #include "net/link.h"
@@ -45,11 +55,11 @@ namespace brig::egress {
 
 class Service {
  public:
-  // `listeners` must outlive the service; `sandbox` is the one address served, in brig's
-  // bridge subnet `bridge`.
+  // `listeners` and `budget` (null: none) must outlive the service; `sandbox` is the one
+  // address served, in brig's bridge subnet `bridge`.
   static Result<std::unique_ptr<Service>> Start(Policy policy, const net::Listeners& listeners,
                                                 uint32_t sandbox, net::Subnet bridge,
-                                                AuditSink audit);
+                                                AuditSink audit, Budget* budget);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;

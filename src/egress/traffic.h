@@ -1,6 +1,7 @@
 // What one egress service tells about itself: an audit event per DNS query and per
 // connection, handed to the sink as it ends, and the totals per name that
-// Service::Summary() returns. Shared by the resolver and the proxy.
+// Service::Summary() returns, with why each name was refused and how often (printed at
+// exit: denials.h). Shared by the resolver and the proxy.
 #pragma once
 
 #include <functional>
@@ -21,6 +22,8 @@ class Traffic {
   // The totals of `name` ("(no name)" if empty); null once the summary holds as many names
   // as it keeps.
   v1::HostTraffic* Host(const std::string& name);
+  // Counts a refusal of `name` for `reason`; the first one's `detail` is kept.
+  void Deny(const std::string& name, const std::string& reason, const std::string& detail);
   v1::NetworkSummary Summary() const;
 
  private:
@@ -28,5 +31,8 @@ class Traffic {
   std::map<std::string, v1::HostTraffic> hosts_;
   v1::NetworkSummary totals_;
 };
+
+// Most frequent first; ties keep the order they were first seen in.
+void SortDenials(google::protobuf::RepeatedPtrField<v1::Denial>& denials);
 
 }  // namespace brig::egress

@@ -1,11 +1,8 @@
 #include "fs/export.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -13,12 +10,11 @@
 #include <cstring>
 #include <vector>
 
+#include "fs/export_git.h"
 #include "fs/host_marks.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
-
-extern char** environ;
 
 namespace brig::fs {
 namespace {
@@ -42,23 +38,6 @@ bool UnderAny(const std::vector<std::string>& list, const std::string& path) {
 
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
-}
-
-std::vector<std::string> Names(int dirfd) {
-  std::vector<std::string> out;
-  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return out;
-  DIR* d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return out;
-  }
-  while (dirent* e = readdir(d)) {
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) out.push_back(e->d_name);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 Status CopyFile(int from_dir, const std::string& name, int to_dir, mode_t mode,
@@ -87,7 +66,7 @@ Status CopyFile(int from_dir, const std::string& name, int to_dir, mode_t mode,
 // Walks the upper dir `upper` (relative path `rel`) beside the source dir `lower` (-1 if the
 // source has no such directory), mirroring it into `out`.
 Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
-  std::vector<std::string> names = Names(upper);
+  std::vector<std::string> names = util::ListDir(upper);
   for (const std::string& name : names) {
     std::string path = Join(rel, name);
     if (UnderAny(*c.skip, path)) continue;
@@ -114,8 +93,8 @@ Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
       if (UnderAny(*c.hidden, path)) sub_lower.Reset();
       if (sub_lower && fgetxattr(sub.get(), "trusted.overlay.opaque", opaque, 1) == 1 &&
           opaque[0] == 'y') {
-        std::vector<std::string> kept = Names(sub.get());
-        for (const std::string& old : Names(sub_lower.get())) {
+        std::vector<std::string> kept = util::ListDir(sub.get());
+        for (const std::string& old : util::ListDir(sub_lower.get())) {
           std::string gone = Join(path, old);
           if (!std::binary_search(kept.begin(), kept.end(), old) && !UnderAny(*c.hidden, gone)) {
             c.deleted.push_back(gone);
@@ -182,7 +161,7 @@ mode_t SourceType(int lower, const std::string& path) {
 void SourceFiles(int lower, const std::string& rel, std::vector<std::string>& out) {
   auto dir = sys::Openat2(lower, rel, O_RDONLY | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
   if (!dir) return;
-  for (const std::string& name : Names(dir->get())) {
+  for (const std::string& name : util::ListDir(dir->get())) {
     std::string path = Join(rel, name);
     mode_t t = SourceType(lower, path);
     if (t == S_IFDIR) {
@@ -193,56 +172,15 @@ void SourceFiles(int lower, const std::string& rel, std::vector<std::string>& ou
   }
 }
 
-// `git diff --no-index --binary` of one path, source ("o/PATH" in `cwd`) against copy
-// ("n/PATH"), with the "o/" and "n/" taken out of the headers so the patch applies in the
-// source with `git apply`. git reads no configuration but its built-in defaults and runs
-// no external diff or textconv: the copy's content is the sandbox's.
-Result<std::string> GitDiff(const std::string& cwd, const std::string& path, bool old_exists,
-                            bool new_exists) {
-  // Both sides were checked to be reached without a symlink on the way (SourceType; files/
-  // holds only directories brig made).
-  std::string a = old_exists ? "o/" + path : "/dev/null";
-  std::string b = new_exists ? "n/" + path : "/dev/null";
-  std::vector<std::string> argv = {"git", "-c", "core.quotepath=false", "diff", "--no-index",
-                                   "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
-                                   "--", a, b};
-  std::vector<char*> cargv;
-  for (auto& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1",
-                                  "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"};
-  std::vector<char*> cenv;
-  for (auto& s : env) cenv.push_back(s.data());
-  cenv.push_back(nullptr);
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return SysError("export: pipe");
-  sys::UniqueFd r(p[0]), w(p[1]);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, w.get(), 1);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  pid_t pid;
-  int rc = posix_spawnp(&pid, "git", &fa, nullptr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    errno = rc;
-    return SysError("export: run git diff", path);
-  }
-  w.Reset();
-  std::string out;
-  int st = sys::ReadAllAndReap(r.get(), pid, out);
-  // 0: no difference, 1: differences.
-  if (!WIFEXITED(st) || WEXITSTATUS(st) > 1) {
-    return Fail("export: git diff", path, "exited with status " + std::to_string(WEXITSTATUS(st)));
-  }
-  // Headers name "o/PATH" and "n/PATH"; the patch is for the source, PATH itself.
+// git diff names the sides "o/PATH" and "n/PATH" (export_git.h); the patch is for the
+// source, PATH itself.
+std::string FixHeaders(const std::string& raw) {
   std::string fixed;
   size_t at = 0;
-  while (at < out.size()) {
-    size_t end = out.find('\n', at);
-    end = end == std::string::npos ? out.size() : end + 1;
-    std::string line = out.substr(at, end - at);
+  while (at < raw.size()) {
+    size_t end = raw.find('\n', at);
+    end = end == std::string::npos ? raw.size() : end + 1;
+    std::string line = raw.substr(at, end - at);
     at = end;
     bool header = line.rfind("diff --git ", 0) == 0 || line.rfind("--- ", 0) == 0 ||
                   line.rfind("+++ ", 0) == 0;
@@ -258,77 +196,105 @@ Result<std::string> GitDiff(const std::string& cwd, const std::string& path, boo
   return fixed;
 }
 
-// ExportChanges into `dest`, a directory it makes.
-Status ExportInto(int scratch, const std::string& source, const std::string& dest,
+// What git status could show of the copy's changes: every changed file or symlink, and
+// every file or symlink of the source that is gone, outside .git and hidden paths (what
+// the sandbox made at a hidden path is new to it: the source's is never read), each with
+// whether each side has it. A path holding a newline is not one git diff can name.
+std::vector<GitPath> GitCandidates(int lower, const Changes& c,
+                                   const std::vector<std::string>& hidden) {
+  std::vector<GitPath> out;
+  auto wanted = [&](const std::string& p) {
+    return !InGitDir(p) && p.find('\n') == std::string::npos;
+  };
+  for (const auto& p : c.changed) {
+    if (!wanted(p)) continue;
+    mode_t old = UnderAny(hidden, p) ? 0 : SourceType(lower, p);
+    out.push_back({p, old == S_IFREG || old == S_IFLNK, true});
+  }
+  std::vector<std::string> gone;
+  for (const auto& p : c.deleted) {
+    if (UnderAny(hidden, p)) continue;
+    mode_t old = SourceType(lower, p);
+    if (old == S_IFDIR) {
+      SourceFiles(lower, p, gone);
+    } else if (old == S_IFREG || old == S_IFLNK) {
+      gone.push_back(p);
+    }
+  }
+  for (const auto& p : gone) {
+    if (wanted(p) && !UnderAny(hidden, p)) out.push_back({p, true, false});
+  }
+  return out;
+}
+
+// git.diff and ignored.txt (export.h) in `out`.
+Status WriteGitFiles(int out, int files, const GitTrees& trees, const Changes& c,
+                     const std::vector<std::string>& hidden, const std::string& dest) {
+  std::vector<GitPath> paths = GitCandidates(trees.source, c, hidden);
+  GitChanges git = BRIG_TRY(DiffForGit(trees, paths));
+  BRIG_TRY(WriteAll(out, "git.diff", FixHeaders(git.patch), dest));
+  std::string listed;
+  for (const auto& p : git.ignored) {
+    struct stat st;
+    if (fstatat(files, p.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) continue;  // deleted
+    listed += std::to_string(st.st_size) + "\t" + Escape(p) + "\n";
+  }
+  return WriteAll(out, "ignored.txt", listed, dest);
+}
+
+Result<sys::UniqueFd> MakeDirAt(int dir, const std::string& name, const std::string& path) {
+  if (mkdirat(dir, name.c_str(), 0700) < 0) return SysError("export: mkdir", path);
+  sys::UniqueFd fd(openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return SysError("export: open", path);
+  return fd;
+}
+
+// ExportChanges into `dest`, a directory it makes: root's and no one else's to enter until
+// everything in it is written and given to the workspace's owner, its top last.
+Status ExportInto(int scratch, int merged, const std::string& source, const std::string& dest,
                   const std::vector<std::string>& protected_paths,
                   const std::vector<std::string>& hidden) {
   sys::UniqueFd upper(openat(scratch, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("export: open", "the copy's changes");
   sys::UniqueFd lower(open(source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!lower) return SysError("export: open", source);
-  if (mkdir(dest.c_str(), 0700) < 0) return SysError("export: mkdir", dest);
-  sys::UniqueFd out(open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!out) return SysError("export: open", dest);
-  if (mkdirat(out.get(), "files", 0755) < 0) return SysError("export: mkdir", dest + "/files");
-  sys::UniqueFd files(openat(out.get(), "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!files) return SysError("export: open", dest + "/files");
+  struct stat owner;
+  if (!lower || fstat(lower.get(), &owner) < 0) return SysError("export: open", source);
+  sys::UniqueFd out = BRIG_TRY(MakeDirAt(AT_FDCWD, dest, dest));
+  sys::UniqueFd files = BRIG_TRY(MakeDirAt(out.get(), "files", dest + "/files"));
+  if (fchmod(files.get(), 0755) < 0) return SysError("export: chmod", dest + "/files");
   Changes c;
   c.skip = &protected_paths;
   c.hidden = &hidden;
   BRIG_TRY(Walk(upper.get(), lower.get(), files.get(), "", c));
+  // files/ is complete, and git reads it as the owner; the top stays root's, 0700.
+  BRIG_TRY(util::ChownTreeAt(out.get(), "files", owner.st_uid, owner.st_gid, dest + "/files"));
   std::string deleted;
   for (const auto& d : c.deleted) deleted += Escape(d) + "\n";
   BRIG_TRY(WriteAll(out.get(), "deleted", deleted, dest));
-
   struct stat st;
-  if (fstatat(lower.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) return {};
-  // git diff runs in a directory of brig's own where "o" is the source and "n" the copy's
-  // changed files; a path holding a newline is not one git diff can name.
-  std::string cwd = dest + "/.git-diff";
-  if (mkdir(cwd.c_str(), 0700) < 0) return SysError("export: mkdir", cwd);
-  Status s = [&]() -> Status {
-    if (symlink(source.c_str(), (cwd + "/o").c_str()) < 0 ||
-        symlink((dest + "/files").c_str(), (cwd + "/n").c_str()) < 0) {
-      return SysError("export: symlink", cwd);
+  if (fstatat(lower.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    GitTrees trees{lower.get(), files.get(), merged, owner.st_uid, owner.st_gid};
+    BRIG_TRY(WriteGitFiles(out.get(), files.get(), trees, c, hidden, dest));
+  }
+  for (const char* name : {"deleted", "git.diff", "ignored.txt", "."}) {
+    if (fchownat(out.get(), name, owner.st_uid, owner.st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&
+        errno != ENOENT) {
+      return SysError("export: chown", dest + "/" + name);
     }
-    std::string patch;
-    for (const auto& p : c.changed) {
-      if (InGitDir(p) || p.find('\n') != std::string::npos) continue;
-      // What the sandbox made at a hidden path is new to it: the source's is never read.
-      mode_t old = UnderAny(hidden, p) ? 0 : SourceType(lower.get(), p);
-      patch += BRIG_TRY(GitDiff(cwd, p, old == S_IFREG || old == S_IFLNK, true));
-    }
-    std::vector<std::string> gone;
-    for (const auto& p : c.deleted) {
-      if (UnderAny(hidden, p)) continue;
-      mode_t old = SourceType(lower.get(), p);
-      if (old == S_IFDIR) {
-        SourceFiles(lower.get(), p, gone);
-      } else if (old == S_IFREG || old == S_IFLNK) {
-        gone.push_back(p);
-      }
-    }
-    for (const auto& p : gone) {
-      if (InGitDir(p) || UnderAny(hidden, p) || p.find('\n') != std::string::npos) continue;
-      patch += BRIG_TRY(GitDiff(cwd, p, true, false));
-    }
-    return WriteAll(out.get(), "git.diff", patch, dest);
-  }();
-  unlink((cwd + "/o").c_str());
-  unlink((cwd + "/n").c_str());
-  rmdir(cwd.c_str());
-  return s;
+  }
+  if (fchmod(out.get(), owner.st_mode & 0777) < 0) return SysError("export: chmod", dest);
+  return {};
 }
 
 }  // namespace
 
-Status ExportChanges(state::Record& record, int scratch, const std::string& source,
+Status ExportChanges(state::Record& record, int scratch, int merged, const std::string& source,
                      const std::string& dest, const std::vector<std::string>& protected_paths,
                      const std::vector<std::string>& hidden) {
   // Written beside `dest` and renamed into place whole: a failed export leaves nothing.
   std::string partial = dest + ".partial-" + std::to_string(getpid());
   BRIG_TRY(NoteOutputTemp(record, kPartialKind, partial));
-  Status s = ExportInto(scratch, source, partial, protected_paths, hidden);
+  Status s = ExportInto(scratch, merged, source, partial, protected_paths, hidden);
   if (s && renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, dest.c_str(), RENAME_NOREPLACE) < 0) {
     s = SysError("export: rename", partial + " to " + dest);
   }

@@ -23,12 +23,15 @@ Status Note(state::Record& record, const char* kind, int dir, const std::string&
   return record.Add(kind, Encode(st, path));
 }
 
-// Whether `name` in `dir` is still the placeholder brig made: an empty regular file, mode
-// 0444, with no other name. Anything else there is the workspace owner's, and stays.
+// Whether `st` is still the placeholder brig made: a FIFO of kPlaceholderMode with no other
+// name. Anything else there is the workspace owner's, and stays.
+bool IsPlaceholderStat(const struct stat& st) {
+  return S_ISFIFO(st.st_mode) && (st.st_mode & 07777) == kPlaceholderMode && st.st_nlink == 1;
+}
+
 bool IsPlaceholder(int dir, const std::string& name) {
   struct stat st;
-  return fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-         (st.st_mode & 07777) == 0444 && st.st_size == 0 && st.st_nlink == 1;
+  return fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && IsPlaceholderStat(st);
 }
 
 // Whether `name` in `dir` is a scratch directory brig made: root's, and no one else's to
@@ -71,11 +74,19 @@ Status HostMarks::AddPlaceholder(state::Record& record, int dir, const std::stri
   sys::UniqueFd held(fcntl(dir, F_DUPFD_CLOEXEC, 3));
   if (!held) return SysError("dup", path);
   BRIG_TRY(Note(record, kPlaceholderKind, dir, path));
-  sys::UniqueFd f(
-      openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-  if (!f) return SysError("create placeholder", path);
+  if (mknodat(dir, name.c_str(), S_IFIFO | kPlaceholderMode, 0) < 0) {
+    return SysError("create placeholder", path);
+  }
   marks_.push_back({false, std::move(held), name, path});
-  if (fchown(f.get(), uid, gid) < 0 || fchmod(f.get(), 0444) < 0) {
+  // The workspace's owner may rename entries of its directory: what is chowned is the FIFO
+  // reached by this fd, checked to be root's new one, never a name looked up again.
+  sys::UniqueFd f(openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st;
+  if (!f || fstat(f.get(), &st) < 0) return SysError("create placeholder", path);
+  if (!IsPlaceholderStat(st) || st.st_uid != geteuid()) {
+    return Fail("create placeholder", path, "replaced while brig was making it");
+  }
+  if (fchownat(f.get(), "", uid, gid, AT_EMPTY_PATH) < 0) {
     return SysError("create placeholder", path);
   }
   return {};

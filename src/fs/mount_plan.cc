@@ -213,8 +213,9 @@ Status Descend(sys::UniqueFd& up, sys::UniqueFd& lower, const std::string& name,
 // read-only, and returned: the path itself if the source has it (a file, or a directory
 // with only directories on the way), else the first component on the way that is no
 // directory there. One the source lacks, or holds as a symlink that could lead anywhere,
-// becomes an empty read-only file in the copy's upper layer: so a workspace without .git
-// gets an unwritable .git, and no .git/hooks can be made under it. So does one at or under
+// becomes brig's placeholder (host_marks.h: a FIFO nobody may open, which git never lists)
+// in the copy's upper layer: so a workspace without .git gets an unwritable .git, and no
+// .git/hooks can be made under it. So does one at or under
 // a hidden path (`hidden`): what it holds stays out of sight, and nothing can be put
 // there (HideInCopy leaves the file in place). The directories on the way are added to
 // `pins`.
@@ -234,10 +235,14 @@ Result<std::string> PrepareProtected(int src, int upper, const struct stat& root
     bool is_hidden = std::find(hidden.begin(), hidden.end(), prefix) != hidden.end();
     if (is_hidden || fstatat(lower.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 ||
         S_ISLNK(st.st_mode)) {
-      sys::UniqueFd f(openat(up.get(), name.c_str(),
-                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-      if (!f && errno != EEXIST) return SysError("protect", prefix);
-      if (f && fchown(f.get(), root.st_uid, root.st_gid) < 0) return SysError("protect", prefix);
+      // The upper dir is brig's alone: the placeholder is chowned by name.
+      if (mknodat(up.get(), name.c_str(), S_IFIFO | kPlaceholderMode, 0) == 0) {
+        if (fchownat(up.get(), name.c_str(), root.st_uid, root.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+          return SysError("protect", prefix);
+        }
+      } else if (errno != EEXIST) {
+        return SysError("protect", prefix);
+      }
       return prefix;
     }
     if (!S_ISDIR(st.st_mode) || i + 1 == parts.size()) return prefix;
@@ -271,7 +276,7 @@ Status HideInCopy(int src, int upper, const std::string& path) {
 // What protected path `path` of a read-write workspace comes to, held read-only: the path
 // itself if the workspace has it (a file, or a directory with only directories on the
 // way), else the first component on the way that is no directory there. A missing one gets
-// an empty read-only placeholder in the workspace for the sandbox's life (host_marks.h):
+// brig's placeholder in the workspace for the sandbox's life (host_marks.h):
 // the mount point that holds it, so nothing can be made there. A symlink is refused: no
 // mount holds the name it stands at, and the sandbox could replace it. The directories on
 // the way are added to `pins`.

@@ -5,6 +5,9 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <vector>
+
+#include "util/parse.h"
 
 namespace brig::proto {
 namespace {
@@ -29,6 +32,31 @@ class FirstError : public google::protobuf::io::ErrorCollector {
   bool seen_ = false;
 };
 
+// The text format takes any bytes in a string ("\\313" as well as raw ones), but what brig
+// reads from a policy ends up in JSON and on terminals: a string field that is not UTF-8
+// is refused, named by its path. Returns the path of the first such field, or "".
+std::string FirstNotUtf8(const google::protobuf::Message& msg) {
+  const auto* refl = msg.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  refl->ListFields(msg, &fields);
+  for (const auto* f : fields) {
+    int count = f->is_repeated() ? refl->FieldSize(msg, f) : 1;
+    for (int k = 0; k < count; ++k) {
+      std::string at = f->name() + (f->is_repeated() ? "[" + std::to_string(k) + "]" : "");
+      if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+        std::string v = f->is_repeated() ? refl->GetRepeatedString(msg, f, k)
+                                         : refl->GetString(msg, f);
+        if (!util::IsUtf8(v)) return at;
+      } else if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+        const auto& sub = f->is_repeated() ? refl->GetRepeatedMessage(msg, f, k)
+                                           : refl->GetMessage(msg, f);
+        if (std::string inner = FirstNotUtf8(sub); !inner.empty()) return at + "." + inner;
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Status ParseTextProto(const std::string& text, const std::string& name,
@@ -39,6 +67,9 @@ Status ParseTextProto(const std::string& text, const std::string& name,
   parser.RecordErrorsTo(&errors);
   if (locations) parser.WriteLocationsTo(locations);
   if (!parser.ParseFromString(text, msg)) return errors.ToError();
+  if (std::string at = FirstNotUtf8(*msg); !at.empty()) {
+    return BadInput(name, "", "field '" + at + "' is not UTF-8 text");
+  }
   return {};
 }
 

@@ -311,14 +311,11 @@ Result<v1::SeccompPolicy> ParsePolicyWithRationale(const std::string& text,
   v1::SeccompPolicy policy = BRIG_TRY(ParseSeccompPolicy(text, name));
   std::vector<std::pair<int, int>> where = RulePositions(text);
   std::vector<std::string_view> lines = SplitLines(text);
-  for (int i = 0; i < policy.syscalls_size(); ++i) {
+  for (int i = 0; i < policy.syscalls_size() && i < static_cast<int>(where.size()); ++i) {
+    int line = where[i].first;
     v1::SeccompRule* rule = policy.mutable_syscalls(i);
-    int line = i < static_cast<int>(where.size()) ? where[i].first : -1;
-    if (!rule->comment().empty()) {
-      rule->set_comment(util::OneLine(rule->comment()));  // the text format takes any bytes
-    } else if (line >= 0 && line < static_cast<int>(lines.size())) {
-      rule->set_comment(RationaleAbove(lines, line));
-    }
+    if (line < 0 || line >= static_cast<int>(lines.size()) || !rule->comment().empty()) continue;
+    rule->set_comment(RationaleAbove(lines, line));
   }
   return policy;
 }

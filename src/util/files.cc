@@ -165,4 +165,38 @@ Status RemoveTreeAt(int dirfd, const std::string& name, const std::string& path)
   return {};
 }
 
+std::vector<std::string> ListDir(int dirfd) {
+  std::vector<std::string> out;
+  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return out;
+  DIR* d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return out;
+  }
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(std::move(n));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status ChownTreeAt(int dirfd, const std::string& name, uid_t uid, gid_t gid,
+                   const std::string& path) {
+  sys::UniqueFd dir(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir) {
+    for (const auto& n : ListDir(dir.get())) {
+      BRIG_TRY(ChownTreeAt(dir.get(), n, uid, gid, path + "/" + n));
+    }
+  } else if (errno != ENOTDIR && errno != ELOOP) {
+    return SysError("open", path);
+  }
+  if (fchownat(dirfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+    return SysError("chown", path);
+  }
+  return {};
+}
+
 }  // namespace brig::util

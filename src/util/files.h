@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "brig/result.h"
 
@@ -46,8 +47,15 @@ using NoteTemp = std::function<Status(const std::string& temp)>;
 // nothing, so a FIFO, symlink or device node there (/dev/null) is never replaced.
 Status WriteUserFileAtomic(const std::string& path, const std::string& data,
                            const NoteTemp& note_temp, mode_t mode = 0644);
+// The names in the directory `dirfd` (but "." and ".."), sorted; none if it cannot be read.
+std::vector<std::string> ListDir(int dirfd);
 // Removes `name` in `dirfd` and, if it is a directory, everything in it, never following a
 // symlink (`path` names it in errors). Meant for a tree no one else writes any more.
 Status RemoveTreeAt(int dirfd, const std::string& name, const std::string& path);
+// Gives `name` in `dirfd` and, if it is a directory, everything in it to uid:gid, never
+// following a symlink (a symlink itself is chowned). Meant for a tree brig made and no one
+// else can reach yet: children first, so the tree is no one else's until its top is.
+Status ChownTreeAt(int dirfd, const std::string& name, uid_t uid, gid_t gid,
+                   const std::string& path);
 
 }  // namespace brig::util

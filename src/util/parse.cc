@@ -193,6 +193,15 @@ size_t Utf8Length(std::string_view s, size_t i) {
   return n;
 }
 
+bool IsUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : Utf8Length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string OneLine(std::string_view s) {
   std::string out;
   auto blank = [&] {

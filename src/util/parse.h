@@ -44,6 +44,8 @@ std::optional<std::string_view> EnvLookup(char** environ, std::string_view key);
 // forms, surrogates and code points past U+10FFFF are not; neither is a lone ASCII byte,
 // which is 1 byte long but not a sequence: callers test c < 0x80 first).
 size_t Utf8Length(std::string_view s, size_t i);
+// Whether all of `s` is well-formed UTF-8.
+bool IsUtf8(std::string_view s);
 // `s` as one line of text for a terminal or a JSON string, from bytes someone else wrote
 // (a rationale, a description): control characters and runs of blanks become one space,
 // bytes that are not UTF-8 become U+FFFD, and the ends are trimmed. Escape sequences

@@ -5,7 +5,10 @@
 // profile: posture none, no interface at all.
 #include <fcntl.h>
 #include <signal.h>
+#include <google/protobuf/util/json_util.h>
+#include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include <thread>
 
 #include "host/host_fixture.h"
+#include "proto/brig.pb.h"
 
 namespace brig::testing {
 namespace {
@@ -23,7 +27,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // The upstream: every request is one line "REQ METHOD PATH" and one "HDR name: value" a
-// header. TRACE echoes the request's head, as RFC 9110 9.3.8 has a server do. /events sends event 1, then waits for a request to /second before it sends
+// header. /bad-gateway answers 502 with no body. TRACE echoes the request's head, as RFC 9110 9.3.8 has a server do. /events sends event 1, then waits for a request to /second before it sends
 // event 2 (a broker that held the stream back would never let the client ask); /hang
 // sends one event and notes "EOF /hang" when its client goes away.
 constexpr char kUpstream[] = R"py(import http.server, os, socket, socketserver, sys, threading, time
@@ -74,6 +78,10 @@ class H(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
             note("EOF /hang %.3f" % time.time())
+        elif self.path == "/bad-gateway":
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         else:
             self.reply(b"hello from upstream\n")
     do_POST = do_GET
@@ -470,6 +478,100 @@ s.serve_forever()
   EXPECT_TRUE(Contains(untrusted.out, "brig broker: TLS to https://localhost:" + port +
                                           ": certificate: unable to get local issuer"))
       << untrusted.out;
+}
+
+// A target that refuses the connection (a port bound but not listening, held for the
+// test): the request gets brig's 502, and the result says the broker failed, with the
+// reason and count, as does a line on stderr at exit (issue 16, item 3).
+TEST_F(BrokerTest, ATargetThatRefusesIsABrokerFailureInTheResult) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::string target = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  ScratchDir dir;
+  std::string result = dir.path() + "/result.json";
+  RunOutput r = Sh("curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/v1/x",
+                   {"--result", result, "--broker", "m=port=8080,to=" + target + ",mode=http"});
+  close(s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "502");
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(result);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  ASSERT_EQ(res.network().brokers_size(), 1) << json;
+  const v1::BrokerTraffic& b = res.network().brokers(0);
+  EXPECT_EQ(b.requests(), 1u) << json;
+  EXPECT_EQ(b.failed(), 1u) << json;
+  ASSERT_EQ(b.failures_size(), 1) << json;
+  EXPECT_EQ(b.failures(0).reason(), "unreachable");
+  EXPECT_EQ(b.failures(0).count(), 1u);
+  EXPECT_EQ(b.failures(0).detail(), "cannot connect to " + target);
+  EXPECT_TRUE(Contains(r.err, "brig: broker m failed 1 of 1 requests: unreachable (cannot "
+                              "connect to " + target + ")"))
+      << r.err;
+}
+
+// A target that answers 502 itself: the sandbox gets that 502, and the result counts it as
+// a failure of the broker (reason status), not silence.
+TEST_F(BrokerTest, ATargetsOwn502IsABrokerFailureInTheResult) {
+  Upstream up;
+  ScratchDir dir;
+  std::string result = dir.path() + "/result.json";
+  RunOutput r = Sh("curl -sS -o /dev/null -w '%{http_code} ' http://127.0.0.1:8080/bad-gateway; "
+                   "curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/ok",
+                   {"--result", result, "--broker", "m=port=8080,to=" + up.url() + ",mode=http"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "502 200");
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(result);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  ASSERT_EQ(res.network().brokers_size(), 1) << json;
+  const v1::BrokerTraffic& b = res.network().brokers(0);
+  EXPECT_EQ(b.requests(), 2u) << json;
+  EXPECT_EQ(b.failed(), 1u) << json;
+  ASSERT_EQ(b.failures_size(), 1) << json;
+  EXPECT_EQ(b.failures(0).reason(), "status");
+  EXPECT_EQ(b.failures(0).detail(), "the target answered 502");
+  EXPECT_TRUE(Contains(r.err, "brig: broker m failed 1 of 2 requests: status (the target "
+                              "answered 502)"))
+      << r.err;
+}
+
+// The egress budget covers the brokers too (issue 16, item 11): a request body past it is
+// cut off at the budget, the connection closed; a later request gets brig's 502 with the
+// reason, and never reaches the target.
+TEST_F(BrokerTest, TheEgressBudgetCutsOffARequestAndRefusesTheNext) {
+  Upstream up;
+  ScratchDir dir;
+  std::string result = dir.path() + "/result.json";
+  RunOutput r = Sh("head -c 300000 /dev/zero > /tmp/big; "
+                   "curl -sS -H 'Expect:' --data-binary @/tmp/big http://127.0.0.1:8080/up; "
+                   "echo first=$?; "
+                   "curl -sS -w '%{http_code}' http://127.0.0.1:8080/again",
+                   {"--result", result, "--egress-budget", "1K", "--broker",
+                    "m=port=8080,to=" + up.url() + ",mode=http"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Contains(r.out, "first=0")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "brig broker: the phase's egress budget of 1024 bytes is spent"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "502")) << r.out;
+  EXPECT_FALSE(Contains(Lines(up.log()), "/again")) << Lines(up.log());
+  v1::RunResult res;
+  std::string json = ReadFileOrEmpty(result);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &res).ok()) << json;
+  EXPECT_TRUE(res.network().budget_exceeded()) << json;
+  EXPECT_EQ(res.network().egress_bytes(), 1024u) << json;
+  ASSERT_EQ(res.network().brokers_size(), 1) << json;
+  const v1::BrokerTraffic& b = res.network().brokers(0);
+  EXPECT_EQ(b.bytes_up(), 1024u) << json;
+  ASSERT_EQ(b.failures_size(), 1) << json;
+  EXPECT_EQ(b.failures(0).reason(), "budget");
+  EXPECT_EQ(b.failures(0).count(), 2u) << json;
 }
 
 // Every malformed or conflicting spec: 125, one line naming --broker, its value and why,

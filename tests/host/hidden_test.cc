@@ -207,8 +207,8 @@ TEST_F(Hidden, ShippedProfilesHoldEditorAndAgentSettings) {
 
 
 // .envrc is both hidden (.env*) and protected in the shipped writable profiles: it reads as
-// nothing and stays as it was on the host in every mode; in a copy it is an empty
-// read-only file.
+// nothing and stays as it was on the host in every mode; in a copy it is brig's
+// placeholder, a FIFO no one may open.
 TEST_F(Hidden, AnEnvrcIsHiddenAndHeldInEveryMode) {
   ScratchDir profiles;
   for (const auto& [name, mode] : kShipped) {

@@ -260,8 +260,8 @@ TEST_F(WorkspaceCopy, ProtectedPathsResistEveryWayToChangeThem) {
 }
 
 // A symlink planted where a protected path would be (to /etc, or up and out of the
-// workspace) is replaced in the copy by an empty read-only file: nothing is reached
-// through it, and nothing can be made there.
+// workspace) is replaced in the copy by brig's placeholder (a FIFO no one may open):
+// nothing is reached through it, and nothing can be made there.
 TEST_F(WorkspaceCopy, ASymlinkAtAProtectedPathLeadsNowhere) {
   ScratchDir ws;
   GitSource(ws);
@@ -276,8 +276,7 @@ TEST_F(WorkspaceCopy, ASymlinkAtAProtectedPathLeadsNowhere) {
               "echo WROTE $p; done; true",
               {"--profile", CopyProfile(), "--workspace", ws.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, ".git/hooks regular empty file 0\n.husky regular empty file 0\n"
-                   ".brig regular empty file 0\n");
+  EXPECT_EQ(r.out, ".git/hooks fifo 0\n.husky fifo 0\n.brig fifo 0\n");
   EXPECT_EQ(Snapshot(ws.path()), before);
 }
 
@@ -297,7 +296,7 @@ TEST_F(WorkspaceCopy, AMissingOrFileGitIsHeldToo) {
                 {"--profile", CopyProfile(), "--workspace", ws->path()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out.find("DID"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("regular"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(ws == &plain ? "fifo" : "regular file"), std::string::npos) << r.out;
     EXPECT_EQ(Snapshot(ws->path()), before);
   }
 }
@@ -471,8 +470,7 @@ TEST_F(WorkspaceRw, ProtectedPathsResistEveryWayToChangeThem) {
   script += "stat -c '%n %F %s' .husky .brig .gitmodules; echo ok > a.txt";
   auto r = Sh(script, {"--profile", Profile(), "--workspace", ws.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, ".husky regular empty file 0\n.brig regular empty file 0\n"
-                   ".gitmodules regular empty file 0\n");
+  EXPECT_EQ(r.out, ".husky fifo 0\n.brig fifo 0\n.gitmodules fifo 0\n");
   EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/a.txt"), "ok\n") << "the workspace is written";
   EXPECT_EQ(Snapshot(ws.path() + "/.git/hooks"), hooks);
   EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/.git/config"), config);
@@ -491,7 +489,7 @@ TEST_F(WorkspaceRw, AMissingGitIsHeldAndASymlinkIsRefused) {
               "(sh -c \"$c\") 2>/dev/null && echo \"DID $c\"; done; stat -c '%F' .git",
               {"--profile", Profile(), "--workspace", plain.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "regular empty file\n");
+  EXPECT_EQ(r.out, "fifo\n");
   EXPECT_EQ(RunCommand({"ls", "-A", plain.path()}).out, "a.txt\n");
 
   ScratchDir ws;

@@ -519,8 +519,8 @@ TEST(PolicyExplain, ARationaleCannotHideARowOrBreakTheExport) {
        {std::string("default_action: SCMP_ACT_ERRNO\n# ok") + kHide + "hidden \xcb\xc1\xad end\n" +
             "syscalls { names: \"ptrace\" action: SCMP_ACT_ALLOW }\n",
         std::string("default_action: SCMP_ACT_ERRNO\nsyscalls { names: \"ptrace\" action: "
-                    "SCMP_ACT_ALLOW comment: \"ok\\033[1A\\033[2K\\rhidden \\313\\301\\255 "
-                    "end\" }\n")}) {
+                    "SCMP_ACT_ALLOW comment: \"ok\\033[1A\\033[2K\\rhidden \xef\xbf\xbd"
+                    "\xef\xbf\xbd\xef\xbf\xbd end\" }\n")}) {
     auto p = ParsePolicyWithRationale(text, "t");
     ASSERT_TRUE(p) << p.error().Render();
     EXPECT_EQ(FormatExplain(*p),
@@ -544,6 +544,23 @@ TEST(PolicyExplain, ARationaleCannotHideARowOrBreakTheExport) {
             "SYSCALL  ACTION  CONDITIONS  RATIONALE\n"
             "ptrace   ALLOW   -           ok [1A [2K hidden\n"
             "(default) ERRNO(EPERM) for every syscall not listed\n");
+}
+
+// The text format reads "\313" in a string as the byte 0xcb: a policy or profile whose
+// strings are not UTF-8 is refused by field, whichever way the bytes were written.
+TEST(PolicyParse, AStringThatIsNotUtf8IsRefusedByField) {
+  for (const std::string& flags : {std::string("\\313"), std::string("\xcb")}) {
+    auto p = ParsePolicyWithRationale(
+        "default_action: SCMP_ACT_ERRNO\nflags: \"" + flags + "\"\n"
+        "syscalls { names: \"read\" action: SCMP_ACT_ALLOW comment: \"ok\" }\n", "t");
+    ASSERT_FALSE(p);
+    EXPECT_EQ(p.error().Render(), "t: field 'flags[0]' is not UTF-8 text");
+    auto q = ParsePolicyWithRationale(
+        "default_action: SCMP_ACT_ERRNO\n"
+        "syscalls { names: \"read\" action: SCMP_ACT_ALLOW comment: \"" + flags + "\" }\n", "t");
+    ASSERT_FALSE(q);
+    EXPECT_EQ(q.error().Render(), "t: field 'syscalls[0].comment' is not UTF-8 text");
+  }
 }
 
 TEST(PolicyExplain, ActionsAndConditions) {

@@ -125,5 +125,50 @@ TEST(Relay, WantsWhatItCanUse) {
   EXPECT_EQ(r->Wanted(r->upstream()), static_cast<uint32_t>(EPOLLIN));
 }
 
+
+// The egress budget (issue 16, item 11): the upstream gets exactly the budget, prefix
+// included, never one buffer more; the relay then ends as over budget, audited once.
+TEST(Relay, StopsAtTheBudgetToTheByte) {
+  signal(SIGPIPE, SIG_IGN);
+  Pair client = MakePair(), server = MakePair();
+  int audited = 0;
+  Budget budget(1000, [&](v1::AuditEvent e) {
+    ++audited;
+    EXPECT_EQ(e.egress_budget().sent(), 1000u);
+    ASSERT_EQ(e.egress_budget().hosts_size(), 1);
+    EXPECT_EQ(e.egress_budget().hosts(0).name(), "up.test");
+  });
+  auto r = Relay::Start(std::move(client.near), std::move(server.near), std::string(100, 'p'),
+                        &budget, "up.test");
+  ASSERT_TRUE(r);
+  std::string data(64 << 10, 'x');
+  ASSERT_EQ(write(client.far.get(), data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  std::string got;
+  ASSERT_TRUE(PumpUntil(*r, [&] {
+    got += ReadAll(server.far.get());
+    return r->over_budget();
+  }));
+  got += ReadAll(server.far.get());
+  EXPECT_EQ(got.size(), 1000u);
+  EXPECT_EQ(r->bytes_up(), 1000u);
+  EXPECT_EQ(budget.sent(), 1000u);
+  EXPECT_TRUE(budget.exceeded());
+  EXPECT_EQ(audited, 1);
+}
+
+// Bytes that fit the budget exactly do not exceed it.
+TEST(Relay, ABudgetMetExactlyIsNotExceeded) {
+  Pair client = MakePair(), server = MakePair();
+  Budget budget(10, nullptr);
+  auto r = Relay::Start(std::move(client.near), std::move(server.near), "", &budget, "up.test");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(write(client.far.get(), "0123456789", 10), 10);
+  std::string got;
+  ASSERT_TRUE(PumpUntil(*r, [&] { return (got += ReadAll(server.far.get())) == "0123456789"; }));
+  EXPECT_TRUE(r->Pump());
+  EXPECT_FALSE(budget.exceeded());
+  EXPECT_FALSE(r->over_budget());
+}
+
 }  // namespace
 }  // namespace brig::egress

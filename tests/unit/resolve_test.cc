@@ -321,7 +321,7 @@ TEST(Resolve, SwapNeedsAMemoryLimit) {
 TEST(Resolve, TheRunsLimitsWinOverTheProfiles) {
   auto p = Profile("WORKSPACE_RO", "POSTURE_NONE",
                    "limits { timeout: \"5m\" tmp_size: \"64M\" memory: \"1G\" pids: 100 "
-                   "cpus: \"2\" rlimit_nofile: 100 output_limit: \"1M\" }\n");
+                   "cpus: \"2\" rlimit_nofile: 100 output_limit: \"1M\" egress_bytes: \"3M\" }\n");
   auto sb = Resolve(p, AnyRun());
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_EQ(sb->timeout, std::chrono::minutes(5));
@@ -334,6 +334,7 @@ TEST(Resolve, TheRunsLimitsWinOverTheProfiles) {
   EXPECT_EQ(sb->rlimits.nofile, 100u);
   EXPECT_EQ(sb->rlimits.nproc, 4096u) << "the default";
   EXPECT_EQ(sb->output_limit, 1u << 20);
+  EXPECT_EQ(sb->egress_budget, 3u << 20);
   Overrides run = AnyRun();
   run.timeout = std::chrono::seconds(7);
   run.grace = std::chrono::seconds(1);
@@ -344,6 +345,7 @@ TEST(Resolve, TheRunsLimitsWinOverTheProfiles) {
   run.rlimit_nofile = 10;
   run.rlimit_core = 1u << 20;
   run.output_limit = 2u << 20;
+  run.egress_budget = 4u << 20;
   sb = Resolve(p, run);
   ASSERT_TRUE(sb) << sb.error().Render();
   EXPECT_EQ(sb->timeout, std::chrono::seconds(7));
@@ -355,6 +357,7 @@ TEST(Resolve, TheRunsLimitsWinOverTheProfiles) {
   EXPECT_EQ(sb->rlimits.nofile, 10u);
   EXPECT_EQ(sb->rlimits.core, 1u << 20);
   EXPECT_EQ(sb->output_limit, 2u << 20);
+  EXPECT_EQ(sb->egress_budget, 4u << 20);
 }
 
 TEST(Resolve, ALimitTheRunAsksForIsNeverOptional) {

@@ -66,6 +66,10 @@ TEST(Profiles, RunOptionsChangeOnlyLimits) {
   auto bounded = Resolve({"--output-limit", "10M", "true"});
   ASSERT_TRUE(bounded) << bounded.error().Render();
   EXPECT_EQ(bounded->output_limit, 10u << 20);
+  EXPECT_FALSE(sb->egress_budget) << "no egress budget unless one is asked for";
+  auto budget = Resolve({"--egress-budget", "64K", "true"});
+  ASSERT_TRUE(budget) << budget.error().Render();
+  EXPECT_EQ(budget->egress_budget, 64u << 10);
 }
 
 TEST(Profiles, APostureCannotBeWidenedFromTheCommandLine) {
@@ -344,6 +348,7 @@ TEST(RunFlags, BadInputNamesTheProblem) {
       {{"--timeout", "5x", "true"}, "--timeout '5x': unknown unit 'x'"},
       {{"--tmp-size", "lots", "true"}, "--tmp-size 'lots'"},
       {{"--output-limit", "0", "true"}, "--output-limit '0': must be at least 1 byte"},
+      {{"--egress-budget", "0", "true"}, "--egress-budget '0': must be at least 1 byte"},
       {{"--workspace-mode", "wx", "true"}, "--workspace-mode 'wx': expected ro, rw or copy"},
       {{"--env", "NOEQUALS", "true"}, "--env 'NOEQUALS'"},
       {{"--rlimit", "stack=1", "true"}, "unknown limit 'stack'"},

@@ -1,0 +1,49 @@
+// git.diff for --export-changes (fs/export.h): of the paths a copy changed, the ones `git
+// status` would show, as a patch `git apply` takes in the source, and the ones the
+// repository's own ignore rules leave out. git runs in a child of brig's, in a mount
+// namespace of its own, as the workspace's owner, and reads no configuration of the
+// workspace's (its .git/config may name a program for core.fsmonitor, a hook, a diff
+// driver, textconv or a filter, which would run on the host) nor the host's: only a git
+// dir brig writes and the -c settings in export_git.cc. What it sees:
+//   /tmp       a tmpfs of the child's own: git/ (that git dir; the source's index and
+//              info/exclude reached through o/), w/ (the work tree: the copy's .gitignore
+//              files at their paths, read by brig without following a symlink)
+//   /tmp/o     the source, /tmp/n the export's files/: read-only clones of the trees brig
+//              opened, so no path is looked up again on the host
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+
+namespace brig::fs {
+
+// A path the copy changed: whether the source and the copy have it as a file or symlink.
+struct GitPath {
+  std::string path;
+  bool old_exists = false, new_exists = false;
+};
+
+struct GitTrees {
+  int source = -1;  // the workspace (the copy's lower layer)
+  int files = -1;   // the export's files/
+  int merged = -1;  // the copy as the sandbox left it: where its .gitignore files are read
+  uid_t uid = 0;    // the workspace's owner, as whom git runs
+  gid_t gid = 0;
+};
+
+struct GitChanges {
+  std::string patch;                 // git.diff
+  std::vector<std::string> ignored;  // the paths of `paths` left out of it, in its order
+};
+
+// Classifies `paths` with `git check-ignore` (the index's tracked files are never ignored,
+// as in git status) and diffs the rest with `git diff --no-index --binary`, source against
+// copy. Ignore rules: the .gitignore files of the copy, the source's .git/info/exclude;
+// never a core.excludesFile (the repository's config is not read, nor the host user's).
+Result<GitChanges> DiffForGit(const GitTrees& trees, const std::vector<GitPath>& paths);
+
+}  // namespace brig::fs
