@@ -1,6 +1,8 @@
 // brig's entry point: the global options (runc's --debug, --log, --log-format), then the
 // verb. Verbs print their own one-line errors and return the exit code of the output
 // contract.
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,6 +11,29 @@
 #include "cli/global.h"
 #include "container/init.h"
 #include "log/log.h"
+
+namespace {
+
+// Whether `args` (a verb's, after the verb) ask only for its help: --help before any "--".
+bool AsksHelp(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") return false;
+    if (a == "--help") return true;
+  }
+  return false;
+}
+
+// The verbs that act on the host as root, and why, for the one line a non-root caller
+// gets before anything (a log file included) is created. `brig policy` reads files only,
+// and works for anyone, so that a reviewer needs no root to read a policy.
+const char* WhyRoot(const std::string& verb) {
+  if (verb == "run") return "it creates namespaces, cgroups and nftables tables as root";
+  if (verb == "check") return "its probes make namespaces, mounts and nftables tables as root";
+  if (verb == "gc") return "it removes what sandboxes left in /run/brig, cgroups and nftables";
+  return nullptr;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   brig::container::RecordProcessArgs(argc, argv);
@@ -27,6 +52,11 @@ int main(int argc, char** argv) {
   if (args[0] == "--version") {
     printf("brig %s\n", BRIG_VERSION);
     return 0;
+  }
+  if (const char* why = WhyRoot(args[0]);
+      why && geteuid() != 0 && !AsksHelp({args.begin() + 1, args.end()})) {
+    fprintf(stderr, "brig %s: brig needs root (%s; run it with sudo)\n", args[0].c_str(), why);
+    return brig::kExitRefused;
   }
   if (auto s = brig::log::Configure(global.debug, global.log_path, global.log_format); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());

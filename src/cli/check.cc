@@ -1,17 +1,22 @@
-// `brig check`: what this host offers brig's sandboxes, starting with the path each cgroup
-// controller takes (design.md, Cgroups). Reads only; creates nothing.
+// `brig check`: a preflight. What this host offers brig's sandboxes: the path each cgroup
+// controller takes (design.md, Cgroups), each kernel feature a shipped profile needs,
+// probed for real in throwaway namespaces (cli/preflight.h), and which profiles can run
+// here. Writes to no cgroup and leaves nothing behind.
 #include <cstdio>
 #include <sstream>
 
 #include "cgroup/cgroup.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/preflight.h"
+#include "config/overrides.h"
+#include "config/profile.h"
 
 namespace brig::cli {
 namespace {
 
 struct CheckRequest {
-  std::string cgroup_parent;
+  std::string cgroup_parent, policy_dir;
   bool help = false;
 };
 
@@ -30,6 +35,12 @@ const std::vector<Flag>& Flags() {
          r.cgroup_parent = v;
          return {};
        }},
+      {"--policy-dir", "DIR", "check the profiles of DIR, not the installed ones",
+       [](CheckRequest& r, const std::string& v) -> Status {
+         if (v.empty()) return BadInput("--policy-dir", v, "empty path");
+         r.policy_dir = v;
+         return {};
+       }},
       {"--help", nullptr, "show this help",
        [](CheckRequest& r, const std::string&) -> Status {
          r.help = true;
@@ -42,16 +53,19 @@ const std::vector<Flag>& Flags() {
 std::string Usage() {
   std::ostringstream out;
   out << "Usage: brig check [OPTIONS]\n\n"
-         "Print, for each cgroup controller brig limits (memory, pids, cpu), the path it\n"
-         "takes on this host: v2, v1 (a hybrid host's v1 hierarchy) or missing, with the\n"
-         "directory its sandbox groups go under; then how brig kills a sandbox.\n\n"
+         "A preflight. Print, for each cgroup controller brig limits (memory, pids, cpu),\n"
+         "the path it takes on this host: v2, v1 (a hybrid host's v1 hierarchy) or missing,\n"
+         "with the directory its sandbox groups go under; then how brig kills a sandbox;\n"
+         "then each kernel feature the profiles need, probed in throwaway namespaces, as\n"
+         "\"NAME ok|missing WHY\"; then, for each profile, whether it can run here.\n"
+         "Needs root, as brig run does.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),
              f.help);
   }
-  out << "\nExit status: 0 if every controller is available, 1 if one is missing, 125 on\n"
-         "bad input.\n";
+  out << "\nExit status: 0 if the default profile (" << config::kDefaultProfile
+      << ") can run here,\n1 if it cannot, 125 on bad input or without root.\n";
   return out.str();
 }
 
@@ -62,6 +76,65 @@ const std::optional<cgroup::Hierarchy>& V1For(const cgroup::Layout& l, cgroup::C
     case cgroup::Controller::kCpu: break;
   }
   return l.v1_cpu;
+}
+
+// The cgroup lines: where each controller's groups go and how a sandbox is killed.
+void PrintCgroups(const cgroup::Layout& layout, const cgroup::Plan& plan,
+                  const std::string& parent) {
+  printf("cgroup v2   %s\n", layout.v2 ? layout.v2->mount.c_str() : "not mounted");
+  printf("parent      %s\n", parent.empty() ? "brig's own group" : parent.c_str());
+  for (cgroup::Controller c : cgroup::kControllers) {
+    cgroup::Path p = plan.For(c);
+    std::string where = "-";
+    if (p == cgroup::Path::kV2) where = cgroup::ParentDir(*layout.v2, parent);
+    if (p == cgroup::Path::kV1) where = cgroup::ParentDir(*V1For(layout, c), parent);
+    printf("%-11s %-8s %s\n", std::string(cgroup::Name(c)).c_str(),
+           std::string(cgroup::Name(p)).c_str(), where.c_str());
+  }
+  std::optional<bool> v2_kill;
+  if (layout.v2) v2_kill = cgroup::ProbeCgroupKill(*layout.v2, parent);
+  std::string fallback = layout.v1_freezer ? "freeze, SIGKILL, thaw (v1 freezer)"
+                                           : "SIGKILL to brig init (no cgroup to kill through)";
+  std::string kill = v2_kill.value_or(false) ? "cgroup.kill (v2)" : fallback;
+  // No v2 group to look in yet: the sandbox's own group will say.
+  if (layout.v2 && !v2_kill) kill = "cgroup.kill (v2) if its group has it, else " + fallback;
+  printf("kill        %s\n", kill.c_str());
+}
+
+// The seccomp policy the default profile names, which the seccomp probe loads.
+std::string DefaultSeccompFile(const std::string& dir) {
+  auto profile = config::LoadProfile(dir, config::kDefaultProfile);
+  std::string name = profile ? profile->security().seccomp_policy() : "default";
+  auto profile_path = config::PolicyPath(dir, "profiles", config::kDefaultProfile);
+  auto path = config::SeccompPolicyPath(dir, profile_path ? *profile_path : "", name);
+  return path ? *path : dir + "/seccomp/default.textproto";
+}
+
+void PrintFeatures(const std::vector<Feature>& features) {
+  for (const Feature& f : features) {
+    printf("%-19s %-8s %s\n", f.name.c_str(), f.result ? "ok" : "missing", f.why.c_str());
+    if (!f.result) printf("%-19s %-8s %s\n", "", "", f.result.error().Render().c_str());
+  }
+}
+
+// One line per profile of `dir`; returns whether the default profile can run.
+bool PrintProfiles(const std::string& dir, const std::vector<Feature>& features,
+                   const cgroup::Plan& plan) {
+  bool default_runs = false;
+  for (const std::string& name : config::ListPolicyNames(dir, "profiles")) {
+    std::vector<std::string> blockers;
+    if (auto p = config::LoadProfile(dir, name); p) {
+      blockers = ProfileBlockers(*p, name, features, plan);
+    } else {
+      blockers = {p.error().Render()};
+    }
+    std::string why;
+    for (const auto& b : blockers) why += (why.empty() ? "" : ", ") + b;
+    printf("profile %-24s %s\n", name.c_str(),
+           blockers.empty() ? "can run here" : ("cannot run here: " + why).c_str());
+    if (name == config::kDefaultProfile) default_runs = blockers.empty();
+  }
+  return default_runs;
 }
 
 }  // namespace
@@ -85,28 +158,18 @@ int CheckMain(const std::vector<std::string>& args) {
     return kExitRefused;
   }
   cgroup::Plan plan = cgroup::PlanFor(*layout, req.cgroup_parent);
-  printf("cgroup v2   %s\n", layout->v2 ? layout->v2->mount.c_str() : "not mounted");
-  printf("parent      %s\n",
-         req.cgroup_parent.empty() ? "brig's own group" : req.cgroup_parent.c_str());
-  bool all = true;
-  for (cgroup::Controller c : cgroup::kControllers) {
-    cgroup::Path p = plan.For(c);
-    std::string where = "-";
-    if (p == cgroup::Path::kV2) where = cgroup::ParentDir(*layout->v2, req.cgroup_parent);
-    if (p == cgroup::Path::kV1) where = cgroup::ParentDir(*V1For(*layout, c), req.cgroup_parent);
-    all = all && p != cgroup::Path::kMissing;
-    printf("%-11s %-8s %s\n", std::string(cgroup::Name(c)).c_str(),
-           std::string(cgroup::Name(p)).c_str(), where.c_str());
+  PrintCgroups(*layout, plan, req.cgroup_parent);
+  fflush(stdout);
+  std::string dir = config::ResolvePolicyDir(req.policy_dir);
+  std::vector<Feature> features = ProbeFeatures(DefaultSeccompFile(dir));
+  PrintFeatures(features);
+  bool default_runs = PrintProfiles(dir, features, plan);
+  if (!default_runs) {
+    fflush(stdout);
+    fprintf(stderr, "brig: the default profile %s cannot run here (see above)\n",
+            config::kDefaultProfile);
   }
-  std::optional<bool> v2_kill;
-  if (layout->v2) v2_kill = cgroup::ProbeCgroupKill(*layout->v2, req.cgroup_parent);
-  std::string fallback = layout->v1_freezer ? "freeze, SIGKILL, thaw (v1 freezer)"
-                                            : "SIGKILL to brig init (no cgroup to kill through)";
-  std::string kill = v2_kill.value_or(false) ? "cgroup.kill (v2)" : fallback;
-  // No v2 group to look in yet: the sandbox's own group will say.
-  if (layout->v2 && !v2_kill) kill = "cgroup.kill (v2) if its group has it, else " + fallback;
-  printf("kill        %s\n", kill.c_str());
-  return all ? 0 : 1;
+  return default_runs ? 0 : 1;
 }
 
 }  // namespace brig::cli

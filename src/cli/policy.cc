@@ -12,7 +12,9 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "proto/brig.pb.h"
+#include "proto/textproto.h"
 #include "config/profile.h"
+#include "config/profile_diff.h"
 #include "fs/kernel_paths.h"
 #include "security/policy_view.h"
 #include "security/seccomp.h"
@@ -107,19 +109,17 @@ std::string BaseName(const std::string& path) {
                      end - (slash == std::string::npos ? 0 : slash + 1) + 1);
 }
 
-// A file's kind from its directory: policies/profiles/x.textproto is a profile.
-std::string KindOfPath(const std::string& path) {
+// A file's kind from its directory (policies/profiles/x.textproto is a profile), else from
+// what its text parses as; "" if neither tells.
+std::string KindOf(const std::string& path, const std::string& text) {
   std::string parent = BaseName(DirName(path));
   if (parent == "profiles") return "profile";
   if (parent == "seccomp") return "seccomp";
+  v1::Profile profile;
+  if (proto::ParseTextProto(text, path, &profile)) return "profile";
+  v1::SeccompPolicy policy;
+  if (proto::ParseTextProto(text, path, &policy)) return "seccomp";
   return "";
-}
-
-// The policy directory a file's references resolve in: --policy-dir if given, else the
-// tree the file sits in (policies/profiles/x -> policies), else the installed one.
-std::string PolicyDirFor(const PolicyRequest& r, const std::string& path) {
-  if (!r.policy_dir.empty() || KindOfPath(path).empty()) return PolicyDir(r);
-  return DirName(DirName(path));
 }
 
 bool LooksLikePath(const std::string& s) {
@@ -152,34 +152,55 @@ Result<v1::SeccompPolicy> LoadTextPolicy(const std::string& path, const std::str
   return p;
 }
 
-Result<v1::SeccompPolicy> PolicyOfProfile(const std::string& dir, const std::string& path) {
+// The seccomp policy file of the profile at `path`, found as brig run --profile finds it.
+Result<std::string> SeccompFileOf(const PolicyRequest& r, const std::string& path,
+                                  const v1::Profile& profile) {
+  const std::string& name = profile.security().seccomp_policy();
+  std::string sp = BRIG_TRY_CTX(config::SeccompPolicyPath(PolicyDir(r), path, name), path);
+  BRIG_TRY_CTX(config::CheckPolicyFile(sp, "seccomp", name), path);
+  return sp;
+}
+
+Result<v1::SeccompPolicy> PolicyOfProfile(const PolicyRequest& r, const std::string& path) {
   std::string text = BRIG_TRY(util::ReadUserFile(path));
   v1::Profile profile = BRIG_TRY(config::ParseProfile(text, path));
   if (profile.isolation() == v1::ISOLATION_NONE) {
     return BadInput("profile", path, "ISOLATION_NONE: no sandbox, so no seccomp policy");
   }
-  std::string sp = BRIG_TRY_CTX(
-      config::PolicyFilePath(dir, "seccomp", profile.security().seccomp_policy()), path);
+  std::string sp = BRIG_TRY(SeccompFileOf(r, path, profile));
   return LoadTextPolicy(sp, BRIG_TRY(util::ReadUserFile(sp)));
 }
 
+// The profile file an operand names: a path whose kind is profile, or a NAME in
+// DIR/profiles that is not also a seccomp policy's name (LoadPolicy's order).
+std::optional<std::string> ProfileFile(const PolicyRequest& r, const std::string& operand) {
+  if (LooksLikePath(operand)) {
+    auto text = util::ReadUserFile(operand);
+    if (!text || KindOf(operand, *text) != "profile") return std::nullopt;
+    // A path, not a NAME, to config::LoadProfile.
+    return operand.find('/') == std::string::npos ? "./" + operand : operand;
+  }
+  if (config::PolicyFilePath(PolicyDir(r), "seccomp", operand)) return std::nullopt;
+  auto path = config::PolicyFilePath(PolicyDir(r), "profiles", operand);
+  return path ? std::optional<std::string>(*path) : std::nullopt;
+}
+
 // POLICY: a seccomp policy name, a profile name (its seccomp policy), or a path to a
-// text-format policy, a profile (in a profiles/ directory) or OCI/Docker JSON.
+// text-format policy, a profile or OCI/Docker JSON.
 Result<v1::SeccompPolicy> LoadPolicy(const PolicyRequest& r, const std::string& operand) {
+  if (auto profile = ProfileFile(r, operand)) return PolicyOfProfile(r, *profile);
   if (LooksLikePath(operand)) {
     std::string text = BRIG_TRY(util::ReadUserFile(operand));
     size_t first = text.find_first_not_of(" \t\r\n");
     if (first != std::string::npos && text[first] == '{') {
       return security::ParseOciSeccompJson(text, operand);
     }
-    if (KindOfPath(operand) == "profile") return PolicyOfProfile(PolicyDirFor(r, operand), operand);
     return LoadTextPolicy(operand, text);
   }
   std::string dir = PolicyDir(r);
   if (auto sp = config::PolicyFilePath(dir, "seccomp", operand)) {
     return LoadTextPolicy(*sp, BRIG_TRY(util::ReadUserFile(*sp)));
   }
-  if (auto pp = config::PolicyFilePath(dir, "profiles", operand)) return PolicyOfProfile(dir, *pp);
   return BadInput("policy", operand,
                   "no seccomp policy or profile of that name in " + dir +
                       " (seccomp: " + Join(config::ListPolicyNames(dir, "seccomp")) +
@@ -219,40 +240,94 @@ int Show(const PolicyRequest& r) {
   return 0;
 }
 
-Status CheckFile(const PolicyRequest& r, const std::string& file, const std::string& kind) {
-  std::string text = BRIG_TRY(util::ReadUserFile(file));
-  if (kind == "seccomp") {
-    v1::SeccompPolicy p = BRIG_TRY(security::ParseSeccompPolicy(text, file));
-    return CompileText(file, text, p);
+// Every error of a text-format seccomp policy: each name of each rule compiled alone, so
+// that one bad rule does not hide the next, then the whole policy, for what only rules
+// together can break (an unconditional rule against another action, the kernel's limit).
+std::vector<Error> SeccompErrors(const std::string& file, const std::string& text) {
+  auto policy = security::ParseSeccompPolicy(text, file);
+  if (!policy) return {policy.error()};
+  std::vector<Error> errors;
+  auto add = [&](const Status& s) {
+    if (s) return;
+    for (const Error& e : errors) {
+      if (e.Render() == s.error().Render()) return;
+    }
+    errors.push_back(s.error());
+  };
+  for (const v1::SeccompRule& rule : policy->syscalls()) {
+    for (int i = 0; i < std::max(rule.names_size(), 1); ++i) {
+      v1::SeccompPolicy one = *policy;
+      one.clear_syscalls();
+      v1::SeccompRule* alone = one.add_syscalls();
+      *alone = rule;
+      alone->clear_names();
+      if (i < rule.names_size()) alone->add_names(rule.names(i));
+      add(CompileText(file, text, one));
+    }
   }
-  v1::Profile p = BRIG_TRY(config::ParseProfile(text, file));
-  if (p.isolation() == v1::ISOLATION_SANDBOX) {
-    (void)BRIG_TRY_CTX(
-        config::PolicyFilePath(PolicyDirFor(r, file), "seccomp", p.security().seccomp_policy()),
-        file);
+  if (errors.empty()) add(CompileText(file, text, *policy));
+  return errors;
+}
+
+// Every error of a profile, then those of the seccomp policy it names, found as brig run
+// finds it.
+std::vector<Error> ProfileErrors(const PolicyRequest& r, const std::string& file,
+                                 const std::string& text) {
+  std::vector<Error> errors;
+  auto profile = config::ParseProfileAll(text, file, errors);
+  if (!profile) return {profile.error()};
+  if (profile->isolation() != v1::ISOLATION_SANDBOX) return errors;
+  if (profile->security().seccomp_policy().empty()) return errors;
+  auto sp = SeccompFileOf(r, file, *profile);
+  if (!sp) {
+    errors.push_back(sp.error());
+    return errors;
   }
-  return {};
+  auto policy_text = util::ReadUserFile(*sp);
+  if (!policy_text) {
+    errors.push_back(std::move(policy_text).error().Wrap(file));
+    return errors;
+  }
+  for (Error& e : SeccompErrors(*sp, *policy_text)) errors.push_back(std::move(e).Wrap(file));
+  return errors;
+}
+
+std::vector<Error> FileErrors(const PolicyRequest& r, const std::string& file,
+                              const std::string& kind) {
+  auto text = util::ReadUserFile(file);
+  if (!text) return {text.error()};
+  return kind == "seccomp" ? SeccompErrors(file, *text) : ProfileErrors(r, file, *text);
+}
+
+// Each file's kind: --kind, else its directory's or what it parses as; a file that cannot
+// be read is left to FileErrors to report.
+Result<std::vector<std::string>> Kinds(const PolicyRequest& r) {
+  std::vector<std::string> kinds;
+  for (const std::string& f : r.operands) {
+    auto text = r.kind.empty() ? util::ReadUserFile(f) : Result<std::string>(std::string());
+    kinds.push_back(r.kind.empty() && text ? KindOf(f, *text) : r.kind);
+    if (text && kinds.back().empty()) {
+      return BadInput("brig policy check", f,
+                      "neither in a profiles/ nor in a seccomp/ directory, and it parses as "
+                      "neither: pass --kind profile or --kind seccomp");
+    }
+  }
+  return kinds;
 }
 
 int Check(const PolicyRequest& r) {
-  std::vector<std::string> kinds;
-  for (const auto& f : r.operands) {
-    kinds.push_back(r.kind.empty() ? KindOfPath(f) : r.kind);
-    if (kinds.back().empty()) {
-      return Refuse(BadInput("brig policy check", f,
-                             "neither in a profiles/ nor in a seccomp/ directory: pass --kind "
-                             "profile or --kind seccomp"));
-    }
-  }
+  auto kinds = Kinds(r);
+  if (!kinds) return Refuse(kinds.error());
   bool bad = false;
   for (size_t i = 0; i < r.operands.size(); ++i) {
-    if (auto s = CheckFile(r, r.operands[i], kinds[i]); s) {
+    std::vector<Error> errors = FileErrors(r, r.operands[i], (*kinds)[i]);
+    if (errors.empty()) {
       Out(r.operands[i] + ": ok\n");
-    } else {
-      bad = true;
-      fflush(stdout);
-      fprintf(stderr, "%s\n", s.error().Render().c_str());
+      continue;
     }
+    bad = true;
+    fflush(stdout);
+    for (const Error& e : errors) fprintf(stderr, "%s\n", e.Render().c_str());
   }
   return bad ? 1 : 0;
 }
@@ -297,7 +372,29 @@ int Export(const PolicyRequest& r) {
   return 0;
 }
 
+// Two profiles: every field they resolve differently, then, if both have a sandbox, their
+// seccomp policies syscall by syscall.
+int DiffProfiles(const PolicyRequest& r, const std::string& a_file, const std::string& b_file) {
+  auto a = config::LoadProfile(PolicyDir(r), a_file);
+  if (!a) return Refuse(a.error());
+  auto b = config::LoadProfile(PolicyDir(r), b_file);
+  if (!b) return Refuse(b.error());
+  std::vector<std::string> lines = config::DiffProfiles(*a, *b);
+  if (a->isolation() == v1::ISOLATION_SANDBOX && b->isolation() == v1::ISOLATION_SANDBOX) {
+    auto pa = PolicyOfProfile(r, a_file);
+    if (!pa) return Refuse(pa.error());
+    auto pb = PolicyOfProfile(r, b_file);
+    if (!pb) return Refuse(pb.error());
+    for (std::string& l : security::DiffPolicies(*pa, *pb)) lines.push_back(std::move(l));
+  }
+  for (const auto& l : lines) Out(l + "\n");
+  return lines.empty() ? 0 : 1;
+}
+
 int Diff(const PolicyRequest& r) {
+  auto a_profile = ProfileFile(r, r.operands[0]);
+  auto b_profile = ProfileFile(r, r.operands[1]);
+  if (a_profile && b_profile) return DiffProfiles(r, *a_profile, *b_profile);
   auto a = LoadPolicy(r, r.operands[0]);
   if (!a) return Refuse(a.error());
   auto b = LoadPolicy(r, r.operands[1]);
@@ -316,10 +413,11 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"list", "", 0, 0, "profiles (with descriptions) and seccomp policies", List},
       {"show", "PROFILE", 1, 1, "the profile with its defaults filled in", Show},
-      {"check", "FILE...", 1, SIZE_MAX, "validate: \"FILE: ok\" or FILE:LINE:COL: error", Check},
+      {"check", "FILE...", 1, SIZE_MAX,
+       "validate: \"FILE: ok\", or each error as FILE:LINE:COL: error", Check},
       {"explain", "POLICY", 1, 1, "a row per syscall: action, conditions, why", Explain},
       {"export", "POLICY", 1, 1, "the policy in the --format given", Export},
-      {"diff", "POLICY POLICY", 2, 2, "syscalls the two treat differently", Diff},
+      {"diff", "A B", 2, 2, "what two profiles or two policies decide differently", Diff},
       {"paths", "", 0, 0, "kernel paths every sandbox masks or holds read-only", Paths},
   };
   return commands;
@@ -358,8 +456,13 @@ std::string PolicyUsage() {
     row(std::string("  ") + c.name + (*c.operands ? std::string(" ") + c.operands : ""), c.help);
   }
   out << "\nPOLICY is a seccomp policy name, a profile name (for its seccomp policy), or\n"
-         "the path of a policy, of a profile in a profiles/ directory, or of OCI/Docker\n"
-         "seccomp JSON (read for x86_64 and no capabilities, see brig-policy(1)).\n\n"
+         "the path of a policy, of a profile, or of OCI/Docker seccomp JSON (read for\n"
+         "x86_64 and no capabilities, see brig-policy(1)). diff compares two profiles\n"
+         "(names or paths) field by field with their defaults filled in, then their\n"
+         "seccomp policies; any other pair as two seccomp policies, syscall by syscall.\n"
+         "A profile's seccomp policy is found as brig run finds it: a name in the policy\n"
+         "directory, a relative path beside the profile. brig policy reads files only\n"
+         "and needs no root.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     row(std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""), f.help);

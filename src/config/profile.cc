@@ -17,9 +17,15 @@
 namespace brig::config {
 namespace {
 
-Error Field(const std::string& file, const std::string& field, const std::string& why) {
-  return Fail(file, field, why, ErrorKind::kBadInput);
-}
+// One validation error of a profile: the field (dots between nested ones), the element of
+// a repeated one (-1: none), why. Validation lists them all; each is then placed at its
+// file:line:column.
+struct Problem {
+  std::string field;
+  int index = -1;
+  std::string why;
+};
+using Problems = std::vector<Problem>;
 
 // A path relative to the workspace that stays inside it.
 bool IsWorkspaceRelative(const std::string& p) {
@@ -34,93 +40,131 @@ bool IsWorkspaceRelative(const std::string& p) {
   return true;
 }
 
-Status ValidateFilesystem(const v1::Profile& p, const std::string& file) {
-  if (p.filesystem().workspace() == v1::WORKSPACE_ACCESS_UNSPECIFIED) {
-    return Field(file, "filesystem.workspace", "must be set");
+void ValidateFilesystem(const v1::Profile& p, Problems& out) {
+  const v1::Filesystem& f = p.filesystem();
+  if (f.workspace() == v1::WORKSPACE_ACCESS_UNSPECIFIED) {
+    out.push_back({"filesystem.workspace", -1, "must be set"});
   }
   // Only a copy's changes can be capped: a read-only workspace takes none, and a read-write
   // one is the host's own directory, whose writes no cap of brig's holds.
-  if (!p.limits().disk().empty() && p.filesystem().workspace() != v1::WORKSPACE_COPY) {
-    return Field(file, "limits.disk",
-                 "only a copy workspace (WORKSPACE_COPY) can be capped; a read-write one cannot");
+  if (!p.limits().disk().empty() && f.workspace() != v1::WORKSPACE_COPY) {
+    out.push_back({"limits.disk", -1,
+                   "only a copy workspace (WORKSPACE_COPY) can be capped; a read-write one "
+                   "cannot"});
   }
-  for (const auto& path : p.filesystem().protected_paths()) {
-    if (!IsWorkspaceRelative(path)) {
-      return Field(file, "filesystem.protected_paths", "'" + path + "' leaves the workspace");
+  for (int i = 0; i < f.protected_paths_size(); ++i) {
+    if (!IsWorkspaceRelative(f.protected_paths(i))) {
+      out.push_back({"filesystem.protected_paths", i,
+                     "'" + f.protected_paths(i) + "' leaves the workspace"});
     }
   }
-  for (const auto& path : p.filesystem().hidden_paths()) {
-    if (auto h = fs::ParseHiddenPattern(path); !h) {
-      return Field(file, "filesystem.hidden_paths", "'" + path + "': " + h.error().detail);
+  for (int i = 0; i < f.hidden_paths_size(); ++i) {
+    if (auto h = fs::ParseHiddenPattern(f.hidden_paths(i)); !h) {
+      out.push_back({"filesystem.hidden_paths", i, "'" + f.hidden_paths(i) + "': " + h.error().detail});
     }
   }
-  return {};
 }
 
-Status ValidateNetwork(const v1::Network& n, const std::string& file) {
+void ValidateNetwork(const v1::Network& n, Problems& out) {
   if (n.posture() == v1::NETWORK_POSTURE_UNSPECIFIED) {
-    return Field(file, "network.posture", "must be set");
+    out.push_back({"network.posture", -1, "must be set"});
   }
   if (n.allow_hosts_size() > 0 && n.posture() != v1::POSTURE_ALLOWLIST) {
-    return Field(file, "network.allow_hosts", "only an allowlist posture has an allowlist");
+    out.push_back({"network.allow_hosts", 0, "only an allowlist posture has an allowlist"});
   }
-  for (const auto& host : n.allow_hosts()) {
-    if (auto pattern = egress::ParseHostPattern(host); !pattern) {
-      return Field(file, "network.allow_hosts", "'" + host + "': " + pattern.error().detail);
+  for (int i = 0; i < n.allow_hosts_size(); ++i) {
+    if (auto pattern = egress::ParseHostPattern(n.allow_hosts(i)); !pattern) {
+      out.push_back({"network.allow_hosts", i, "'" + n.allow_hosts(i) + "': " + pattern.error().detail});
     }
   }
   bool interface = n.posture() == v1::POSTURE_ALLOWLIST || n.posture() == v1::POSTURE_OPEN;
   if (n.allow_addresses_size() > 0 && !interface) {
-    return Field(file, "network.allow_addresses",
-                 "only postures allowlist and open connect anywhere");
+    out.push_back({"network.allow_addresses", 0, "only postures allowlist and open connect anywhere"});
   }
-  for (const auto& a : n.allow_addresses()) {
-    if (auto floor = egress::Floor::WithExceptions({a}); !floor) {
-      return Field(file, "network.allow_addresses", "'" + a + "': " + floor.error().detail);
+  for (int i = 0; i < n.allow_addresses_size(); ++i) {
+    if (auto floor = egress::Floor::WithExceptions({n.allow_addresses(i)}); !floor) {
+      out.push_back({"network.allow_addresses", i,
+                     "'" + n.allow_addresses(i) + "': " + floor.error().detail});
     }
   }
-  return {};
 }
 
-Status ValidateBrokers(const v1::Profile& p, const std::string& file) {
+void ValidateBrokers(const v1::Profile& p, Problems& out) {
   std::vector<broker::Config> brokers;
-  for (const auto& b : p.brokers()) {
+  for (int i = 0; i < p.brokers_size(); ++i) {
+    const v1::Broker& b = p.brokers(i);
     auto c = broker::Check(b);
-    if (!c) return Field(file, "brokers", "'" + b.name() + "': " + c.error().Render());
+    if (!c) {
+      out.push_back({"brokers", i, "'" + b.name() + "': " + c.error().Render()});
+      continue;
+    }
     brokers.push_back(std::move(*c));
     if (auto all = broker::CheckAll(brokers); !all) {
-      return Field(file, "brokers", "'" + b.name() + "': " + all.error().Render());
+      out.push_back({"brokers", i, "'" + b.name() + "': " + all.error().Render()});
+      brokers.pop_back();
     }
   }
-  return {};
 }
 
-Status Validate(const v1::Profile& p, const std::string& file) {
-  BRIG_TRY(ParseLimits(p.limits(), file));
+// Clears the field at `path` ("limits.user_counts.namespaces") of `msg`; false if there is
+// no such field.
+bool ClearPath(google::protobuf::Message& msg, const std::string& path) {
+  size_t dot = path.find('.');
+  const auto* field = msg.GetDescriptor()->FindFieldByName(path.substr(0, dot));
+  if (!field) return false;
+  const auto* r = msg.GetReflection();
+  if (dot == std::string::npos) {
+    r->ClearField(&msg, field);
+    return true;
+  }
+  if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE ||
+      field->is_repeated()) {
+    return false;
+  }
+  return ClearPath(*r->MutableMessage(&msg, field), path.substr(dot + 1));
+}
+
+// ParseLimits names the first limit it refuses: each one is noted and cleared, and the
+// rest parsed again, until they parse.
+void ValidateLimits(const v1::Profile& p, const std::string& file, Problems& out) {
+  v1::Profile rest = p;
+  for (auto l = ParseLimits(rest.limits(), file); !l; l = ParseLimits(rest.limits(), file)) {
+    for (const Problem& seen : out) {
+      if (seen.field == l.error().subject) return;  // clearing it did not help: stop
+    }
+    out.push_back({l.error().subject, -1, l.error().detail});
+    if (!ClearPath(rest, l.error().subject)) return;
+  }
+}
+
+Problems Validate(const v1::Profile& p, const std::string& file) {
+  Problems out;
+  ValidateLimits(p, file, out);
   switch (p.isolation()) {
     case v1::ISOLATION_NONE:
       // No isolation means nothing else to say: a profile that lists walls it cannot
       // have would mislead whoever reads it.
       if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0) {
-        return Field(file, "isolation",
-                     "ISOLATION_NONE takes no filesystem, network, security or broker settings");
+        out.push_back({"isolation", -1,
+                       "ISOLATION_NONE takes no filesystem, network, security or broker settings"});
       }
       if (!p.limits().disk().empty()) {
-        return Field(file, "limits.disk", "ISOLATION_NONE has no copy workspace to cap");
+        out.push_back({"limits.disk", -1, "ISOLATION_NONE has no copy workspace to cap"});
       }
-      return {};
+      return out;
     case v1::ISOLATION_SANDBOX:
       break;
     default:
-      return Field(file, "isolation", "must be ISOLATION_SANDBOX or ISOLATION_NONE");
+      out.push_back({"isolation", -1, "must be ISOLATION_SANDBOX or ISOLATION_NONE"});
+      return out;
   }
-  BRIG_TRY(ValidateFilesystem(p, file));
-  BRIG_TRY(ValidateNetwork(p.network(), file));
-  BRIG_TRY(ValidateBrokers(p, file));
+  ValidateFilesystem(p, out);
+  ValidateNetwork(p.network(), out);
+  ValidateBrokers(p, out);
   if (p.security().seccomp_policy().empty()) {
-    return Field(file, "security.seccomp_policy", "must name a policy");
+    out.push_back({"security.seccomp_policy", -1, "must name a policy"});
   }
-  return {};
+  return out;
 }
 
 // Names of `dir`/*.textproto, sorted.
@@ -188,10 +232,31 @@ std::vector<std::string> ListPolicyNames(const std::string& dir, const std::stri
 }
 
 Result<v1::Profile> ParseProfile(const std::string& text, const std::string& name) {
-  v1::Profile p;
-  BRIG_TRY(proto::ParseTextProto(text, name, &p));
-  BRIG_TRY(Validate(p, name));
+  std::vector<Error> errors;
+  v1::Profile p = BRIG_TRY(ParseProfileAll(text, name, errors));
+  if (!errors.empty()) return errors.front();
   return p;
+}
+
+Result<v1::Profile> ParseProfileAll(const std::string& text, const std::string& name,
+                                    std::vector<Error>& errors) {
+  v1::Profile p;
+  google::protobuf::TextFormat::ParseInfoTree locations;
+  BRIG_TRY(proto::ParseTextProto(text, name, &p, &locations));
+  for (const Problem& e : Validate(p, name)) {
+    std::string where = proto::FieldLocation(v1::Profile::descriptor(), &locations, name,
+                                             e.field, e.index);
+    errors.push_back(Fail(where, e.field, e.why, ErrorKind::kBadInput));
+  }
+  return p;
+}
+
+Result<std::string> SeccompPolicyPath(const std::string& dir, const std::string& profile_path,
+                                      const std::string& policy) {
+  if (!policy.empty() && policy[0] != '/' && policy.find('/') != std::string::npos) {
+    return PolicyPath(dir, "seccomp", profile_path.substr(0, profile_path.rfind('/') + 1) + policy);
+  }
+  return PolicyPath(dir, "seccomp", policy);
 }
 
 void FillDefaults(v1::Profile& p) {

@@ -28,8 +28,18 @@ Result<std::string> PolicyFilePath(const std::string& dir, const std::string& ki
 // Names of DIR/<kind>/*.textproto, sorted.
 std::vector<std::string> ListPolicyNames(const std::string& dir, const std::string& kind);
 
-// Parses and validates a profile; errors name file:line:column or the field.
+// Parses and validates a profile; errors name file:line:column and the field.
 Result<v1::Profile> ParseProfile(const std::string& text, const std::string& name);
+// Parses a profile and appends every validation error to `errors`, each at the
+// file:line:column of its field where the text has one. A syntax error stops the parse
+// (protobuf's parser stops at the first) and is the result's error.
+Result<v1::Profile> ParseProfileAll(const std::string& text, const std::string& name,
+                                    std::vector<Error>& errors);
+// The seccomp policy file a profile names, as brig run finds it: a NAME in DIR/seccomp, an
+// absolute path as is, and a relative path with a '/' beside the profile's own file
+// `profile_path`. Pure, as PolicyPath.
+Result<std::string> SeccompPolicyPath(const std::string& dir, const std::string& profile_path,
+                                      const std::string& policy);
 // Loads NAME or PATH from `dir` and fills every default in, so that the result says
 // everything the profile decides (brig policy show prints it).
 Result<v1::Profile> LoadProfile(const std::string& dir, const std::string& name_or_path);

@@ -156,12 +156,9 @@ Status ResolveWorkspaceMode(const v1::Filesystem& f, const Overrides& run, fs::S
 // in a profile file means one beside that file. The probe checks that it is there.
 Status ResolveSeccomp(const v1::Profile& profile, const Overrides& run, Sandbox& sb) {
   std::string policy = profile.security().seccomp_policy();
-  if (!policy.empty() && policy[0] != '/' && policy.find('/') != std::string::npos) {
-    std::string profile_path = BRIG_TRY(PolicyPath(run.policy_dir, "profiles", run.profile));
-    policy = profile_path.substr(0, profile_path.rfind('/') + 1) + policy;
-  }
-  sb.seccomp_policy = BRIG_TRY(PolicyPath(run.policy_dir, "seccomp", policy));
-  sb.seccomp_policy_name = policy;
+  std::string profile_path = BRIG_TRY(PolicyPath(run.policy_dir, "profiles", run.profile));
+  sb.seccomp_policy = BRIG_TRY(SeccompPolicyPath(run.policy_dir, profile_path, policy));
+  sb.seccomp_policy_name = policy.find('/') != std::string::npos ? sb.seccomp_policy : policy;
   return {};
 }
 

@@ -4,6 +4,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "util/parse.h"
@@ -59,15 +60,39 @@ std::string FirstNotUtf8(const google::protobuf::Message& msg) {
 }  // namespace
 
 Status ParseTextProto(const std::string& text, const std::string& name,
-                      google::protobuf::Message* msg) {
+                      google::protobuf::Message* msg,
+                      google::protobuf::TextFormat::ParseInfoTree* locations) {
   google::protobuf::TextFormat::Parser parser;
   FirstError errors(name);
   parser.RecordErrorsTo(&errors);
+  if (locations) parser.WriteLocationsTo(locations);
   if (!parser.ParseFromString(text, msg)) return errors.ToError();
   if (std::string at = FirstNotUtf8(*msg); !at.empty()) {
     return BadInput(name, "", "field '" + at + "' is not UTF-8 text");
   }
   return {};
+}
+
+std::string FieldLocation(const google::protobuf::Descriptor* type,
+                          const google::protobuf::TextFormat::ParseInfoTree* locations,
+                          const std::string& name, const std::string& path, int index) {
+  const google::protobuf::TextFormat::ParseInfoTree* tree = locations;
+  size_t start = 0;
+  while (tree && type) {
+    size_t dot = path.find('.', start);
+    const auto* field = type->FindFieldByName(path.substr(start, dot - start));
+    if (!field) break;
+    int at = field->is_repeated() ? std::max(index, 0) : -1;
+    if (dot == std::string::npos) {
+      auto loc = tree->GetLocation(field, at);
+      if (loc.line < 0) break;
+      return name + ":" + std::to_string(loc.line + 1) + ":" + std::to_string(loc.column + 1);
+    }
+    tree = tree->GetTreeForNested(field, field->is_repeated() ? 0 : -1);
+    type = field->message_type();
+    start = dot + 1;
+  }
+  return name;
 }
 
 }  // namespace brig::proto

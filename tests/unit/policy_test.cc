@@ -196,8 +196,10 @@ TEST(PolicyCheck, BrokenFilesReportFileLineColumn) {
                                   "network { posture: POSTURE_NONE }\n"
                                   "security { seccomp_policy: \"missing\" }\n");
   std::string good = kPolicyDir + "/seccomp/default.textproto";
-  // No --policy-dir: the profile's references resolve in the tree it sits in.
-  auto r = Capture([&] { return cli::PolicyMain({"check", typo, good, unknown, profile}); });
+  // A profile's seccomp NAME resolves in the policy directory, as brig run --profile's does.
+  auto r = Capture([&] {
+    return cli::PolicyMain({"--policy-dir", dir.path(), "check", typo, good, unknown, profile});
+  });
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.out, good + ": ok\n");
   EXPECT_EQ(r.err, typo +
@@ -208,12 +210,90 @@ TEST(PolicyCheck, BrokenFilesReportFileLineColumn) {
                        "/seccomp: typo, unknown)\n");
 }
 
+// A reviewer checks a profile of their own, beside the seccomp policy it names by a
+// relative path, from another directory: brig run --profile finds the policy beside the
+// profile, and so must check; and it must compile, as brig run would compile it.
+TEST(PolicyCheck, AProfilesSeccompPolicyResolvesAsBrigRunResolvesIt) {
+  testing::ScratchDir dir;
+  ASSERT_EQ(mkdir((dir.path() + "/own").c_str(), 0755), 0);
+  dir.Write("own/mine.textproto", Read(kPolicyDir + "/seccomp/default.textproto"));
+  std::string profile = dir.Write("own/p.textproto",
+                                  "isolation: ISOLATION_SANDBOX\n"
+                                  "filesystem { workspace: WORKSPACE_RO }\n"
+                                  "network { posture: POSTURE_NONE }\n"
+                                  "security { seccomp_policy: \"./mine.textproto\" }\n");
+  ASSERT_NE(access("mine.textproto", F_OK), 0) << "the test must run elsewhere";
+  auto r = Policy({"check", profile});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, profile + ": ok\n");
+  EXPECT_EQ(r.err, "");
+  // The profile diff and explain find the same policy.
+  r = Policy({"diff", profile, "untrusted-code-read"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.out.find("- security.seccomp_policy: \"./mine.textproto\" (A)  vs  \"default\" "
+                       "(B)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("- personality"), std::string::npos) << "the same policy: " << r.out;
+  EXPECT_EQ(r.err, "");
+  dir.Write("own/mine.textproto",
+            "default_action: SCMP_ACT_ERRNO\nsyscalls { names: \"nosuchcall\" "
+            "action: SCMP_ACT_ALLOW }\n");
+  r = Policy({"check", profile});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, profile + ": " + dir.path() +
+                       "/own/./mine.textproto:2:1: seccomp policy 'nosuchcall': unknown "
+                       "system call\n");
+}
+
+// Every validation error of a parsed file, each at its FILE:LINE:COL, not only the first.
+TEST(PolicyCheck, EveryErrorOfAFileIsListed) {
+  testing::ScratchDir dir;
+  ASSERT_EQ(mkdir((dir.path() + "/seccomp").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir.path() + "/profiles").c_str(), 0755), 0);
+  std::string profile = dir.Write("profiles/p.textproto",
+                                  "isolation: ISOLATION_SANDBOX\n"
+                                  "filesystem {\n"
+                                  "  workspace: WORKSPACE_RO\n"
+                                  "  protected_paths: \"ok\"\n"
+                                  "  protected_paths: \"../out\"\n"
+                                  "}\n"
+                                  "network {\n"
+                                  "  posture: POSTURE_NONE\n"
+                                  "  allow_hosts: \"example.com\"\n"
+                                  "}\n"
+                                  "limits { pids: 0 memory: \"lots\" }\n");
+  std::string policy = dir.Write("seccomp/s.textproto",
+                                 "default_action: SCMP_ACT_ERRNO\n"
+                                 "syscalls { names: \"read\" names: \"nosuch1\" "
+                                 "action: SCMP_ACT_ALLOW }\n"
+                                 "syscalls { names: \"nosuch2\" action: SCMP_ACT_ALLOW }\n");
+  auto r = Policy({"check", profile, policy});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, profile + ":11:18 'limits.memory': expected a number, as in 512M or 1G\n" +
+                       profile + ":11:10 'limits.pids': must be from 1 to 4194304\n" +
+                       profile + ":5:3 'filesystem.protected_paths': '../out' leaves the "
+                       "workspace\n" +
+                       profile + ":9:3 'network.allow_hosts': only an allowlist posture has "
+                       "an allowlist\n" +
+                       profile + " 'security.seccomp_policy': must name a policy\n" +
+                       policy + ":2:1: seccomp policy 'nosuch1': unknown system call\n" +
+                       policy + ":3:1: seccomp policy 'nosuch2': unknown system call\n");
+}
+
 TEST(PolicyCheck, KindComesFromTheDirectoryOrKind) {
   testing::ScratchDir dir;
   std::string file =
       dir.Write("default.textproto", Read(kPolicyDir + "/seccomp/default.textproto"));
+  // Outside profiles/ and seccomp/, what the text parses as tells.
   auto r = Policy({"check", file});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, file + ": ok\n");
+  std::string broken = dir.Write("broken.textproto", "nonsense {\n");
+  r = Policy({"check", file, broken});
   EXPECT_EQ(r.rc, brig::kExitRefused);
+  EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("pass --kind"), std::string::npos) << r.err;
   r = Policy({"check", "--kind", "seccomp", file});
   EXPECT_EQ(r.rc, 0) << r.err;
@@ -286,6 +366,45 @@ TEST(PolicyDiff, APolicyEqualsItsOwnExport) {
   EXPECT_EQ(r.out, "");
   r = Policy({"diff", "untrusted-code-read", "default"});  // a profile names its policy
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
+}
+
+// Two profiles with the same seccomp policy that differ in workspace, network and limits
+// differ: every resolved field is compared, not only the seccomp policies.
+TEST(PolicyDiff, TwoProfilesDifferFieldByField) {
+  testing::ScratchDir dir;
+  std::string a = dir.Write("a.textproto",
+                            "description: \"a\"\n"
+                            "isolation: ISOLATION_SANDBOX\n"
+                            "filesystem { workspace: WORKSPACE_RO }\n"
+                            "network { posture: POSTURE_NONE }\n"
+                            "security { seccomp_policy: \"default\" }\n"
+                            "limits { memory: \"1G\" }\n");
+  std::string b = dir.Write("b.textproto",
+                            "description: \"b\"\n"
+                            "isolation: ISOLATION_SANDBOX\n"
+                            "filesystem { workspace: WORKSPACE_COPY protected_paths: \".husky\" }\n"
+                            "network { posture: POSTURE_ALLOWLIST allow_hosts: \"example.com\" }\n"
+                            "security { seccomp_policy: \"default\" }\n"
+                            "limits { memory: \"2G\" pids: 64 timeout: \"30m\" }\n");
+  auto r = Policy({"diff", a, b});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "- filesystem.workspace: WORKSPACE_RO (A)  vs  WORKSPACE_COPY (B)\n"
+            "- filesystem.protected_paths: \".husky\" only in B\n"
+            "- network.posture: POSTURE_NONE (A)  vs  POSTURE_ALLOWLIST (B)\n"
+            "- network.allow_hosts: \"example.com\" only in B\n"
+            "- limits.memory: \"1G\" (A)  vs  \"2G\" (B)\n"
+            "- limits.pids: (unset) (A)  vs  64 (B)\n");
+  r = Policy({"diff", a, a});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  // Shipped profiles by name; their seccomp differences follow the fields'.
+  r = Policy({"diff", "untrusted-code-read", "trusted-code-write"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(r.out.rfind("- filesystem.workspace: WORKSPACE_RO (A)  vs  WORKSPACE_RW (B)\n", 0),
+            0u)
+      << r.out;
 }
 
 v1::SeccompPolicy Text(const std::string& text) {
@@ -481,7 +600,7 @@ TEST(PolicyVerb, UsageAndRefusals) {
        "brig: --format: applies only to brig policy export\n"},
       {{"export", "default", "--format", "yaml"},
        "brig: --format 'yaml': expected oci-json, bpf or pfc\n"},
-      {{"diff", "default"}, "brig: brig policy diff: expected POLICY POLICY, got 1 argument\n"},
+      {{"diff", "default"}, "brig: brig policy diff: expected A B, got 1 argument\n"},
       {{"show"}, "brig: brig policy show: expected PROFILE, got 0 arguments\n"},
       {{"explain", "none"},
        "brig: profile '" + kPolicyDir +

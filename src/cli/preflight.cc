@@ -1,0 +1,239 @@
+// brig check's probes (preflight.h). Each runs in a forked child that unshares what it
+// needs first: the child's mounts, tables and links die with its namespaces.
+#include "cli/preflight.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+
+#include "config/limits.h"
+#include "net/link.h"
+#include "net/nft.h"
+#include "security/seccomp.h"
+#include "sys/syscalls.h"
+#include "util/files.h"
+
+namespace brig::cli {
+namespace {
+
+// Runs `probe` in a child and returns its result; the child's error comes back as its
+// rendered line on a pipe.
+Status InChild(const std::function<Status()>& probe) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) < 0) return SysError("pipe2", "probe");
+  pid_t pid = fork();
+  if (pid < 0) return SysError("fork", "probe");
+  if (pid == 0) {
+    close(fds[0]);
+    Status s = probe();
+    if (!s) {
+      std::string line = s.error().Render();
+      (void)!write(fds[1], line.data(), line.size());
+    }
+    _exit(s ? 0 : 1);
+  }
+  close(fds[1]);
+  sys::UniqueFd read_end(fds[0]);
+  std::string line;
+  int status = sys::ReadAllAndReap(read_end.get(), pid, line);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  if (line.empty()) line = "the probe died (wait status " + std::to_string(status) + ")";
+  return Fail("probe", "", line);
+}
+
+Status Unshare(int flags, const char* what) {
+  if (unshare(flags) < 0) return SysError("unshare", what);
+  return {};
+}
+
+// A mount namespace of the child's own whose mounts propagate nowhere.
+Status PrivateMounts() {
+  BRIG_TRY(Unshare(CLONE_NEWNS, "mount namespace"));
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
+    return SysError("make mounts private", "/");
+  }
+  return {};
+}
+
+// A fresh tmpfs on /tmp of the child's private mount namespace (fsopen, fsmount,
+// move_mount), with directories `dirs`.
+Status TmpfsOnTmp(std::initializer_list<const char*> dirs) {
+  BRIG_TRY(PrivateMounts());
+  sys::UniqueFd fs = BRIG_TRY(sys::FsOpen("tmpfs"));
+  BRIG_TRY(sys::FsConfigCreate(fs.get(), "tmpfs"));
+  sys::UniqueFd tree = BRIG_TRY(sys::FsMount(fs.get(), 0, "tmpfs"));
+  BRIG_TRY(sys::MoveMount(tree.get(), "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH));
+  for (const char* d : dirs) {
+    if (mkdir((std::string("/tmp/") + d).c_str(), 0755) < 0) return SysError("mkdir", d);
+  }
+  return {};
+}
+
+Status ProbeUserNs() {
+  auto max = util::ReadFile("/proc/sys/user/max_user_namespaces");
+  if (max && max->rfind("0", 0) == 0) {
+    return Fail("user.max_user_namespaces", "", "is 0: no user namespace can be made");
+  }
+  return Unshare(CLONE_NEWUSER, "user namespace");
+}
+
+Status ProbeNamespaces() {
+  return Unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                     CLONE_NEWUTS | CLONE_NEWCGROUP,
+                 "user, mount, pid, net, ipc, uts and cgroup namespaces");
+}
+
+Status ProbeSeccomp(const std::string& policy_file) {
+  std::string text = BRIG_TRY(util::ReadUserFile(policy_file));
+  v1::SeccompPolicy policy = BRIG_TRY(security::ParseSeccompPolicy(text, policy_file));
+  security::SeccompProgram prog = BRIG_TRY(security::CompileSeccomp(policy));
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return SysError("prctl", "no_new_privs");
+  return security::LoadSeccomp(prog);
+}
+
+Status ProbeMountApi() {
+  BRIG_TRY(PrivateMounts());
+  sys::UniqueFd tree = BRIG_TRY(sys::OpenTree(AT_FDCWD, "/", OPEN_TREE_CLONE));
+  BRIG_TRY(sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0, "/ (a copy)"));
+  BRIG_TRY(TmpfsOnTmp({}));
+  (void)BRIG_TRY(sys::Openat2(AT_FDCWD, "/tmp", O_PATH | O_DIRECTORY,
+                              RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS));
+  return {};
+}
+
+Status ProbeOverlay() {
+  BRIG_TRY(TmpfsOnTmp({"lower", "upper", "work"}));
+  sys::UniqueFd fs = BRIG_TRY(sys::FsOpen("overlay"));
+  BRIG_TRY(sys::FsConfigString(fs.get(), "lowerdir", "/tmp/lower"));
+  BRIG_TRY(sys::FsConfigString(fs.get(), "upperdir", "/tmp/upper"));
+  BRIG_TRY(sys::FsConfigString(fs.get(), "workdir", "/tmp/work"));
+  BRIG_TRY(sys::FsConfigCreate(fs.get(), "overlay"));
+  (void)BRIG_TRY(sys::FsMount(fs.get(), 0, "overlay"));
+  return {};
+}
+
+// A user namespace mapping 0 to 65534, held by a child that waits for `release` to close.
+Result<sys::UniqueFd> MappedUserNs() {
+  int ready[2], release[2];
+  if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(release, O_CLOEXEC) < 0) return SysError("pipe2");
+  pid_t pid = fork();
+  if (pid < 0) return SysError("fork", "user namespace holder");
+  if (pid == 0) {
+    close(ready[0]);
+    close(release[1]);
+    char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    (void)!read(release[0], &c, 1);
+    _exit(0);
+  }
+  close(ready[1]);
+  close(release[0]);
+  sys::UniqueFd ready_fd(ready[0]), release_fd(release[1]);
+  char c = 'n';
+  Status s = read(ready_fd.get(), &c, 1) == 1 && c == 'y' ? Status{} : SysError("unshare", "user");
+  std::string proc = "/proc/" + std::to_string(pid) + "/";
+  if (s) s = util::WriteFile(proc + "uid_map", "0 65534 1\n");
+  if (s) s = util::WriteFile(proc + "gid_map", "0 65534 1\n");
+  sys::UniqueFd ns(open((proc + "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+  release_fd.Reset();
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  BRIG_TRY(s);
+  if (!ns) return SysError("open", proc + "ns/user");
+  return ns;
+}
+
+// On a detached copy of the mount that holds /tmp, as a workspace would be.
+Status ProbeIdmap() {
+  BRIG_TRY(PrivateMounts());
+  sys::UniqueFd userns = BRIG_TRY(MappedUserNs());
+  sys::UniqueFd tree = BRIG_TRY(sys::OpenTree(AT_FDCWD, "/tmp", OPEN_TREE_CLONE));
+  struct mount_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = MOUNT_ATTR_IDMAP;
+  attr.userns_fd = static_cast<uint64_t>(userns.get());
+  if (syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+    return SysError("mount_setattr", "MOUNT_ATTR_IDMAP on /tmp's filesystem");
+  }
+  return {};
+}
+
+Status ProbeNftables() {
+  BRIG_TRY(Unshare(CLONE_NEWNET, "network namespace"));
+  return net::EnsureBaseRules();
+}
+
+Status ProbeBridgeVeth() {
+  BRIG_TRY(Unshare(CLONE_NEWNET, "network namespace"));
+  net::Subnet subnet = BRIG_TRY(net::ParseSubnet("10.213.0.0/16"));
+  int bridge = BRIG_TRY(net::EnsureBridge(net::kBridge, subnet));
+  sys::UniqueFd self(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!self) return SysError("open", "/proc/self/ns/net");
+  return net::CreateSandboxVeth("bvprobe", bridge, self.get(), net::MacFor({subnet.network.v + 2}));
+}
+
+}  // namespace
+
+std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy) {
+  struct Probe {
+    const char* name;
+    const char* why;
+    std::function<Status()> run;
+  };
+  const Probe probes[] = {
+      {"user namespaces", "every sandbox's ids are its own (user.max_user_namespaces > 0)",
+       ProbeUserNs},
+      {"namespaces", "mount, pid, net, ipc, uts and cgroup namespaces with the user one",
+       ProbeNamespaces},
+      {"seccomp filters", "the profile's syscall policy (the default one, loaded)",
+       [&] { return ProbeSeccomp(seccomp_policy); }},
+      {"mount API", "open_tree, mount_setattr, fsopen, fsmount, move_mount, openat2 build the root",
+       ProbeMountApi},
+      {"overlayfs", "a copy workspace is an overlay on the host's directory", ProbeOverlay},
+      {"id-mapped mounts", "a root-owned read-only workspace is mounted id-mapped", ProbeIdmap},
+      {"nftables", "an allowlist or open posture's traffic goes through brig's tables",
+       ProbeNftables},
+      {"bridge and veth", "an allowlist or open posture's sandbox has a veth on brig0",
+       ProbeBridgeVeth},
+  };
+  std::vector<Feature> out;
+  for (const Probe& p : probes) out.push_back({p.name, p.why, InChild(p.run)});
+  return out;
+}
+
+std::vector<std::string> ProfileBlockers(const v1::Profile& profile, const std::string& file,
+                                         const std::vector<Feature>& features,
+                                         const cgroup::Plan& plan) {
+  std::vector<std::string> needs;
+  if (profile.isolation() == v1::ISOLATION_SANDBOX) {
+    needs = {"user namespaces", "namespaces", "seccomp filters", "mount API"};
+    if (profile.filesystem().workspace() == v1::WORKSPACE_COPY) needs.push_back("overlayfs");
+    v1::NetworkPosture posture = profile.network().posture();
+    if (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN) {
+      needs.insert(needs.end(), {"nftables", "bridge and veth"});
+    }
+  }
+  std::vector<std::string> blockers;
+  for (const Feature& f : features) {
+    for (const std::string& n : needs) {
+      if (f.name == n && !f.result) blockers.push_back(n);
+    }
+  }
+  auto limits = config::ParseLimits(profile.limits(), file);
+  if (!limits) return {limits.error().Render()};
+  if (auto fit = cgroup::FitLimits(plan, limits->cgroup); !fit) {
+    blockers.push_back(fit.error().Render());
+  }
+  return blockers;
+}
+
+}  // namespace brig::cli
