@@ -180,20 +180,18 @@ TEST_F(Disk, AKilledBrigLeavesNoImageAndNoLoopDevice) {
                                              "sh", "-c", "head -c 4000000 /dev/zero > big; exec " +
                                                              marker}),
                         logs.path());
-  for (int i = 0; i < 1500 && FindProcesses(marker).empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually([&] { return !FindProcesses(marker).empty(); });
   ASSERT_FALSE(FindProcesses(marker).empty()) << ReadFileOrEmpty(logs.path() + "/stderr");
   EXPECT_NE(fs.LoopsBackedHere(), "") << "the image is on a loop device while the run lasts";
   kill(pid, SIGKILL);
   WaitExit(pid);
   SettleUntilGone(marker);
-  // The last reference may be dropped by the kernel after the sandbox's last process.
-  for (int i = 0; i < 250 && !fs.LoopsBackedHere().empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_EQ(fs.LoopsBackedHere(), "") << "a loop device outlived brig";
-  EXPECT_LE(fs.Used(), before + 64 * 1024) << "the image outlived brig";
+  // The kernel drops the last reference (the loop device's, then the unnamed image's
+  // blocks) after the sandbox's last process, in its own time: seconds under TCG.
+  EXPECT_TRUE(Eventually([&] { return fs.LoopsBackedHere().empty(); }))
+      << "a loop device outlived brig: " << fs.LoopsBackedHere();
+  EXPECT_TRUE(Eventually([&] { return fs.Used() <= before + 64 * 1024; }))
+      << "the image outlived brig: " << fs.Used() << " bytes used, " << before << " before";
   auto gc = RunBrig({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_EQ(fs.List(), "");

@@ -399,9 +399,7 @@ TEST_F(WorkspaceCopy, ACopyDirIsRootsAloneAndBrigGcRemovesIt) {
                          "--workspace-mode", "copy", "--copy-dir", dir.path(), "--",
                          "sh", "-c", "echo x > made; exec " + marker},
                         logs.path());
-  for (int i = 0; i < 200 && FindProcesses(marker).empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually([&] { return !FindProcesses(marker).empty(); });
   std::string name = dir.List();
   kill(pid, SIGKILL);
   WaitExit(pid);
@@ -516,9 +514,7 @@ TEST_F(WorkspaceRw, BrigGcRemovesPlaceholdersAndNothingElse) {
   pid_t pid = SpawnBrig({"run", "--profile", Profile(), "--workspace", ws.path(), "--", "sh",
                          "-c", "exec " + marker},
                         logs.path());
-  for (int i = 0; i < 200 && FindProcesses(marker).empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually([&] { return !FindProcesses(marker).empty(); });
   std::string during = RunCommand({"ls", "-A", ws.path()}).out;
   kill(pid, SIGKILL);
   WaitExit(pid);
