@@ -218,8 +218,8 @@ const std::vector<Flag>& Flags() {
        "workload's writes still succeed) and the result says so",
        Parsed("--output-limit", &config::Overrides::output_limit, util::ParseSize)},
       {"--egress-budget", "SIZE",
-       "send at most SIZE bytes out through the proxy and the brokers over the whole phase; "
-       "past it connections are closed and refused (reason budget) (profile "
+       "send at most SIZE bytes out through the proxy, the brokers and DNS over the whole "
+       "phase; past it connections are closed and refused (reason budget) (profile "
        "limits.egress_bytes)",
        Parsed("--egress-budget", &config::Overrides::egress_budget, util::ParseSize)},
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited", SetRlimit},

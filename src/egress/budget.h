@@ -1,9 +1,11 @@
 // The phase's egress budget (issue 16, item 11; brig-run(1), --egress-budget): the bytes
-// brig writes upstream, through the proxy and the brokers together, over the whole phase.
+// brig writes upstream, through the proxy, the brokers and the resolver's upstream queries
+// together, over the whole phase.
 // Each writer asks Allow() before it writes and Charge()s what it wrote, so what leaves
 // the host never exceeds the budget, not even by one buffer. A writer with bytes waiting
 // and no budget left calls Exceed(): from then on the services close every connection and
-// refuse new ones with reason "budget". DNS queries are not counted (service.h says why).
+// refuse new ones with reason "budget", and the resolver refuses queries that would go
+// upstream (upstream_client.h says what a query costs).
 // Shared by the egress and broker services of one sandbox, in the supervisor's one thread.
 #pragma once
 

@@ -93,7 +93,7 @@ std::vector<std::string> DenialLines(const v1::NetworkSummary& n) {
   }
   if (n.budget_exceeded()) {
     lines.push_back("egress budget of " + std::to_string(n.egress_budget()) +
-                    " bytes spent: connections past it were closed and refused "
+                    " bytes spent: connections and DNS queries past it were refused "
                     "(--egress-budget, limits.egress_bytes)");
   }
   return lines;

@@ -233,6 +233,7 @@ void Proxy::Decide(Conn& c) {
 
 void Proxy::Resolved(Conn& c, const Resolution& r) {
   if (c.state != Conn::kResolving) return;
+  if (r.over_budget) return Refuse(c, "budget", r.error);
   if (!r.error.empty()) return Refuse(c, "upstream_failed", r.error);
   if (r.addrs.empty()) {
     if (!r.floor.empty()) return Refuse(c, "floor", r.floor);

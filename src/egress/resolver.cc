@@ -210,7 +210,12 @@ void Resolver::Answer(const Waiter& w, const Resolution& r) {
   for (const auto& s : r.cnames) ev.add_cnames(s);
   std::string reply, floor = r.floor;
   std::vector<uint32_t> addrs = host_floor_.Usable(r.addrs, floor);
-  if (!r.error.empty()) {
+  if (r.over_budget) {
+    ev.set_allowed(false);
+    ev.set_reason("budget");
+    ev.set_detail(r.error);
+    reply = BuildRefused(w.q, w.raw);
+  } else if (!r.error.empty()) {
     ev.set_reason("upstream_failed");
     ev.set_detail(r.error);
     reply = BuildServfail(w.q, w.raw);

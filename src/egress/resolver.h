@@ -2,8 +2,9 @@
 // on the port 53 listeners brig's rules redirect to, each decided here: a name the posture
 // allows is resolved upstream (upstream_client.h) and answered with the name's address in
 // brig's pool (pool.h) if some address passes both floors; every other name gets NXDOMAIN,
-// every type but A an empty answer, and queries beyond a rate are dropped. Every query is
-// one audit event.
+// every type but A an empty answer, and queries beyond a rate are dropped. A query the
+// egress budget cannot pay for is not sent upstream and gets REFUSED (upstream_client.h).
+// Every query is one audit event.
 #pragma once
 
 #include <netinet/in.h>

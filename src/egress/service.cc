@@ -29,7 +29,7 @@ class Service::Impl {
       : policy_(std::move(p)),
         traffic_(std::move(audit)),
         host_floor_(bridge),
-        upstream_(policy_, loop_),
+        upstream_(policy_, loop_, budget),
         resolver_(policy_, l, sandbox, pool_, host_floor_, upstream_, loop_, traffic_),
         proxy_(policy_, l, sandbox, pool_, host_floor_, upstream_, loop_, traffic_, budget),
         l_(l) {}

@@ -29,11 +29,12 @@
 //
 // The egress budget (budget.h) counts what the proxy writes upstream: on 443 the sandbox's
 // own TLS bytes, records and handshake included, as brig passes them on; on 80 the request
-// bytes brig forwards. DNS is not counted: the resolver forwards upstream only names the
-// posture allows (in posture allowlist any other gets NXDOMAIN without leaving the host)
-// and asks for A records only. An allowlist entry that covers subdomains still lets the
-// sandbox choose the labels it queries under it, which that domain's name servers see;
-// brig-run(1) says so. In posture open every name goes upstream.
+// bytes brig forwards. DNS counts too: an allowlist entry that covers subdomains lets the
+// sandbox choose the labels it queries under it, which that domain's name servers see (in
+// posture open, every name goes upstream), so the upstream client charges each query it
+// sends under the name asked (upstream_client.h), and one the budget cannot pay for is
+// not sent: the sandbox gets REFUSED with reason "budget". Names the posture refuses,
+// types but A and cached answers never leave the host and cost nothing.
 //
 // Where each part lives: the resolver in resolver.h, its upstream client (retries, TCP
 // fallback, cache) in upstream_client.h, the proxy in proxy.h, the host's floor in

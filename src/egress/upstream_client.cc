@@ -23,7 +23,8 @@ constexpr size_t kMaxCachedNames = 2 * NamePool::kDefaultCapacity;
 
 }  // namespace
 
-UpstreamClient::UpstreamClient(const Policy& policy, Loop& loop) : policy_(policy), loop_(loop) {
+UpstreamClient::UpstreamClient(const Policy& policy, Loop& loop, Budget* budget)
+    : policy_(policy), loop_(loop), budget_(budget) {
   uint64_t seed = 0;
   (void)!getrandom(&seed, sizeof seed, 0);
   rng_.seed(seed ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count()));
@@ -89,11 +90,29 @@ void UpstreamClient::Send(Entry& e) {
   e.query = BuildQuery(id, e.r.name, kTypeA);
   ++e.tries;
   e.deadline = Clock::now() + kUpstreamTry;
+  if (!Afford(e, e.query.size())) return OverBudget(e);
   const Upstream& u = policy_.upstreams[e.upstream];
   sockaddr_in to = Sockaddr(u.addr, u.port);
   // A failed send is one more try that the deadline ends.
   (void)sendto(udp_.get(), e.query.data(), e.query.size(), 0, reinterpret_cast<sockaddr*>(&to),
                sizeof to);
+}
+
+bool UpstreamClient::Afford(const Entry& e, size_t n) {
+  if (!budget_) return true;
+  if (budget_->Allow(n) < n) {
+    budget_->Exceed();
+    return false;
+  }
+  budget_->Charge(e.r.name, n);
+  return true;
+}
+
+void UpstreamClient::OverBudget(Entry& e) {
+  Complete(e, nullptr,
+           "the phase's egress budget of " + std::to_string(budget_->limit()) +
+               " bytes is spent (--egress-budget, limits.egress_bytes)",
+           true);
 }
 
 void UpstreamClient::ReadUdp() {
@@ -132,9 +151,10 @@ void UpstreamClient::StartTcp(Entry& e) {
     Complete(e, nullptr, "cannot reach " + u.Str() + " over TCP for a truncated answer");
     return;
   }
+  e.query = FrameTcp(e.query);
+  if (!Afford(e, e.query.size())) return OverBudget(e);
   e.serial = loop_.NewId();
   tcp_serials_[e.serial] = e.r.name;
-  e.query = FrameTcp(e.query);
   e.tcp_sent = 0;
   e.tcp_in.clear();
   e.deadline = Clock::now() + kUpstreamTry * 2;
@@ -184,7 +204,8 @@ void UpstreamClient::OnTcp(uint64_t serial, uint32_t events) {
   (void)epoll_ctl(loop_.fd(), EPOLL_CTL_MOD, e.tcp.get(), &ev);
 }
 
-void UpstreamClient::Complete(Entry& e, const DnsAnswer* answer, std::string error) {
+void UpstreamClient::Complete(Entry& e, const DnsAnswer* answer, std::string error,
+                              bool over_budget) {
   inflight_.erase(e.id);
   e.id = 0;
   if (e.serial) tcp_serials_.erase(e.serial);
@@ -193,6 +214,7 @@ void UpstreamClient::Complete(Entry& e, const DnsAnswer* answer, std::string err
   e.pending = false;
   Resolution& r = e.r;
   r.error = std::move(error);
+  r.over_budget = over_budget;
   r.rcode = answer ? answer->rcode : kRcodeServFail;
   r.addrs.clear();
   r.seen.clear();

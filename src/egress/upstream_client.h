@@ -4,6 +4,14 @@
 // Only the server asked may answer a query. Addresses the profile's floor refuses are
 // dropped here; the host's own are asked at use (host_floor.h). Names reach it only once
 // the posture allowed them (resolver.h, proxy.h).
+//
+// Every query it sends is charged to the egress budget (budget.h) under the queried name,
+// since the labels of a name under an allowed apex are the sandbox's to choose and reach
+// that domain's name servers: each try's DNS message as written, over UDP the message
+// itself (every retry again), over TCP the message with its two-byte length prefix. IP,
+// UDP and TCP headers are not counted, nor answers. A query the budget cannot pay for
+// whole is not sent: its resolution says over_budget and the budget is exceeded. Answers
+// from the cache cost nothing.
 #pragma once
 
 #include <functional>
@@ -13,6 +21,7 @@
 #include <vector>
 
 #include "brig/result.h"
+#include "egress/budget.h"
 #include "egress/dns.h"
 #include "egress/loop.h"
 #include "egress/policy.h"
@@ -28,13 +37,14 @@ struct Resolution {
   std::vector<uint32_t> addrs;  // passed the profile's floor (the host's is asked at use)
   std::vector<std::string> seen, cnames;
   std::string floor;  // why the first refused address was refused
+  bool over_budget = false;  // not asked: the egress budget is spent (error says so)
 };
 
 class UpstreamClient {
  public:
   using Done = std::function<void(const Resolution&)>;
-  // `policy` and `loop` must outlive the client.
-  UpstreamClient(const Policy& policy, Loop& loop);
+  // `policy`, `loop` and `budget` (null: none) must outlive the client.
+  UpstreamClient(const Policy& policy, Loop& loop, Budget* budget = nullptr);
   // The UDP socket queries leave from, in the loop as kUpstreamUdp.
   Status Open();
   // Calls `done` with the resolution of `name`: at once while the cached answer is fresh,
@@ -66,11 +76,16 @@ class UpstreamClient {
   };
 
   void Send(Entry& e);
+  // Charges e's query of `n` bytes to the budget; false, and the budget exceeded, if it
+  // cannot pay for all of them.
+  bool Afford(const Entry& e, size_t n);
   void StartTcp(Entry& e);
-  void Complete(Entry& e, const DnsAnswer* answer, std::string error);
+  void Complete(Entry& e, const DnsAnswer* answer, std::string error, bool over_budget = false);
+  void OverBudget(Entry& e);
 
   const Policy& policy_;
   Loop& loop_;
+  Budget* budget_;
   sys::UniqueFd udp_;
   std::mt19937_64 rng_;
   std::unordered_map<std::string, Entry> cache_;

@@ -6,6 +6,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <numeric>
 #include <sstream>
 
@@ -21,6 +22,11 @@ constexpr char kUploadHost[] = "198.51.100.30";  // the recording server of the 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
+
+// The bytes of one A query brig sends upstream for `name` over UDP: header, question
+// (the name's labels, each with its length, and the root), type and class, and the OPT
+// record.
+uint64_t UpstreamQueryBytes(const std::string& name) { return 12 + name.size() + 2 + 4 + 11; }
 
 // One run: brig's output, its result and its audit.
 struct Outcome {
@@ -151,7 +157,10 @@ TEST_F(EgressReport, AnUploadPastTheBudgetIsCutOffAndTheNextRefused) {
   uint64_t received = 0;
   for (const auto& g : got) received += g.size();
   EXPECT_EQ(got.size(), 1u) << "the second connection reached the server";
-  EXPECT_EQ(received, kBudget) << "the server received more (or less) than the budget";
+  // The budget also paid for the one upstream A query for the name (the second connection
+  // is answered from the cache).
+  EXPECT_EQ(received + UpstreamQueryBytes("upload.allowed.test"), kBudget)
+      << "the server received more (or less) than the budget";
 
   const auto& net = r.result.network();
   EXPECT_TRUE(net.budget_exceeded()) << net.ShortDebugString();
@@ -159,7 +168,7 @@ TEST_F(EgressReport, AnUploadPastTheBudgetIsCutOffAndTheNextRefused) {
   EXPECT_EQ(net.egress_bytes(), kBudget);
   const v1::HostTraffic* h = r.Host("upload.allowed.test");
   ASSERT_NE(h, nullptr) << net.ShortDebugString();
-  EXPECT_EQ(h->bytes_up(), kBudget);
+  EXPECT_EQ(h->bytes_up(), received) << "the proxy's bytes";
   ASSERT_GE(h->denials_size(), 1) << h->ShortDebugString();
   EXPECT_EQ(h->denials(0).reason(), "budget") << h->ShortDebugString();
   EXPECT_EQ(h->denials(0).count(), 2u) << "the cut-off and the refused: " << h->ShortDebugString();
@@ -178,6 +187,57 @@ TEST_F(EgressReport, AnUploadPastTheBudgetIsCutOffAndTheNextRefused) {
   }
   EXPECT_EQ(budget_events, 1) << r.audit_text;
   EXPECT_EQ(budget_connections, 2) << r.audit_text;
+}
+
+// DNS is egress too: the labels of a name under an allowed apex are the sandbox's to
+// choose and reach that domain's name servers. With a budget of 1000 bytes, queries for
+// distinct subdomains are answered while the budget pays for them; then each is refused
+// with reason budget and the fake internet's name server sees no further query.
+TEST_F(EgressReport, DnsQueriesPastTheBudgetAreRefusedAndNeverSent) {
+  constexpr uint64_t kBudget = 1000;
+  constexpr int kNames = 40;
+  auto name = [](int i) { return "q" + std::to_string(10 + i) + ".allowed.test"; };
+  for (int i = 0; i < kNames; ++i) world_.Dns().SetA(name(i), {kWebHost});
+  std::string script;
+  for (int i = 0; i < kNames; ++i) {
+    script += "getent ahostsv4 " + name(i) + " >/dev/null; echo " + name(i) + "=$?; ";
+  }
+  Outcome r = RunScript(script, {"--egress-budget", std::to_string(kBudget)});
+  EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
+
+  // Every name costs the same, so the budget pays for exactly this many.
+  const uint64_t each = UpstreamQueryBytes(name(0));
+  const int paid = static_cast<int>(kBudget / each);
+  std::vector<std::string> asked = world_.Dns().Queries();
+  for (int i = 0; i < kNames; ++i) {
+    bool answered = Contains(r.run.out, name(i) + "=0\n");
+    int upstream = static_cast<int>(std::count(asked.begin(), asked.end(), "udp A " + name(i)));
+    EXPECT_EQ(answered, i < paid) << name(i) << "\n" << r.run.out;
+    EXPECT_EQ(upstream, i < paid ? 1 : 0) << name(i) << " reached the name server";
+  }
+  EXPECT_TRUE(Contains(r.run.err, "brig: egress budget of 1000 bytes spent")) << r.run.err;
+
+  const auto& net = r.result.network();
+  EXPECT_TRUE(net.budget_exceeded()) << net.ShortDebugString();
+  EXPECT_EQ(net.egress_bytes(), paid * each);
+  const v1::HostTraffic* h = r.Host(name(kNames - 1));
+  ASSERT_NE(h, nullptr) << net.ShortDebugString();
+  ASSERT_EQ(h->denials_size(), 1) << h->ShortDebugString();
+  EXPECT_EQ(h->denials(0).reason(), "budget");
+  int refused = 0, budget_events = 0;
+  for (const auto& e : r.audit) {
+    if (e.has_dns_query() && e.dns_query().reason() == "budget") {
+      ++refused;
+      EXPECT_EQ(e.dns_query().rcode(), "REFUSED") << e.ShortDebugString();
+    }
+    if (!e.has_egress_budget()) continue;
+    ++budget_events;
+    EXPECT_EQ(e.egress_budget().sent(), paid * each);
+    ASSERT_EQ(e.egress_budget().hosts_size(), paid) << e.ShortDebugString();
+    EXPECT_EQ(e.egress_budget().hosts(0).bytes_up(), each);
+  }
+  EXPECT_GE(refused, kNames - paid) << r.audit_text;
+  EXPECT_EQ(budget_events, 1) << r.audit_text;
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST(DenialLines, ABrokerThatFailedAndASpentBudget) {
             "broker api failed 2 of 4 requests: unreachable, 2 times (cannot connect to "
             "tcp:127.0.0.1:9)");
   EXPECT_EQ(lines[1],
-            "egress budget of 1024 bytes spent: connections past it were closed and refused "
+            "egress budget of 1024 bytes spent: connections and DNS queries past it were refused "
             "(--egress-budget, limits.egress_bytes)");
 }
 
