@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   brig::log::Debug("brig ", BRIG_VERSION, ": ", args[0]);
   if (args[0] == "run") return brig::cli::RunMain({args.begin() + 1, args.end()});
   if (args[0] == "gc") return brig::cli::GcMain({args.begin() + 1, args.end()});
+  if (args[0] == "list") return brig::cli::ListMain({args.begin() + 1, args.end()});
   if (args[0] == "check") return brig::cli::CheckMain({args.begin() + 1, args.end()});
   if (args[0] == "policy") return brig::cli::PolicyMain({args.begin() + 1, args.end()});
   fprintf(stderr, "brig: unknown command '%s' (see brig --help)\n", args[0].c_str());

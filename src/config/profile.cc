@@ -13,6 +13,7 @@
 #include "fs/hidden.h"
 #include "proto/textproto.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::config {
 namespace {
@@ -52,6 +53,70 @@ Status ValidateFilesystem(const v1::Profile& p, const std::string& file) {
   for (const auto& path : p.filesystem().hidden_paths()) {
     if (auto h = fs::ParseHiddenPattern(path); !h) {
       return Field(file, "filesystem.hidden_paths", "'" + path + "': " + h.error().detail);
+    }
+  }
+  return {};
+}
+
+// Paths a named mount's target may neither be, lie under, nor hold: what brig mounts
+// itself, and the root's read-only system directories.
+const char* const kReservedTargets[] = {"/workspace", "/tmp",   "/proc",  "/dev",  "/sys",
+                                        "/etc",       "/usr",   "/bin",   "/sbin", "/lib",
+                                        "/lib32",     "/lib64", "/libx32"};
+
+// Whether one of two normalised absolute paths is the other or lies under it.
+bool Overlap(const std::string& a, const std::string& b) {
+  auto under = [](const std::string& x, const std::string& y) {
+    return x == y || (x.size() > y.size() && x.compare(0, y.size(), y) == 0 && x[y.size()] == '/');
+  };
+  return under(a, b) || under(b, a);
+}
+
+// An absolute path with no empty, "." or ".." component, not "/".
+bool IsNormalTarget(const std::string& t) {
+  if (t.size() < 2 || t[0] != '/' || t.back() == '/') return false;
+  for (std::string_view part : util::Split(std::string_view(t).substr(1), '/')) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
+}
+
+Status ValidateMount(const v1::Mount& m, const std::string& file) {
+  const std::string what = "mount '" + m.name() + "'";
+  if (!util::IsObjectName(m.name())) {
+    return Field(file, "mounts.name",
+                 "'" + m.name() + "': expected [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+  }
+  if (!IsNormalTarget(m.target())) {
+    return Field(file, "mounts.target",
+                 what + ": '" + m.target() + "' is not an absolute path without '.' or '..'");
+  }
+  for (const char* r : kReservedTargets) {
+    if (Overlap(m.target(), r)) {
+      return Field(file, "mounts.target",
+                   what + ": '" + m.target() + "' overlaps " + r + ", which brig provides itself");
+    }
+  }
+  if (m.source() != v1::MOUNT_PER_RUN && m.source() != v1::MOUNT_CACHE) {
+    return Field(file, "mounts.source", what + ": must be MOUNT_PER_RUN or MOUNT_CACHE");
+  }
+  if (m.optional() && m.source() != v1::MOUNT_PER_RUN) {
+    return Field(file, "mounts.optional", what + ": only a per-run mount can be optional");
+  }
+  return {};
+}
+
+Status ValidateMounts(const v1::Profile& p, const std::string& file) {
+  for (int i = 0; i < p.mounts_size(); ++i) {
+    BRIG_TRY(ValidateMount(p.mounts(i), file));
+    for (int j = 0; j < i; ++j) {
+      if (p.mounts(j).name() == p.mounts(i).name()) {
+        return Field(file, "mounts.name", "'" + p.mounts(i).name() + "' declared twice");
+      }
+      if (Overlap(p.mounts(j).target(), p.mounts(i).target())) {
+        return Field(file, "mounts.target",
+                     "'" + p.mounts(i).target() + "' overlaps '" + p.mounts(j).target() + "'");
+      }
     }
   }
   return {};
@@ -101,9 +166,11 @@ Status Validate(const v1::Profile& p, const std::string& file) {
     case v1::ISOLATION_NONE:
       // No isolation means nothing else to say: a profile that lists walls it cannot
       // have would mislead whoever reads it.
-      if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0) {
+      if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0 ||
+          p.mounts_size() > 0) {
         return Field(file, "isolation",
-                     "ISOLATION_NONE takes no filesystem, network, security or broker settings");
+                     "ISOLATION_NONE takes no filesystem, network, security, broker or mount "
+                     "settings");
       }
       if (!p.limits().disk().empty()) {
         return Field(file, "limits.disk", "ISOLATION_NONE has no copy workspace to cap");
@@ -117,6 +184,7 @@ Status Validate(const v1::Profile& p, const std::string& file) {
   BRIG_TRY(ValidateFilesystem(p, file));
   BRIG_TRY(ValidateNetwork(p.network(), file));
   BRIG_TRY(ValidateBrokers(p, file));
+  BRIG_TRY(ValidateMounts(p, file));
   if (p.security().seccomp_policy().empty()) {
     return Field(file, "security.seccomp_policy", "must name a policy");
   }

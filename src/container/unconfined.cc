@@ -33,8 +33,8 @@ bool Session::LaunchUnconfined() {
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();
-    ExecChild({path->c_str(), argv.data(), envp.data(), sb_.fs.workspace.c_str(), &sb_.rlimits,
-               nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
+    ExecChild({path->c_str(), argv.data(), envp.data(), sb_.workdir.c_str(), &sb_.rlimits, nullptr,
+               go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
   log::Debug("clone: unconfined command is pid ", *pid);

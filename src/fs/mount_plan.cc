@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 
 #include "fs/disk_image.h"
@@ -541,6 +542,66 @@ void AddProc(MountPlan& plan) {
   }
 }
 
+// The directory `name` under `dirfd`, made 0700 and owned by uid:gid if it is missing; an
+// existing one must be a directory (not a symlink) of that owner with none of the mode
+// bits `foreign` (what others may do with it). The parent is root's alone, so nothing can
+// swap it between the mkdir and the open.
+Result<sys::UniqueFd> OwnDir(int dirfd, const std::string& name, uid_t uid, gid_t gid,
+                             mode_t foreign, const std::string& path) {
+  if (mkdirat(dirfd, name.c_str(), 0700) == 0) {
+    if (fchownat(dirfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+      return SysError("chown", path);
+    }
+  } else if (errno != EEXIST) {
+    return SysError("mkdir", path);
+  }
+  sys::UniqueFd fd(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd && (errno == ELOOP || errno == ENOTDIR)) {
+    return BadInput("cache", path, "not a directory (a symlink or a file is there); remove it");
+  }
+  struct stat st;
+  if (!fd || fstat(fd.get(), &st) < 0) return SysError("open", path);
+  if (st.st_uid != uid || (st.st_mode & foreign) != 0) {
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    return BadInput("cache", path,
+                    "owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
+                        ", not uid " + std::to_string(uid) +
+                        (uid ? " (this run's sandbox user on the host) with mode 0700"
+                             : " (root) that no one else may write") +
+                        "; remove it");
+  }
+  return fd;
+}
+
+// The profile's named mounts: a per-run directory, or a cache under kCacheDir (made on
+// first use, for the sandbox user alone). Read-only ones as the read-only workspace,
+// writable ones as the read-write one: nosuid, nodev.
+Status AddNamedMounts(MountPlan& plan, const Spec& spec) {
+  for (const NamedMount& m : spec.mounts) {
+    sys::UniqueFd src;
+    std::string path = m.source;
+    if (m.cache) {
+      std::string root = kCacheDir;
+      path = root + "/" + m.name;
+      size_t slash = root.rfind('/');
+      sys::UniqueFd parent(open(root.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!parent) return SysError("open", root.substr(0, slash));
+      sys::UniqueFd caches =
+          BRIG_TRY(OwnDir(parent.get(), root.substr(slash + 1), 0, 0, 022, root));
+      src = BRIG_TRY(OwnDir(caches.get(), m.name, m.uid, m.gid, 077, path));
+    } else {
+      src.Reset(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!src) return SysError("open", path).WithKind(ErrorKind::kBadInput);
+    }
+    uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m.writable ? 0 : MOUNT_ATTR_RDONLY);
+    Step s = Make(StepKind::kNamed, m.target.substr(1));
+    s.tree = BRIG_TRY(CloneTree(src.get(), "", set, m.writable ? MOUNT_ATTR_RDONLY : 0, path));
+    plan.steps.push_back(std::move(s));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<sys::UniqueFd> NewFs(const char* type,
@@ -602,6 +663,7 @@ Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record) {
     for (const auto& h : plan.hidden) plan.steps.push_back(Make(StepKind::kHide, "workspace/" + h));
     for (const auto& p : plan.ipc) plan.steps.push_back(Make(StepKind::kHoldIpc, "workspace/" + p));
   }
+  BRIG_TRY(AddNamedMounts(plan, spec));
   return plan;
 }
 
