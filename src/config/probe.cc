@@ -92,7 +92,7 @@ Status ProbeChdir(Sandbox& sb) {
   sys::UniqueFd ws(open(sb.fs.workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!ws) return SysError("--workspace", sb.fs.workspace).WithKind(ErrorKind::kBadInput);
   auto dir = sys::Openat2(ws.get(), sb.chdir, O_PATH | O_DIRECTORY,
-                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
+                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   if (!dir) {
     return BadInput(
         "--chdir", "/workspace/" + sb.chdir,
