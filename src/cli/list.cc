@@ -3,6 +3,7 @@
 // brig or `brig gc` would wait on.
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -83,12 +84,20 @@ v1::ListedSandbox Listed(const state::LiveRecord& rec) {
   return l;
 }
 
+// Columns as wide as their widest entry, as runc list's tabwriter makes them.
 void PrintTable(const std::vector<v1::ListedSandbox>& all) {
   auto or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
-  printf("%-30s %-20s %-8s %-22s %-12s %s\n", "ID", "NAME", "PID", "PROFILE", "POSTURE", "STARTED");
+  int id_w = 2, name_w = 4, profile_w = 7;
   for (const auto& l : all) {
-    printf("%-30s %-20s %-8s %-22s %-12s %s\n", l.id().c_str(), or_dash(l.name()).c_str(),
-           l.pid() ? std::to_string(l.pid()).c_str() : "-", or_dash(l.profile()).c_str(),
+    id_w = std::max(id_w, static_cast<int>(l.id().size()));
+    name_w = std::max(name_w, static_cast<int>(l.name().size()));
+    profile_w = std::max(profile_w, static_cast<int>(l.profile().size()));
+  }
+  const char* row = "%-*s   %-*s   %-8s %-*s   %-12s %s\n";
+  printf(row, id_w, "ID", name_w, "NAME", "PID", profile_w, "PROFILE", "POSTURE", "STARTED");
+  for (const auto& l : all) {
+    printf(row, id_w, l.id().c_str(), name_w, or_dash(l.name()).c_str(),
+           l.pid() ? std::to_string(l.pid()).c_str() : "-", profile_w, or_dash(l.profile()).c_str(),
            or_dash(l.posture()).c_str(), or_dash(l.started()).c_str());
   }
 }
