@@ -239,6 +239,14 @@ Status ResolveMounts(const v1::Profile& profile, const Overrides& run, Sandbox& 
       return BadInput("profile", run.profile,
                       "mount '" + m.name() + "' needs a source: --mount " + m.name() + "=PATH");
     }
+    // A broker's socket is bound in brig's root: under a mount it would be made in the
+    // host's directory.
+    for (const auto& b : sb.brokers) {
+      if (b.unix_path == m.target() || b.unix_path.rfind(m.target() + "/", 0) == 0) {
+        return BadInput("broker " + b.name, b.unix_path,
+                        "its socket is in mount '" + m.name() + "' (" + m.target() + ")");
+      }
+    }
     sb.fs.mounts.push_back(std::move(nm));
   }
   return {};

@@ -538,6 +538,11 @@ TEST(Resolve, RefusesAMountTheProfileDoesNotDeclare) {
   run.mounts = {};
   EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
             "profile 'p': mount 'data' needs a source: --mount data=PATH");
+  run.mounts = {{"data", "/srv/d"}};
+  const std::string spec = "api=unix=/data/api.sock,to=tcp:127.0.0.1:1";
+  run.brokers.emplace_back(spec, *broker::ParseSpec(spec));
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
+            "broker api '/data/api.sock': its socket is in mount 'data' (/data)");
 }
 
 TEST(Profile, RefusesMountTargetsThatOverlapBrigsOwn) {
