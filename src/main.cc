@@ -30,6 +30,7 @@ const char* WhyRoot(const std::string& verb) {
   if (verb == "run") return "it creates namespaces, cgroups and nftables tables as root";
   if (verb == "check") return "its probes make namespaces, mounts and nftables tables as root";
   if (verb == "gc") return "it removes what sandboxes left in /run/brig, cgroups and nftables";
+  if (verb == "list") return "it tells a live sandbox by the lock on its record in /run/brig";
   return nullptr;
 }
 
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   brig::log::Debug("brig ", BRIG_VERSION, ": ", args[0]);
   if (args[0] == "run") return brig::cli::RunMain({args.begin() + 1, args.end()});
   if (args[0] == "gc") return brig::cli::GcMain({args.begin() + 1, args.end()});
+  if (args[0] == "list") return brig::cli::ListMain({args.begin() + 1, args.end()});
   if (args[0] == "check") return brig::cli::CheckMain({args.begin() + 1, args.end()});
   if (args[0] == "policy") return brig::cli::PolicyMain({args.begin() + 1, args.end()});
   fprintf(stderr, "brig: unknown command '%s' (see brig --help)\n", args[0].c_str());

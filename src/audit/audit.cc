@@ -11,10 +11,12 @@
 
 namespace brig::audit {
 
-Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditEvent event) {
+Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditEvent event,
+              const std::string& name) {
   if (path.empty()) return {};
   *event.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
   event.set_sandbox_id(sandbox_id);
+  event.set_name(name);
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
   opts.always_print_primitive_fields = true;

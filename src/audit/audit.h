@@ -9,9 +9,10 @@
 
 namespace brig::audit {
 
-// Stamps `event` with the current time and `sandbox_id` and appends it to `path` as one
-// line (one write(2) on an O_APPEND fd: concurrent writers do not interleave within it).
-// An empty path writes nothing.
-Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditEvent event);
+// Stamps `event` with the current time, `sandbox_id` and `name` (--name) and appends it to `path`
+// as one line (one write(2) on an O_APPEND fd: concurrent writers do not interleave within it). An
+// empty path writes nothing.
+Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditEvent event,
+              const std::string& name = "");
 
 }  // namespace brig::audit

@@ -17,6 +17,7 @@ namespace brig::cli {
 // request for help.
 struct RunRequest : config::Overrides {
   std::vector<std::string> pass_env;
+  std::vector<std::string> env_files;  // --env-file, read by PlanRun
   bool help = false;
 };
 
@@ -39,5 +40,7 @@ int PolicyMain(const std::vector<std::string>& args);
 int CheckMain(const std::vector<std::string>& args);
 // `brig gc`: removes what dead sandboxes left behind (cli/gc.cc).
 int GcMain(const std::vector<std::string>& args);
+// `brig list`: the running sandboxes (cli/list.cc).
+int ListMain(const std::vector<std::string>& args);
 
 }  // namespace brig::cli

@@ -6,12 +6,14 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "cli/reclaim.h"
+#include "state/record.h"
 
 namespace brig::cli {
 namespace {
 
 struct GcRequest {
   bool help = false;
+  std::string id;  // only this sandbox's residue; empty: every dead sandbox's
 };
 
 struct Flag {
@@ -34,7 +36,7 @@ const std::vector<Flag>& Flags() {
 
 std::string Usage() {
   std::ostringstream out;
-  out << "Usage: brig gc\n\n"
+  out << "Usage: brig gc [ID]\n\n"
          "Remove what sandboxes left on the host when their brig died without cleaning up\n"
          "(SIGKILL, a crash): their cgroups, the placeholders at protected paths of\n"
          "read-write workspaces, the scratch directories of --copy-dir, half-written\n"
@@ -44,6 +46,9 @@ std::string Usage() {
          "network namespace the sandboxes ran in; the records of a network namespace that\n"
          "no longer exists are dropped, with brig's state directory of that namespace.\n"
          "Every brig run does the same quietly before it starts.\n\n"
+         "With an ID (as brig list and the result's sandbox_id name it), only that\n"
+         "sandbox's residue is removed; a sandbox that is still running, or an ID with no\n"
+         "record, is refused.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) UsageRow(out, std::string("  ") + f.name, f.help);
   out << "\nExit status: 0 if everything stale was removed, 1 if something could not be,\n"
@@ -51,21 +56,55 @@ std::string Usage() {
   return out.str();
 }
 
+Status ParseGc(const std::vector<std::string>& args, GcRequest& req) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].empty() || args[i][0] != '-') {
+      if (!req.id.empty()) return BadInput("brig gc", args[i], "takes at most one ID");
+      req.id = args[i];
+      continue;
+    }
+    BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig gc"));
+  }
+  return {};
+}
+
+// brig gc ID: the record must be there and its brig gone.
+Status CheckOne(const std::string& id) {
+  if (id.find('/') != std::string::npos || id[0] == '.' || id.size() > 255) {
+    return BadInput("brig gc", id, "not a sandbox id");
+  }
+  switch (BRIG_TRY(state::StateOf(state::kSandboxDir, id))) {
+    case state::RecordState::kMissing:
+      return BadInput("brig gc", id,
+                      std::string("no such sandbox (no record in ") + state::kSandboxDir + ")");
+    case state::RecordState::kLive:
+      return BadInput("brig gc", id,
+                      "still running (its brig holds its record); stop that brig first");
+    case state::RecordState::kStale:
+      break;
+  }
+  return {};
+}
+
 }  // namespace
 
 int GcMain(const std::vector<std::string>& args) {
   GcRequest req;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (auto f = ApplyFlag(Flags(), args, i, req, "brig gc"); !f) {
-      fprintf(stderr, "brig: %s\n", f.error().Render().c_str());
-      return kExitRefused;
-    }
+  if (auto s = ParseGc(args, req); !s) {
+    fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
+    return kExitRefused;
   }
   if (req.help) {
     fputs(Usage().c_str(), stdout);
     return 0;
   }
-  auto reclaimed = Reclaim(ReclaimMode::kReport);
+  if (!req.id.empty()) {
+    if (auto s = CheckOne(req.id); !s) {
+      fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
+      return kExitRefused;
+    }
+  }
+  auto reclaimed = Reclaim(ReclaimMode::kReport, req.id);
   if (!reclaimed) {
     fprintf(stderr, "brig: %s\n", reclaimed.error().Render().c_str());
     return kExitRefused;

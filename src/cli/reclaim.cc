@@ -84,7 +84,8 @@ Status Reclaimer::CleanOne(const std::string& id, const state::Entry& e) {
 
 Result<bool> Reclaimer::Clean(const std::string& id, const std::vector<state::Entry>& entries) {
   for (const auto& e : entries) {
-    if (e.kind != "cgroup" && e.kind != "net" && !fs::IsMarkKind(e.kind)) {
+    if (e.kind != "cgroup" && e.kind != "net" && e.kind != state::kAboutKind &&
+        !fs::IsMarkKind(e.kind)) {
       return Fail("brig gc", id, "unknown resource kind '" + e.kind + "' in its record",
                   ErrorKind::kInternal);
     }
@@ -103,7 +104,7 @@ Result<bool> Reclaimer::Clean(const std::string& id, const std::vector<state::En
   // Every entry is tried; the record stays if any of them could not be cleaned.
   std::optional<Error> failed;
   for (const auto& e : entries) {
-    if (e.kind == "net" && net_gone) continue;
+    if ((e.kind == "net" && net_gone) || e.kind == state::kAboutKind) continue;
     if (auto s = CleanOne(id, e); !s && !failed) failed = std::move(s).error().Wrap(id);
   }
   if (net_gone) {
@@ -144,17 +145,18 @@ void Reclaimer::SweepStateDirs(Reclaimed& out) {
 
 }  // namespace
 
-Result<Reclaimed> Reclaim(ReclaimMode mode) {
+Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
   Reclaimer r(mode, BRIG_TRY(net::CurrentNetns()));
   auto collected = BRIG_TRY(state::CollectStale(
       state::kSandboxDir,
       [&](const std::string& id, const std::vector<state::Entry>& entries) {
         return r.Clean(id, entries);
-      }));
+      },
+      only));
   Reclaimed out;
   out.removed = std::move(r.removed());
   out.failed = std::move(collected.failed);
-  r.SweepStateDirs(out);
+  if (only.empty()) r.SweepStateDirs(out);
   return out;
 }
 

@@ -30,6 +30,8 @@ struct Reclaimed {
   std::vector<Error> failed;         // records kept because something could not be removed
 };
 
-Result<Reclaimed> Reclaim(ReclaimMode mode);
+// With `only`, just that sandbox's record (brig gc ID); the state directories of gone
+// network namespaces are then left for a later run or gc.
+Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only = "");
 
 }  // namespace brig::cli

@@ -96,9 +96,11 @@ void Judge(const container::Outcome& o, v1::RunResult& r) {
 
 // The result of a run, built once from its outcome (a refusal before anything ran is an
 // outcome with only an error).
-v1::RunResult BuildResult(const std::string& id, const container::Outcome& o) {
+v1::RunResult BuildResult(const std::string& id, const std::string& name,
+                          const container::Outcome& o) {
   v1::RunResult r;
   r.set_sandbox_id(id);
+  r.set_name(name);
   Judge(o, r);
   r.set_duration_ms(static_cast<uint32_t>(o.duration.count()));
   auto* u = r.mutable_usage();  // present, zero, even when nothing ran
@@ -205,15 +207,16 @@ int Report(const std::string& result_path, const container::Outcome& o, v1::RunR
   return r.exit_code();
 }
 
-// "brig-" and 12 hex digits of random.
-std::string NewSandboxId() {
+// "brig-" and 12 hex digits of random; with a --name, "brig-NAME-" and the digits (the
+// digits keep two runs of one name apart, and name the veth: net/network.cc).
+std::string NewSandboxId(const std::string& name) {
   unsigned char b[6];
   if (getrandom(b, sizeof b, 0) != sizeof b) {
     uint64_t t = static_cast<uint64_t>(getpid()) ^ static_cast<uint64_t>(time(nullptr));
     memcpy(b, &t, sizeof b);
   }
   static const char kHex[] = "0123456789abcdef";
-  std::string id = "brig-";
+  std::string id = "brig-" + (name.empty() ? "" : name + "-");
   for (unsigned char c : b) {
     id += kHex[c >> 4];
     id += kHex[c & 15];
@@ -222,9 +225,10 @@ std::string NewSandboxId() {
 }
 
 // A run refused before anything was made: its one line, and its result.
-int Refuse(const std::string& id, const std::string& result_path, Error e) {
+int Refuse(const std::string& id, const std::string& name, const std::string& result_path,
+           Error e) {
   container::Outcome o = Refused(std::move(e));
-  v1::RunResult r = BuildResult(id, o);
+  v1::RunResult r = BuildResult(id, name, o);
   return Report(result_path, o, r);
 }
 
@@ -244,7 +248,7 @@ Status Announce(const config::Sandbox& sb, container::Session& session) {
     }
     digest = util::Sha256Hex(json);
   }
-  return audit::Append(sb.audit_path, sb.id, StartEvent(sb, digest));
+  return audit::Append(sb.audit_path, sb.id, StartEvent(sb, digest), sb.name);
 }
 
 // Prepare, announce, launch, serve, collect (container/session.h); the result is written
@@ -253,16 +257,16 @@ int RunSandbox(const config::Sandbox& sb) {
   auto session = container::Session::Prepare(sb);
   if (!session) {
     // A refused run is audited as asked for; nothing was made, so there is no manifest.
-    (void)audit::Append(sb.audit_path, sb.id, StartEvent(sb, ""));
-    return Refuse(sb.id, sb.result_path, std::move(session).error());
+    (void)audit::Append(sb.audit_path, sb.id, StartEvent(sb, ""), sb.name);
+    return Refuse(sb.id, sb.name, sb.result_path, std::move(session).error());
   }
   if (auto s = Announce(sb, **session); !s) {
-    return Refuse(sb.id, sb.result_path, std::move(s).error());
+    return Refuse(sb.id, sb.name, sb.result_path, std::move(s).error());
   }
   if ((*session)->Launch()) (*session)->Serve();
   container::Outcome o = (*session)->Collect();
-  v1::RunResult r = BuildResult(sb.id, o);
-  if (auto s = audit::Append(sb.audit_path, sb.id, ExitEvent(r)); !s) {
+  v1::RunResult r = BuildResult(sb.id, sb.name, o);
+  if (auto s = audit::Append(sb.audit_path, sb.id, ExitEvent(r), sb.name); !s) {
     o.warnings.push_back(s.error().Render());
     if (r.exit_code() == 0) r.set_exit_code(kExitRefused);
   }
@@ -303,17 +307,38 @@ int DryRun(const config::Sandbox& sb) {
   return 0;
 }
 
+// --env-file's variables, file by file, before --env's (which win, as Docker's -e does);
+// a KEY alone takes brig's own value, and is left out if brig has none.
+Status ReadEnvFiles(const RunRequest& req, char** host_environ, config::Overrides& run) {
+  std::vector<std::string> set;
+  for (const auto& path : req.env_files) {
+    std::string text = BRIG_TRY_CTX(util::ReadUserFile(path), "--env-file");
+    auto entries = util::ParseEnvFile(text);
+    if (!entries) return BadInput("--env-file", path, entries.error().Render());
+    for (const auto& e : *entries) {
+      if (e.value) {
+        set.push_back(e.key + "=" + *e.value);
+      } else if (auto v = util::EnvLookup(host_environ, e.key)) {
+        set.push_back(e.key + "=" + std::string(*v));
+      }
+    }
+  }
+  run.set_env.insert(run.set_env.begin(), set.begin(), set.end());
+  return {};
+}
+
 }  // namespace
 
 Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
   config::Overrides run = req;
-  run.id = NewSandboxId();
+  run.id = NewSandboxId(req.name);
   run.policy_dir = config::ResolvePolicyDir(req.policy_dir);
   for (const auto& k : req.pass_env) {
     if (auto v = util::EnvLookup(host_environ, k)) {
       run.passed_env.push_back(k + "=" + std::string(*v));
     }
   }
+  BRIG_TRY(ReadEnvFiles(req, host_environ, run));
   config::LoadedProfile profile = BRIG_TRY(config::LoadProfileFile(run.policy_dir, run.profile));
   config::Sandbox sb = BRIG_TRY(config::Resolve(profile.profile, run));
   sb.profile_path = profile.path;
@@ -342,7 +367,7 @@ int RunMain(const std::vector<std::string>& args) {
   if (!sb) {
     // A refused --result is not written to: the refusal is the one line on stderr.
     bool refused = sb.error().op == "--result";
-    return Refuse("", refused ? std::string() : req->result_path, std::move(sb).error());
+    return Refuse("", req->name, refused ? std::string() : req->result_path, std::move(sb).error());
   }
   log::Debug("plan resolved: profile '", sb->profile, "', sandbox ", sb->id);
   log::Debug("cgroup: memory ", cgroup::Name(sb->cgroup_plan.memory), ", pids ",
@@ -366,15 +391,17 @@ std::string MainUsage() {
          "            kernel paths (brig policy --help)\n"
          "  check     preflight: this host's cgroups and kernel features, and which\n"
          "            profiles can run here (brig check --help)\n"
-         "  gc        remove what sandboxes of a killed brig left behind (brig gc --help)\n\n"
-         "run, check and gc need root; policy reads files only and needs none.\n\n"
+         "  list      list the running sandboxes (brig list --help)\n"
+         "  gc        remove what sandboxes of a killed brig left behind, or one of them\n"
+         "            (brig gc --help)\n\n"
+         "run, check, list and gc need root; policy reads files only and needs none.\n\n"
          "Options:\n"
          "  --help    show this help\n"
          "  --version show the version\n\n"
          "Global options (before COMMAND, as runc's):\n" +
          GlobalUsage() +
          "\n"
-         "See brig(1), brig-run(1), brig-check(1), brig-gc(1), brig-policy(1),\n"
+         "See brig(1), brig-run(1), brig-check(1), brig-list(1), brig-gc(1), brig-policy(1),\n"
          "brig-profile(5) and brig-seccomp(5).\n";
 }
 

@@ -151,6 +151,55 @@ Status SetWaitAll(RunRequest& r, const std::string&) {
   return {};
 }
 
+Status AddEnvFile(RunRequest& r, const std::string& v) {
+  if (v.empty()) return BadInput("--env-file", v, "empty path");
+  r.env_files.push_back(v);
+  return {};
+}
+
+Status SetName(RunRequest& r, const std::string& v) {
+  if (!util::IsObjectName(v)) {
+    return BadInput("--name", v, "expected [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+  }
+  r.name = v;
+  return {};
+}
+
+// "/workspace/a/b", "a/b" or "./a": a directory of the workspace, kept relative to it
+// ("a/b"; "" for /workspace itself). ".." is refused, so it cannot lead out.
+Status SetChdir(RunRequest& r, const std::string& v) {
+  if (v.empty()) return BadInput("--chdir", v, "empty path");
+  std::string_view rel = v;
+  if (!rel.empty() && rel[0] == '/') {
+    if (rel != "/workspace" && rel.rfind("/workspace/", 0) != 0) {
+      return BadInput("--chdir", v, "not inside the workspace (/workspace or a path under it)");
+    }
+    rel.remove_prefix(std::string_view("/workspace").size());
+  }
+  std::string norm;
+  for (std::string_view part : util::Split(rel, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return BadInput("--chdir", v, "'..' may lead out of the workspace");
+    norm += (norm.empty() ? "" : "/") + std::string(part);
+  }
+  r.chdir = norm;
+  return {};
+}
+
+Status AddMount(RunRequest& r, const std::string& v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq + 1 == v.size()) {
+    return BadInput("--mount", v, "expected NAME=PATH (a mount the profile declares)");
+  }
+  std::string name = v.substr(0, eq);
+  if (!util::IsObjectName(name)) return BadInput("--mount", v, "not a mount name");
+  for (const auto& [n, path] : r.mounts) {
+    if (n == name) return BadInput("--mount", v, "mount '" + name + "' given twice");
+  }
+  r.mounts.emplace_back(name, v.substr(eq + 1));
+  return {};
+}
+
 Status SetHelp(RunRequest& r, const std::string&) {
   r.help = true;
   return {};
@@ -203,7 +252,23 @@ const std::vector<Flag>& Flags() {
        "which attempt at the phase this run is (default 1); brokers send <sandbox id>/N",
        SetAttempt},
       {"--env", "K=V", "set K to V in the sandbox (repeatable)", AddEnv},
+      {"--env-file", "FILE",
+       "set variables from FILE's KEY=VALUE lines, as Docker reads one: KEY alone passes "
+       "brig's value; # comments and blank lines skipped; --env wins (repeatable)",
+       AddEnvFile},
       {"--pass-env", "K", "copy K from brig's environment, if set (repeatable)", AddPassEnv},
+      {"--chdir", "DIR",
+       "run the command in DIR, a directory of the workspace (relative to /workspace, or "
+       "under it)",
+       SetChdir},
+      {"--name", "NAME",
+       "the harness's name for the run ([A-Za-z0-9][A-Za-z0-9_.-]{0,63}): in the sandbox "
+       "id, the audit, the result, brig list and the brokers' attribution",
+       SetName},
+      {"--mount", "NAME=PATH",
+       "the source of the profile's per-run mount NAME (repeatable); no other mount can be "
+       "added",
+       AddMount},
       {"--timeout", "DURATION", "kill the sandbox after DURATION (profile default 30m): 124",
        Parsed("--timeout", &config::Overrides::timeout, util::ParseDuration)},
       {"--grace", "DURATION",

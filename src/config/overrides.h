@@ -23,8 +23,14 @@ inline constexpr const char* kDefaultProfile = "untrusted-code-read";
 
 // Unset optionals and empty strings leave the profile's value (or brig's default).
 struct Overrides {
-  // The sandbox's id, named by the front end (`brig run`: "brig-" + 12 hex digits).
+  // The sandbox's id, named by the front end (`brig run`: "brig-" + 12 hex digits, or
+  // "brig-" + NAME + "-" + 12 hex digits with --name).
   std::string id;
+  std::string name;  // --name: the harness's name for the run; empty: none
+  // --chdir: the working directory, relative to the workspace ("" its top).
+  std::optional<std::string> chdir;
+  // --mount NAME=PATH: sources of the profile's per-run mounts, in order.
+  std::vector<std::pair<std::string, std::string>> mounts;
   std::string profile = kDefaultProfile;  // its name or path, as given, for messages
   // Where profiles and policies are found; the front end fills in the installed one
   // (profile.h, ResolvePolicyDir) when none is given.
@@ -54,7 +60,7 @@ struct Overrides {
   bool wait_all = false;  // --wait-all
   // The sandbox's environment beyond brig's few defaults, built from nothing (design.md,
   // Invariant 3): "K=V" that the front end took from its own environment (--pass-env),
-  // then "K=V" set explicitly (--env), which win.
+  // then "K=V" set explicitly (--env-file's, then --env's), which win.
   std::vector<std::string> passed_env;
   std::vector<std::string> set_env;
 };

@@ -1,17 +1,21 @@
 // config::ProbeHost: what the host says about a resolved plan.
 #include "config/probe.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include "config/profile.h"
 #include "egress/upstream.h"
 #include "fs/disk_image.h"
 #include "fs/outputs.h"
+#include "sys/syscalls.h"
 #include "util/files.h"
 
 namespace brig::config {
@@ -102,17 +106,97 @@ Status ProbeWorkspace(Sandbox& sb) {
                           : "read and enter it; chmod u+rx it"));
 }
 
+// --chdir's directory, reached inside the workspace as the sandbox will reach it (a
+// symlink on the way resolves within it), so a missing one is refused before anything
+// starts. Without isolation the command starts in the workspace's own path.
+Status ProbeChdir(Sandbox& sb) {
+  if (!sb.isolated) {
+    sb.workdir = sb.fs.workspace;
+    if (!sb.chdir.empty()) sb.workdir += "/" + sb.chdir;
+  }
+  if (sb.chdir.empty()) return {};
+  sys::UniqueFd ws(open(sb.fs.workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!ws) return SysError("--workspace", sb.fs.workspace).WithKind(ErrorKind::kBadInput);
+  auto dir = sys::Openat2(ws.get(), sb.chdir, O_PATH | O_DIRECTORY,
+                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (!dir) {
+    return BadInput(
+        "--chdir", "/workspace/" + sb.chdir,
+        std::string("not a directory of the workspace (") + strerror(dir.error().err) + ")");
+  }
+  return {};
+}
+
+// Whether `path` is `dir` or lies under it (both canonical).
+bool Within(const std::string& path, const std::string& dir) {
+  return path == dir || dir == "/" || path.rfind(dir + "/", 0) == 0;
+}
+
+// A per-run mount's source, checked as the workspace is: an existing directory, not a
+// symlink at its own name, canonical; never brig's own state or caches, nor anything that
+// holds them, nor the workspace or a directory above or in it (which would show the
+// hidden paths, or write past a read-only workspace).
+Status ProbeMountSource(const Sandbox& sb, fs::NamedMount& m) {
+  const std::string flag = "--mount";
+  const std::string given = m.name + "=" + m.source;
+  struct stat st;
+  if (lstat(m.source.c_str(), &st) < 0) return SysError(flag, given).WithKind(ErrorKind::kBadInput);
+  if (S_ISLNK(st.st_mode)) return BadInput(flag, given, "a symlink; name the directory itself");
+  BRIG_TRY(CheckDir(m.source, "--mount"));
+  for (const char* own : {"/run/brig", fs::kCacheDir, "/proc", "/sys", "/dev"}) {
+    if (Within(m.source, own) || Within(own, m.source)) {
+      return BadInput(flag, given,
+                      std::string("overlaps ") + own + ", which is brig's or the kernel's");
+    }
+  }
+  const std::string& w = sb.fs.workspace;
+  if (!w.empty() && (Within(m.source, w) || Within(w, m.source))) {
+    return BadInput(flag, given, "overlaps the workspace " + w + "; the workspace is mounted once");
+  }
+  return {};
+}
+
+// brig's files for the user (--result, --audit-log, --export-changes, --copy-dir) never in
+// a writable mount's source, where the sandbox could forge or truncate them.
+Status CheckOutputsOutside(const Sandbox& sb, const fs::NamedMount& m) {
+  for (const std::string* out :
+       {&sb.result_path, &sb.audit_path, &sb.fs.export_changes, &sb.fs.copy_dir}) {
+    if (out->empty()) continue;
+    std::string dir = out->substr(0, out->rfind('/') + 1);
+    std::optional<std::string> real = util::RealPath(dir.empty() ? "." : dir);
+    if (real && Within(*real, m.source)) {
+      return BadInput("--mount", m.name + "=" + m.source,
+                      "writable, and it holds " + *out + ", which brig writes for you");
+    }
+  }
+  return {};
+}
+
+// The named mounts: per-run sources checked, and the sandbox user's host ids for caches.
+Status ProbeMounts(Sandbox& sb) {
+  for (fs::NamedMount& m : sb.fs.mounts) {
+    m.uid = sb.host_uid;
+    m.gid = sb.host_gid;
+    if (m.cache) continue;
+    BRIG_TRY(ProbeMountSource(sb, m));
+    if (m.writable) BRIG_TRY(CheckOutputsOutside(sb, m));
+  }
+  return {};
+}
+
 // The root, the layers and the workspace, then brig's outputs (fs/outputs.h): every
 // directory brig will write in exists, is writable and lies outside the workspace.
 Status ProbePaths(Sandbox& sb) {
   if (!sb.fs.rootfs.empty()) BRIG_TRY(CheckDir(sb.fs.rootfs, "--rootfs"));
   for (std::string& layer : sb.fs.layers) BRIG_TRY(CheckDir(layer, "--layer"));
   BRIG_TRY(ProbeWorkspace(sb));
+  BRIG_TRY(ProbeChdir(sb));
   fs::Outputs outputs{sb.result_path, sb.audit_path, sb.fs.export_changes, sb.fs.copy_dir,
                       sb.manifest_path};
   BRIG_TRY(fs::CheckOutputs(outputs, sb.fs.workspace));
   sb.fs.export_changes = outputs.export_changes;
   sb.fs.copy_dir = outputs.copy_dir;
+  BRIG_TRY(ProbeMounts(sb));
   // A cap is never dropped for want of what enforces it (design.md, Invariant 1).
   if (!sb.fs.copy_dir.empty() && sb.fs.disk_size) {
     BRIG_TRY(fs::CheckDiskImage(sb.fs.copy_dir));

@@ -13,6 +13,7 @@
 #include "fs/hidden.h"
 #include "proto/textproto.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::config {
 namespace {
@@ -61,6 +62,65 @@ void ValidateFilesystem(const v1::Profile& p, Problems& out) {
   for (int i = 0; i < f.hidden_paths_size(); ++i) {
     if (auto h = fs::ParseHiddenPattern(f.hidden_paths(i)); !h) {
       out.push_back({"filesystem.hidden_paths", i, "'" + f.hidden_paths(i) + "': " + h.error().detail});
+    }
+  }
+}
+
+// Paths a named mount's target may neither be, lie under, nor hold: what brig mounts
+// itself, and the root's read-only system directories.
+const char* const kReservedTargets[] = {"/workspace", "/tmp",   "/proc",  "/dev",  "/sys",
+                                        "/etc",       "/usr",   "/bin",   "/sbin", "/lib",
+                                        "/lib32",     "/lib64", "/libx32"};
+
+// Whether one of two normalised absolute paths is the other or lies under it.
+bool Overlap(const std::string& a, const std::string& b) {
+  auto under = [](const std::string& x, const std::string& y) {
+    return x == y || (x.size() > y.size() && x.compare(0, y.size(), y) == 0 && x[y.size()] == '/');
+  };
+  return under(a, b) || under(b, a);
+}
+
+// An absolute path with no empty, "." or ".." component, not "/".
+bool IsNormalTarget(const std::string& t) {
+  if (t.size() < 2 || t[0] != '/' || t.back() == '/') return false;
+  for (std::string_view part : util::Split(std::string_view(t).substr(1), '/')) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
+}
+
+// The problems of the profile's mount `i`, each at its field.
+void ValidateMount(const v1::Profile& p, int i, Problems& out) {
+  const v1::Mount& m = p.mounts(i);
+  const std::string what = "mount '" + m.name() + "'";
+  if (!util::IsObjectName(m.name())) {
+    out.push_back({"mounts.name", i,
+                   "'" + m.name() + "': expected [A-Za-z0-9][A-Za-z0-9_.-]{0,63}"});
+  }
+  if (!IsNormalTarget(m.target())) {
+    out.push_back({"mounts.target", i,
+                   what + ": '" + m.target() + "' is not an absolute path without '.' or '..'"});
+  }
+  for (const char* r : kReservedTargets) {
+    if (Overlap(m.target(), r)) {
+      out.push_back({"mounts.target", i,
+                     what + ": '" + m.target() + "' overlaps " + r +
+                         ", which brig provides itself"});
+    }
+  }
+  if (m.source() != v1::MOUNT_PER_RUN && m.source() != v1::MOUNT_CACHE) {
+    out.push_back({"mounts.source", i, what + ": must be MOUNT_PER_RUN or MOUNT_CACHE"});
+  }
+  if (m.optional() && m.source() != v1::MOUNT_PER_RUN) {
+    out.push_back({"mounts.optional", i, what + ": only a per-run mount can be optional"});
+  }
+  for (int j = 0; j < i; ++j) {
+    if (p.mounts(j).name() == m.name()) {
+      out.push_back({"mounts.name", i, "'" + m.name() + "' declared twice"});
+    }
+    if (Overlap(p.mounts(j).target(), m.target())) {
+      out.push_back({"mounts.target", i,
+                     "'" + m.target() + "' overlaps '" + p.mounts(j).target() + "'"});
     }
   }
 }
@@ -144,9 +204,11 @@ Problems Validate(const v1::Profile& p, const std::string& file) {
     case v1::ISOLATION_NONE:
       // No isolation means nothing else to say: a profile that lists walls it cannot
       // have would mislead whoever reads it.
-      if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0) {
+      if (p.has_filesystem() || p.has_network() || p.has_security() || p.brokers_size() > 0 ||
+          p.mounts_size() > 0) {
         out.push_back({"isolation", -1,
-                       "ISOLATION_NONE takes no filesystem, network, security or broker settings"});
+                       "ISOLATION_NONE takes no filesystem, network, security, broker or mount "
+                       "settings"});
       }
       if (!p.limits().disk().empty()) {
         out.push_back({"limits.disk", -1, "ISOLATION_NONE has no copy workspace to cap"});
@@ -161,6 +223,7 @@ Problems Validate(const v1::Profile& p, const std::string& file) {
   ValidateFilesystem(p, out);
   ValidateNetwork(p.network(), out);
   ValidateBrokers(p, out);
+  for (int i = 0; i < p.mounts_size(); ++i) ValidateMount(p, i, out);
   if (p.security().seccomp_policy().empty()) {
     out.push_back({"security.seccomp_policy", -1, "must name a policy"});
   }

@@ -216,6 +216,72 @@ Status ResolveCopy(const Limits& l, const Overrides& run, fs::Spec& spec) {
   return {};
 }
 
+// The profile's named mounts with the run's sources (--mount NAME=PATH). A run names only
+// sources: a name the profile does not declare, or a path for a cache, is refused, so
+// nothing on the command line adds a mount (Invariant 2).
+Status ResolveMounts(const v1::Profile& profile, const Overrides& run, Sandbox& sb) {
+  std::string declared;
+  for (const auto& m : profile.mounts()) declared += (declared.empty() ? "" : ", ") + m.name();
+  for (const auto& [name, path] : run.mounts) {
+    const v1::Mount* m = nullptr;
+    for (const auto& d : profile.mounts()) m = d.name() == name ? &d : m;
+    const std::string spec = name + "=" + path;
+    if (!m) {
+      return BadInput("--mount", spec,
+                      "profile '" + run.profile + "' declares no mount '" + name + "' (" +
+                          (declared.empty() ? "it declares none" : "it declares: " + declared) +
+                          ")");
+    }
+    if (m->source() == v1::MOUNT_CACHE) {
+      return BadInput("--mount", spec, "'" + name + "' is a cache brig keeps; it takes no path");
+    }
+  }
+  for (const auto& m : profile.mounts()) {
+    fs::NamedMount nm{m.name(), m.target(), m.writable(), m.source() == v1::MOUNT_CACHE, "", 0, 0};
+    for (const auto& [name, path] : run.mounts) nm.source = name == m.name() ? path : nm.source;
+    if (!nm.cache && nm.source.empty()) {
+      if (m.optional()) continue;
+      return BadInput("profile", run.profile,
+                      "mount '" + m.name() + "' needs a source: --mount " + m.name() + "=PATH");
+    }
+    // A broker's socket is bound in brig's root: under a mount it would be made in the
+    // host's directory.
+    for (const auto& b : sb.brokers) {
+      if (b.unix_path == m.target() || b.unix_path.rfind(m.target() + "/", 0) == 0) {
+        return BadInput("broker " + b.name, b.unix_path,
+                        "its socket is in mount '" + m.name() + "' (" + m.target() + ")");
+      }
+    }
+    sb.fs.mounts.push_back(std::move(nm));
+  }
+  return {};
+}
+
+// --chdir needs a workspace to be in; the probe checks that the directory is there.
+Status ResolveChdir(const Overrides& run, Sandbox& sb) {
+  if (run.chdir && run.workspace.empty()) {
+    return BadInput("--chdir", *run.chdir, "needs a --workspace to be inside");
+  }
+  sb.chdir = run.chdir.value_or("");
+  if (sb.isolated) sb.workdir = "/workspace" + (sb.chdir.empty() ? "" : "/" + sb.chdir);
+  return {};
+}
+
+// "none", "broker-only", "allowlist" or "open"; "unconfined" without isolation.
+std::string PostureName(const v1::Profile& p) {
+  if (p.isolation() == v1::ISOLATION_NONE) return "unconfined";
+  switch (p.network().posture()) {
+    case v1::POSTURE_BROKER_ONLY:
+      return "broker-only";
+    case v1::POSTURE_ALLOWLIST:
+      return "allowlist";
+    case v1::POSTURE_OPEN:
+      return "open";
+    default:
+      return "none";
+  }
+}
+
 // brig's few defaults, then the variables the run passes from its caller's environment,
 // then those it sets; built from nothing (design.md, Invariant 3).
 std::vector<std::string> BuildEnv(const Overrides& run) {
@@ -246,7 +312,9 @@ Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run) {
   }
   sb.isolated = profile.isolation() == v1::ISOLATION_SANDBOX;
   sb.id = run.id;
+  sb.name = run.name;
   sb.profile = run.profile;
+  sb.posture_name = PostureName(profile);
   sb.argv = run.argv;
   sb.result_path = run.result_path;
   sb.audit_path = run.audit_path;
@@ -261,6 +329,8 @@ Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run) {
   BRIG_TRY(ResolveBrokers(profile, run, sb));
   BRIG_TRY(ResolveFilesystem(profile, run, sb));
   BRIG_TRY(ResolveCopy(limits, run, sb.fs));
+  BRIG_TRY(ResolveChdir(run, sb));
+  BRIG_TRY(ResolveMounts(profile, run, sb));
   sb.env = BuildEnv(run);
   return sb;
 }

@@ -29,11 +29,18 @@ inline constexpr gid_t kSandboxGid = 1000;
 inline constexpr uid_t kOverflowHostId = 65534;
 
 struct Sandbox {
-  std::string id;                 // "brig-" + 12 hex digits
+  std::string id;                 // "brig-" [+ --name + "-"] + 12 hex digits
+  std::string name;               // --name: the harness's name for the run, or empty
   std::string profile;            // the profile's name or path, for messages
+  std::string posture_name;       // "none", "allowlist"..., "unconfined": for brig list
   bool isolated = true;           // false only for an ISOLATION_NONE profile
   std::vector<std::string> argv;  // the command, argv[0] resolved inside the sandbox
   std::vector<std::string> env;   // "K=V", built from nothing (design.md, Invariant 3)
+  // --chdir: relative to the workspace ("" its top); checked by the probe.
+  std::string chdir;
+  // Where the command starts: /workspace[/chdir] inside; without isolation the workspace's
+  // own path (the probe), or "" (brig's own working directory) without one.
+  std::string workdir;
 
   // The root, the workspace and what is done with them (fs/spec.h).
   fs::Spec fs;

@@ -40,9 +40,6 @@ void ForwardLog(log::Level level, std::string_view text) {
   if (g_log_fd >= 0) (void)SendLog(g_log_fd, level, text);
 }
 
-// The workload's working directory, where its command is looked up from.
-constexpr const char* kWorkdir = "/workspace";
-
 // Signals init forwards to the workload. SIGCHLD is init's own.
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
                               SIGCONT, SIGALRM};
@@ -103,8 +100,8 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "workload");
   if (pid == 0) {
-    ExecChild({path.c_str(), argv.data(), envp.data(), script_argv.data(), kWorkdir,
-               &a.sandbox->rlimits, a.seccomp, go_rd.get(), go_wr.get(), wr.get(), 0});
+    ExecChild({path.c_str(), argv.data(), envp.data(), script_argv.data(),
+               a.sandbox->workdir.c_str(), &a.sandbox->rlimits, a.seccomp, go_rd.get(), go_wr.get(), wr.get(), 0});
   }
   wr.Reset();
   go_rd.Reset();
@@ -250,7 +247,7 @@ void InitMain(const InitArgs& a) {
   log::ForwardTo(ForwardLog);
   log::Debug("started");
   if (auto s = Setup(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
-  auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env, kWorkdir);
+  auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env, a.sandbox->workdir);
   if (!path) Die(fd, std::move(path).error());
   log::Debug("command: ", *path);
 

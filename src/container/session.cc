@@ -8,6 +8,7 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -67,6 +68,7 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   }
   s->signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
   s->record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
+  BRIG_TRY(s->Describe());
   if (sb.isolated) BRIG_TRY(s->PrepareSandbox());
   s->group_ = BRIG_TRY(cgroup::Group::Create(sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits,
                                              s->record_));
@@ -107,7 +109,30 @@ Session::~Session() {
   if (keep_record_) record_.Keep();
 }
 
-bool Session::Launch() { return sb_.isolated ? LaunchInit() : LaunchUnconfined(); }
+// What `brig list` shows of the sandbox while it runs (state/record.h, kAboutKind).
+Status Session::Describe() {
+  char started[32];
+  time_t now = time(nullptr);
+  struct tm tm;
+  strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+  const std::pair<const char*, std::string> about[] = {{"name", sb_.name},
+                                                       {"profile", sb_.profile},
+                                                       {"posture", sb_.posture_name},
+                                                       {"brig_pid", std::to_string(getpid())},
+                                                       {"started", started}};
+  for (const auto& [key, value] : about) {
+    BRIG_TRY(record_.Add(state::kAboutKind, std::string(key) + "=" + value));
+  }
+  return {};
+}
+
+bool Session::Launch() {
+  if (!(sb_.isolated ? LaunchInit() : LaunchUnconfined())) return false;
+  if (auto s = record_.Add(state::kAboutKind, "pid=" + std::to_string(child_.pid())); !s) {
+    Warn(std::move(s).error());
+  }
+  return true;
+}
 
 // brig's own failure: the sandbox is ended, the error is the outcome.
 bool Session::Failed(Error e) {
@@ -251,7 +276,9 @@ Status Session::StartServices() {
 }
 
 void Session::AuditEvent(v1::AuditEvent e) {
-  if (auto s = audit::Append(sb_.audit_path, sb_.id, std::move(e)); !s) Warn(std::move(s).error());
+  if (auto s = audit::Append(sb_.audit_path, sb_.id, std::move(e), sb_.name); !s) {
+    Warn(std::move(s).error());
+  }
 }
 
 // A warning that repeats the last one (an audit log that keeps failing) is said once.

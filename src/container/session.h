@@ -66,6 +66,7 @@ class Session {
  private:
   explicit Session(const config::Sandbox& sb);
   Status PrepareSandbox();
+  Status Describe();
   // session.cc: the confined sandbox.
   sys::CloneArgs CloneArgs(uint64_t flags, int* pidfd) const;
   bool LaunchInit();

@@ -15,7 +15,7 @@ namespace brig::container {
 
 bool Session::LaunchUnconfined() {
   // The command runs from the workspace, so it is looked up from there.
-  auto path = ResolveCommand(sb_.argv[0], sb_.env, sb_.fs.workspace);
+  auto path = ResolveCommand(sb_.argv[0], sb_.env, sb_.workdir);
   if (!path) return Failed(std::move(path).error());
   std::vector<char*> argv = ExecArray(sb_.argv), envp = ExecArray(sb_.env);
   std::vector<std::string> script = ScriptArgv(*path, sb_.argv);
@@ -31,9 +31,8 @@ bool Session::LaunchUnconfined() {
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();
-    ExecChild({path->c_str(), argv.data(), envp.data(), script_argv.data(),
-               sb_.fs.workspace.c_str(), &sb_.rlimits, nullptr, go_rd.get(), go_wr.get(),
-               err_wr.get(), supervisor});
+    ExecChild({path->c_str(), argv.data(), envp.data(), script_argv.data(), sb_.workdir.c_str(),
+               &sb_.rlimits, nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
   log::Debug("clone: unconfined command is pid ", *pid);

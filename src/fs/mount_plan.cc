@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 
 #include "fs/disk_image.h"
@@ -436,12 +437,13 @@ Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record
 constexpr size_t kMaxHeld = 1000;
 
 Status CheckHeld(const std::string& workspace, const std::vector<std::string>& held,
-                 const std::string& what, const std::string& how) {
+                 const std::string& what, const std::string& how,
+                 const std::string& op = "workspace",
+                 const std::string& remedy = "use a copy workspace (--workspace-mode copy)") {
   if (held.size() <= kMaxHeld) return {};
-  return BadInput("workspace", workspace + "/" + held.front(),
+  return BadInput(op, workspace + "/" + held.front(),
                   std::to_string(held.size()) + " " + what + ", more than the " +
-                      std::to_string(kMaxHeld) + " brig holds " + how +
-                      "; use a copy workspace (--workspace-mode copy)");
+                      std::to_string(kMaxHeld) + " brig holds " + how + "; " + remedy);
 }
 
 // The bound (ro or rw) workspace's tree. One whose owner the sandbox user is not mapped to
@@ -567,6 +569,92 @@ void AddProc(MountPlan& plan) {
   }
 }
 
+// The directory `name` under `dirfd`, made 0700 and owned by uid:gid if it is missing; an
+// existing one must be a directory (not a symlink) of that owner with none of the mode
+// bits `foreign` (what others may do with it). The parent is root's alone, so nothing can
+// swap it between the mkdir and the open.
+Result<sys::UniqueFd> OwnDir(int dirfd, const std::string& name, uid_t uid, gid_t gid,
+                             mode_t foreign, const std::string& path) {
+  if (mkdirat(dirfd, name.c_str(), 0700) == 0) {
+    if (fchownat(dirfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+      return SysError("chown", path);
+    }
+  } else if (errno != EEXIST) {
+    return SysError("mkdir", path);
+  }
+  sys::UniqueFd fd(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd && (errno == ELOOP || errno == ENOTDIR)) {
+    return BadInput("cache", path, "not a directory (a symlink or a file is there); remove it");
+  }
+  struct stat st;
+  if (!fd || fstat(fd.get(), &st) < 0) return SysError("open", path);
+  if (st.st_uid != uid || (st.st_mode & foreign) != 0) {
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    return BadInput("cache", path,
+                    "owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
+                        ", not uid " + std::to_string(uid) +
+                        (uid ? " (this run's sandbox user on the host) with mode 0700"
+                             : " (root) that no one else may write") +
+                        "; remove it");
+  }
+  return fd;
+}
+
+// A per-run mount's source is a host directory as a bound workspace is: a unix socket or
+// FIFO a host process may use there is covered by the sandbox's /dev/null (connect(2) and
+// open(2) of one ignore a read-only mount), and in a writable one a file that is a hard
+// link to a file outside is held read-only, so nothing the sandbox writes leaves through
+// it. Found in the source before anything is mounted, as for the workspace.
+Status HoldInMount(MountPlan& plan, int src, const NamedMount& m, const std::string& path) {
+  sys::UniqueFd dir(openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysError("open", path);
+  WorkspaceScan scan = BRIG_TRY_CTX(ScanWorkspace(dir.get(), {}, m.writable), path);
+  const std::string op = "mount '" + m.name + "'", remedy = "mount another directory";
+  BRIG_TRY(CheckHeld(path, scan.ipc, "unix sockets and FIFOs are in the mount's source",
+                     "out of the sandbox's reach", op, remedy));
+  BRIG_TRY(CheckHeld(path, scan.linked_out,
+                     "files of the writable mount's source are hard links to files outside it",
+                     "read-only", op, remedy));
+  const std::string at = m.target.substr(1) + "/";
+  for (const auto& p : scan.ipc) plan.steps.push_back(Make(StepKind::kHoldIpc, at + p));
+  for (const auto& p : scan.linked_out) {
+    Step held = Make(StepKind::kProtect, at + p);
+    held.data = path + "/" + p;
+    plan.steps.push_back(std::move(held));
+  }
+  return {};
+}
+
+// The profile's named mounts: a per-run directory, or a cache under kCacheDir (made on
+// first use, for the sandbox user alone). Read-only ones as the read-only workspace,
+// writable ones as the read-write one: nosuid, nodev.
+Status AddNamedMounts(MountPlan& plan, const Spec& spec) {
+  for (const NamedMount& m : spec.mounts) {
+    sys::UniqueFd src;
+    std::string path = m.source;
+    if (m.cache) {
+      std::string root = kCacheDir;
+      path = root + "/" + m.name;
+      size_t slash = root.rfind('/');
+      sys::UniqueFd parent(open(root.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!parent) return SysError("open", root.substr(0, slash));
+      sys::UniqueFd caches =
+          BRIG_TRY(OwnDir(parent.get(), root.substr(slash + 1), 0, 0, 022, root));
+      src = BRIG_TRY(OwnDir(caches.get(), m.name, m.uid, m.gid, 077, path));
+    } else {
+      src.Reset(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!src) return SysError("open", path).WithKind(ErrorKind::kBadInput);
+    }
+    uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m.writable ? 0 : MOUNT_ATTR_RDONLY);
+    Step s = Make(StepKind::kNamed, m.target.substr(1));
+    BRIG_TRY(CloneTree(s, src.get(), "", set, m.writable ? MOUNT_ATTR_RDONLY : 0, path));
+    plan.steps.push_back(std::move(s));
+    if (!m.cache) BRIG_TRY(HoldInMount(plan, src.get(), m, path));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<sys::UniqueFd> NewFs(const char* type,
@@ -629,6 +717,7 @@ Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record, bool
     for (const auto& h : plan.hidden) plan.steps.push_back(Make(StepKind::kHide, "workspace/" + h));
     for (const auto& p : plan.ipc) plan.steps.push_back(Make(StepKind::kHoldIpc, "workspace/" + p));
   }
+  BRIG_TRY(AddNamedMounts(plan, spec));
   return plan;
 }
 
@@ -648,6 +737,7 @@ std::string_view StepName(StepKind k) {
     case StepKind::kProtect: return "protect";
     case StepKind::kHide: return "hide";
     case StepKind::kHoldIpc: return "hold ipc";
+    case StepKind::kNamed: return "named mount";
   }
   return "unknown";
 }

@@ -21,24 +21,26 @@
 namespace brig::fs {
 
 enum class StepKind {
-  kDir,        // mkdir dest
-  kSymlink,    // symlink data -> dest
-  kFile,       // create dest with contents data
-  kBind,       // attach tree at dest (a directory, or a file when is_dir is false)
-  kTmpfs,      // new tmpfs at dest: size, mode, attrs
-  kProc,       // new procfs at dest
-  kDevpts,     // new devpts instance at dest
-  kMask,       // OCI masked path, if it exists: dev/null over a file, an empty
-               // read-only tmpfs over a directory
-  kReadOnly,   // re-attach dest onto itself read-only, recursively (OCI readonly path)
+  kDir,              // mkdir dest
+  kSymlink,          // symlink data -> dest
+  kFile,             // create dest with contents data
+  kBind,             // attach tree at dest (a directory, or a file when is_dir is false)
+  kTmpfs,            // new tmpfs at dest: size, mode, attrs
+  kProc,             // new procfs at dest
+  kDevpts,           // new devpts instance at dest
+  kMask,             // OCI masked path, if it exists: dev/null over a file, an empty
+                     // read-only tmpfs over a directory
+  kReadOnly,         // re-attach dest onto itself read-only, recursively (OCI readonly path)
   kSealRoRecursive,  // make the mount at dest read-only (used for /dev after population)
-  kPin,        // re-attach dest onto itself, so it cannot be renamed or removed; a symlink
-               // there is refused
-  kProtect,    // the same, read-only: a protected path of a writable workspace
-  kHide,       // a hidden path of a bound workspace: an empty read-only tmpfs over a
-               // directory, the sandbox's /dev/null over a file; a symlink is left as it is
-  kHoldIpc,    // a unix socket or FIFO of a bound workspace: the sandbox's /dev/null over
-               // it, if it is still there (its host process may have removed it meanwhile)
+  kPin,              // re-attach dest onto itself, so it cannot be renamed or removed; a symlink
+                     // there is refused
+  kProtect,          // the same, read-only: a protected path of a writable workspace
+  kHide,             // a hidden path of a bound workspace: an empty read-only tmpfs over a
+                     // directory, the sandbox's /dev/null over a file; a symlink is left as it is
+  kHoldIpc,          // a unix socket or FIFO of a bound workspace: the sandbox's /dev/null over
+                     // it, if it is still there (its host process may have removed it meanwhile)
+  kNamed,            // attach tree (a directory) at dest, a named mount's target: the directories
+                     // on the way are made where missing, and none of them may be a symlink
 };
 
 // Why brig refuses a symlink at a protected path of a read-write workspace, or on the way

@@ -10,6 +10,7 @@
 
 #include "log/log.h"
 #include "sys/syscalls.h"
+#include "util/parse.h"
 
 namespace brig::fs {
 namespace {
@@ -128,6 +129,25 @@ Status Hide(int root, const Step& s, bool gone_ok) {
   return sys::MoveMount(tree.get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
+// kNamed: the target's directories are reached one at a time beneath the new root, with
+// no symlink followed (a --rootfs may hold any), made where missing; the tree is attached
+// onto the last by fd.
+Status AttachNamed(int root, const Step& s) {
+  sys::UniqueFd at(fcntl(root, F_DUPFD_CLOEXEC, 3));
+  if (!at) return SysError("dup", "/");
+  for (std::string_view part : util::Split(s.dest, '/')) {
+    const std::string name(part);
+    if (mkdirat(at.get(), name.c_str(), 0755) < 0 && errno != EEXIST) {
+      return SysError("mkdir", "/" + s.dest);
+    }
+    at = BRIG_TRY_CTX(sys::Openat2(at.get(), name, O_PATH | O_DIRECTORY,
+                                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS),
+                      "named mount /" + s.dest);
+  }
+  return sys::MoveMount(s.tree.get(), "", at.get(), "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
 Status Apply(int root, Step& s) {
   switch (s.kind) {
     case StepKind::kDir:
@@ -177,6 +197,8 @@ Status Apply(int root, Step& s) {
       return Hide(root, s, false);
     case StepKind::kHoldIpc:
       return Hide(root, s, true);
+    case StepKind::kNamed:
+      return AttachNamed(root, s);
     case StepKind::kSealRoRecursive:
       return sys::MountSetattr(root, s.dest, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY, 0,
                                "/" + s.dest);

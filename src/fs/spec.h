@@ -27,6 +27,20 @@ struct IdMap {
   gid_t to_gid;
 };
 
+// Where brig keeps the profiles' caches (MOUNT_CACHE), one directory per name, 0700.
+inline constexpr char kCacheDir[] = "/var/cache/brig";
+
+// One of the profile's named mounts, as this run has it.
+struct NamedMount {
+  std::string name;
+  std::string target;  // absolute, normalised, checked by the profile's validation
+  bool writable = false;
+  bool cache = false;  // kCacheDir/name, made by the mount plan; else `source`
+  std::string source;  // a per-run mount's directory (canonical after the probe)
+  // A cache's owner on the host: the sandbox user's host id (the probe).
+  uint32_t uid = 0, gid = 0;
+};
+
 struct Spec {
   std::string rootfs;  // empty: the host-derived read-only root
   // --layer: directories stacked on the rootfs with overlayfs, bottom first.
@@ -52,6 +66,8 @@ struct Spec {
   // copy_dir); 0: none but the tmpfs's tmp_size.
   uint64_t disk_size = 0;
   uint64_t tmp_size = 0;  // bytes, for /tmp and /dev/shm each
+  // The profile's named mounts that this run has, in the profile's order.
+  std::vector<NamedMount> mounts;
   // The address /etc/resolv.conf names: brig's resolver for this sandbox; empty: the
   // sandbox has no network interface, so no resolver.
   std::string resolver;

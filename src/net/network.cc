@@ -19,7 +19,10 @@
 namespace brig::net {
 namespace {
 
-std::string PortName(const std::string& id) { return kPortPrefix + id.substr(id.find('-') + 1); }
+// The id's last 12 hex digits (a --name before them would not fit IFNAMSIZ).
+std::string PortName(const std::string& id) {
+  return kPortPrefix + id.substr(id.size() < 12 ? 0 : id.size() - 12);
+}
 
 // Every field, an empty one at either end included.
 std::vector<std::string> SplitComma(const std::string& s) {

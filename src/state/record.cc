@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "util/files.h"
@@ -96,21 +97,68 @@ std::vector<Entry> ParseRecord(std::string_view text) {
   return out;
 }
 
-Result<Collected> CollectStale(
-    const std::string& dir,
-    const std::function<Result<bool>(const std::string& id, const std::vector<Entry>&)>& clean) {
-  Collected out;
+namespace {
+
+// The names of the records in `dir`, sorted; none if it does not exist.
+Result<std::vector<std::string>> Names(const std::string& dir) {
+  std::vector<std::string> names;
   DIR* d = opendir(dir.c_str());
   if (!d) {
-    if (errno == ENOENT) return out;
+    if (errno == ENOENT) return names;
     return SysError("opendir", dir);
   }
-  std::vector<std::string> names;
   while (struct dirent* de = readdir(d)) {
     if (de->d_name[0] != '.') names.push_back(de->d_name);
   }
   closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The record's fd, and whether its lock is held by a live brig.
+Result<std::pair<sys::UniqueFd, bool>> Probe(const std::string& path) {
+  sys::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) return SysError("open", path);
+  if (flock(fd.get(), LOCK_SH | LOCK_NB) == 0) {
+    (void)flock(fd.get(), LOCK_UN);
+    return std::make_pair(std::move(fd), false);
+  }
+  if (errno != EWOULDBLOCK) return SysError("flock", path);
+  return std::make_pair(std::move(fd), true);
+}
+
+}  // namespace
+
+Result<RecordState> StateOf(const std::string& dir, const std::string& id) {
+  auto probed = Probe(dir + "/" + id);
+  if (!probed) {
+    if (probed.error().err == ENOENT) return RecordState::kMissing;
+    return std::move(probed).error();
+  }
+  return probed->second ? RecordState::kLive : RecordState::kStale;
+}
+
+Result<std::vector<LiveRecord>> ListLive(const std::string& dir) {
+  std::vector<LiveRecord> out;
+  for (const auto& id : BRIG_TRY(Names(dir))) {
+    auto probed = Probe(dir + "/" + id);
+    if (!probed && probed.error().err == ENOENT) continue;  // gone meanwhile
+    auto [fd, live] = BRIG_TRY(std::move(probed));
+    if (!live) continue;
+    std::string text = BRIG_TRY_CTX(util::ReadFd(fd.get(), 0), dir + "/" + id);
+    out.push_back({id, ParseRecord(text)});
+  }
+  return out;
+}
+
+Result<Collected> CollectStale(
+    const std::string& dir,
+    const std::function<Result<bool>(const std::string& id, const std::vector<Entry>&)>& clean,
+    const std::string& only) {
+  Collected out;
+  std::vector<std::string> names = BRIG_TRY(Names(dir));
   for (const auto& id : names) {
+    if (!only.empty() && id != only) continue;
     std::string path = dir + "/" + id;
     sys::UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) continue;

@@ -18,6 +18,9 @@
 namespace brig::state {
 
 inline constexpr char kSandboxDir[] = "/run/brig/sandboxes";
+// Lines of this kind say what the sandbox is ("about name=task-7"), for `brig list`; they
+// name no resource, so `brig gc` has nothing to remove for them.
+inline constexpr char kAboutKind[] = "about";
 
 // One line of a record: what kind of thing ("cgroup") and which one (its path).
 struct Entry {
@@ -57,6 +60,18 @@ class Record {
 // Parses a record's text; lines that are not "KIND VALUE" are skipped.
 std::vector<Entry> ParseRecord(std::string_view text);
 
+// Whether the record `dir`/`id` is there and its brig alive (it holds the lock).
+enum class RecordState { kMissing, kLive, kStale };
+Result<RecordState> StateOf(const std::string& dir, const std::string& id);
+
+struct LiveRecord {
+  std::string id;
+  std::vector<Entry> entries;
+};
+// The records in `dir` whose brig is alive, by id. Probes each lock with a shared one,
+// without waiting, and lets go of it at once.
+Result<std::vector<LiveRecord>> ListLive(const std::string& dir);
+
 struct Collected {
   std::vector<std::string> removed;  // ids whose records were cleaned and removed
   std::vector<Error> failed;         // records kept because cleaning them failed
@@ -65,8 +80,10 @@ struct Collected {
 // Runs `clean` on every record in `dir` whose sandbox is gone (its lock is free: taken
 // without waiting, so a live brig never holds this up) and removes the record once `clean`
 // says everything in it is gone (true); a record `clean` leaves (false) or fails on stays.
+// With `only`, just the record of that id.
 Result<Collected> CollectStale(
     const std::string& dir,
-    const std::function<Result<bool>(const std::string& id, const std::vector<Entry>&)>& clean);
+    const std::function<Result<bool>(const std::string& id, const std::vector<Entry>&)>& clean,
+    const std::string& only = "");
 
 }  // namespace brig::state

@@ -177,6 +177,39 @@ bool IsEnvName(std::string_view s) {
   return true;
 }
 
+Result<std::vector<EnvFileEntry>> ParseEnvFile(std::string_view text) {
+  std::vector<EnvFileEntry> out;
+  size_t number = 0;
+  for (std::string_view line : Split(text, '\n')) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line[first] == '#') continue;
+    line.remove_prefix(first);
+    auto bad = [&](const std::string& why) {
+      return Fail("line " + std::to_string(number), "", why, ErrorKind::kBadInput);
+    };
+    if (line.find('\0') != std::string_view::npos) return bad("holds a NUL byte");
+    size_t eq = line.find('=');
+    std::string key(line.substr(0, eq));
+    if (!IsEnvName(key)) {
+      return bad("'" + OneLine(key) + "' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    }
+    EnvFileEntry e{key, std::nullopt};
+    if (eq != std::string_view::npos) e.value = std::string(line.substr(eq + 1));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+bool IsObjectName(std::string_view s) {
+  if (s.empty() || s.size() > 64 || !isalnum(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
 size_t Utf8Length(std::string_view s, size_t i) {
   auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = at(i);

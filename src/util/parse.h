@@ -38,6 +38,20 @@ std::string UnescapeMountinfo(std::string_view f);
 std::vector<std::string_view> Split(std::string_view s, char sep);
 // A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.
 bool IsEnvName(std::string_view s);
+// One line of an env file (--env-file, as Docker reads one): "KEY=VALUE" sets KEY to
+// everything after the first '=', as written (no quotes removed, no trimming); "KEY" alone
+// passes the caller's value of KEY (`value` unset).
+struct EnvFileEntry {
+  std::string key;
+  std::optional<std::string> value;
+};
+// The entries of an env file's text, in order: blank lines and lines whose first non-blank
+// character is '#' are skipped; leading blanks and a trailing "\r" are dropped. An invalid
+// name, or a NUL, is refused naming the line ("line 3: 'A-B' is not a variable name ...").
+Result<std::vector<EnvFileEntry>> ParseEnvFile(std::string_view text);
+// A name a harness gives a sandbox (--name) or a profile gives a mount: as a container's,
+// [A-Za-z0-9][A-Za-z0-9_.-]{0,63}.
+bool IsObjectName(std::string_view s);
 // The value of `key` in an environ array (the last "key=value" entry), if it is set.
 std::optional<std::string_view> EnvLookup(char** environ, std::string_view key);
 // The length of the UTF-8 sequence at s[i], or 0 if it is not a well-formed one (overlong

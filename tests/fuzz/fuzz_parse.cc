@@ -1,4 +1,5 @@
-// libFuzzer target: the value parsers of util/parse.h (flag values typed by a user).
+// libFuzzer target: the value parsers of util/parse.h (flag values typed by a user, and
+// --env-file's files).
 // Each input is one string given to every parser; besides "no crash, no UB" it checks
 // the documented contracts and compares against simple reference implementations.
 #include <sys/resource.h>
@@ -151,6 +152,38 @@ void Cpus(std::string_view s) {
 
 }  // namespace
 
+// An env file (--env-file): every entry is a valid name with, if set, a value holding no
+// newline; each comes from one line of the input, in order; an error names a line.
+void EnvFile(std::string_view s) {
+  auto e = brig::util::ParseEnvFile(s);
+  if (!e) {
+    CheckError(e.error());
+    FUZZ_CHECK(e.error().op.rfind("line ", 0) == 0);
+    return;
+  }
+  size_t lines = 1;
+  for (char c : s) lines += c == '\n';
+  FUZZ_CHECK(e->size() <= lines);
+  size_t searched = 0;
+  for (const auto& entry : *e) {
+    FUZZ_CHECK(brig::util::IsEnvName(entry.key));
+    if (entry.value) FUZZ_CHECK(entry.value->find('\n') == std::string::npos);
+    size_t at = s.find(entry.key, searched);
+    FUZZ_CHECK(at != std::string_view::npos);
+    searched = at + entry.key.size();
+  }
+}
+
+// A --name or mount name: the container-name charset, 1 to 64 bytes.
+void ObjectName(std::string_view s) {
+  bool want = !s.empty() && s.size() <= 64 && s[0] != '_' && s[0] != '.' && s[0] != '-';
+  for (char c : s) {
+    want = want && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-');
+  }
+  FUZZ_CHECK(brig::util::IsObjectName(s) == want);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 4096) return -1;  // flag values are short; longer adds nothing but time
   std::string_view s(reinterpret_cast<const char*>(data), size);
@@ -161,5 +194,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Memory(s);
   Cpus(s);
   EnvName(s);
+  EnvFile(s);
+  ObjectName(s);
   return 0;
 }

@@ -21,7 +21,8 @@ bool SameRequest(const brig::cli::RunRequest& a, const brig::cli::RunRequest& b)
          a.disk_size == b.disk_size &&
          a.timeout == b.timeout && a.grace == b.grace && a.rlimit_nofile == b.rlimit_nofile &&
          a.rlimit_nproc == b.rlimit_nproc && a.rlimit_core == b.rlimit_core &&
-         a.result_path == b.result_path;
+         a.result_path == b.result_path && a.name == b.name && a.chdir == b.chdir &&
+         a.mounts == b.mounts && a.env_files == b.env_files;
 }
 
 }  // namespace
@@ -73,5 +74,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(eq != std::string::npos && eq > 0);
   }
   for (const auto& k : req.pass_env) FUZZ_CHECK(!k.empty() && k.find('=') == std::string::npos);
+  // --name and --mount names are container names; --chdir stays in the workspace.
+  FUZZ_CHECK(req.name.empty() || brig::util::IsObjectName(req.name));
+  for (const auto& [name, path] : req.mounts) {
+    FUZZ_CHECK(brig::util::IsObjectName(name) && !path.empty());
+  }
+  if (req.chdir && !req.chdir->empty()) {
+    for (std::string_view part : brig::util::Split(*req.chdir, '/')) {
+      FUZZ_CHECK(!part.empty() && part != "." && part != "..");
+    }
+  }
   return 0;
 }

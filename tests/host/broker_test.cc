@@ -608,5 +608,23 @@ TEST_F(BrokerTest, MalformedSpecIsRefusedBeforeAnythingStarts) {
   }
 }
 
+// --name reaches the target in the attribution (the sandbox id holds it) and every
+// broker_request event of the audit.
+TEST_F(BrokerTest, TheRunsNameIsInTheAttributionAndTheAudit) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  ScratchDir out;
+  std::string audit = out.path() + "/audit.jsonl";
+  RunOutput r = Sh("curl -sS http://127.0.0.1:8080/named",
+                   {"--broker", "api=port=8080,to=" + up.url(), "--name", "task-42",
+                    "--audit-log", audit});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string log = Lines(up.log());
+  EXPECT_TRUE(Contains(log, "HDR x-brig-attribution: brig-task-42-")) << log;
+  std::string audit_text = ReadFileOrEmpty(audit);
+  EXPECT_TRUE(Contains(audit_text, R"("name":"task-42","broker_request":{"broker":"api")"))
+      << audit_text;
+}
+
 }  // namespace
 }  // namespace brig::testing

@@ -118,6 +118,7 @@ TEST_F(Preflight, WithoutRootEveryRootVerbSaysSoInOneLine) {
       {"run", {"--log", log, "run", "--result", result, "--audit-log", audit, "--", "true"}},
       {"check", {"--log", log, "check"}},
       {"gc", {"--log", log, "gc"}},
+      {"list", {"--log", log, "list"}},
   };
   for (const auto& [verb, args] : verbs) {
     auto r = nobody(args);

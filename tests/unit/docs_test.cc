@@ -46,6 +46,7 @@ std::vector<Verb> Verbs() {
       {"policy", main_of(PolicyMain), "brig-policy.1"},
       {"check", main_of(CheckMain), "brig-check.1"},
       {"gc", main_of(GcMain), "brig-gc.1"},
+      {"list", main_of(ListMain), "brig-list.1"},
   };
 }
 

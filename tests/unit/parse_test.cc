@@ -86,5 +86,40 @@ TEST(Error, RendersOneLine) {
             "--timeout '5x': unknown unit 'x'");
 }
 
+TEST(EnvFile, ReadsLinesAsDockerDoes) {
+  auto e = ParseEnvFile("# a comment\n\nA=1\n  B=two words = x\r\nC\nD=\n\t# indented comment\n");
+  ASSERT_TRUE(e) << e.error().Render();
+  ASSERT_EQ(e->size(), 4u);
+  EXPECT_EQ((*e)[0].key, "A");
+  EXPECT_EQ((*e)[0].value, "1");
+  EXPECT_EQ((*e)[1].key, "B");
+  EXPECT_EQ((*e)[1].value, "two words = x");
+  EXPECT_EQ((*e)[2].key, "C");
+  EXPECT_FALSE((*e)[2].value);  // passes the caller's value
+  EXPECT_EQ((*e)[3].value, "");
+}
+
+TEST(EnvFile, RefusesAnInvalidNameWithItsLine) {
+  auto e = ParseEnvFile("A=1\n\nA-B=2\n");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().Render(), "line 3: 'A-B' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+  EXPECT_EQ(e.error().kind, ErrorKind::kBadInput);
+  EXPECT_FALSE(ParseEnvFile("=x\n"));
+  EXPECT_FALSE(ParseEnvFile("1A=x\n"));
+  EXPECT_FALSE(ParseEnvFile(std::string("A\0B=1\n", 6)));
+}
+
+TEST(ObjectName, IsAContainerName) {
+  EXPECT_TRUE(IsObjectName("task-7"));
+  EXPECT_TRUE(IsObjectName("A.b_c-1"));
+  EXPECT_TRUE(IsObjectName(std::string(64, 'a')));
+  EXPECT_FALSE(IsObjectName(std::string(65, 'a')));
+  EXPECT_FALSE(IsObjectName(""));
+  EXPECT_FALSE(IsObjectName("-x"));
+  EXPECT_FALSE(IsObjectName(".x"));
+  EXPECT_FALSE(IsObjectName("a/b"));
+  EXPECT_FALSE(IsObjectName("a b"));
+}
+
 }  // namespace
 }  // namespace brig::util

@@ -509,5 +509,82 @@ TEST(ProbeHost, CompletesTheResolvedPlanFromTheHost) {
             "profile 'p': broker m: header x-api-key: $BRIG_PROBE_TEST_KEY is not set");
 }
 
+constexpr char kMounts[] =
+    "mounts { name: \"data\" target: \"/data\" source: MOUNT_PER_RUN }\n"
+    "mounts { name: \"opt\" target: \"/srv/opt\" source: MOUNT_PER_RUN optional: true }\n"
+    "mounts { name: \"npm\" target: \"/cache/npm\" writable: true source: MOUNT_CACHE }\n";
+
+TEST(Resolve, NamedMountsTakeOnlyTheirSourcesFromTheRun) {
+  Overrides run = AnyRun();
+  run.mounts = {{"data", "/srv/d"}};
+  auto sb = Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run);
+  ASSERT_TRUE(sb) << sb.error().Render();
+  ASSERT_EQ(sb->fs.mounts.size(), 2u);  // the optional one is skipped
+  EXPECT_EQ(sb->fs.mounts[0].source, "/srv/d");
+  EXPECT_FALSE(sb->fs.mounts[0].writable);
+  EXPECT_TRUE(sb->fs.mounts[1].cache);
+  EXPECT_EQ(sb->fs.mounts[1].target, "/cache/npm");
+}
+
+TEST(Resolve, RefusesAMountTheProfileDoesNotDeclare) {
+  Overrides run = AnyRun();
+  run.mounts = {{"data", "/srv/d"}, {"home", "/home"}};
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
+            "--mount 'home=/home': profile 'p' declares no mount 'home' (it declares: data, "
+            "opt, npm)");
+  run.mounts = {{"x", "/y"}};
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE"), run)),
+            "--mount 'x=/y': profile 'p' declares no mount 'x' (it declares none)");
+  run.mounts = {{"data", "/srv/d"}, {"npm", "/tmp/evil"}};
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
+            "--mount 'npm=/tmp/evil': 'npm' is a cache brig keeps; it takes no path");
+  run.mounts = {};
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
+            "profile 'p': mount 'data' needs a source: --mount data=PATH");
+  run.mounts = {{"data", "/srv/d"}};
+  const std::string spec = "api=unix=/data/api.sock,to=tcp:127.0.0.1:1";
+  run.brokers.emplace_back(spec, *broker::ParseSpec(spec));
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
+            "broker api '/data/api.sock': its socket is in mount 'data' (/data)");
+}
+
+TEST(Profile, RefusesMountTargetsThatOverlapBrigsOwn) {
+  auto bad = [](const std::string& mount) {
+    auto p = ParseProfile(
+        "isolation: ISOLATION_SANDBOX\nfilesystem { workspace: WORKSPACE_RO }\n"
+        "network { posture: POSTURE_NONE }\nsecurity { seccomp_policy: \"d\" }\n"
+        "mounts { " +
+            mount + " }\n",
+        "p");
+    return p ? std::string() : p.error().Render();
+  };
+  EXPECT_EQ(bad("name: \"a\" target: \"/data\" source: MOUNT_PER_RUN"), "");
+  for (const char* t : {"/workspace/x", "/", "/proc", "/dev/shm", "/tmp/x", "/usr/local", "/etc",
+                        "/data/../proc", "data", "/data/"}) {
+    EXPECT_NE(bad(std::string("name: \"a\" target: \"") + t + "\" source: MOUNT_PER_RUN"), "") << t;
+  }
+  EXPECT_EQ(bad("name: \"a\" target: \"/workspace/x\" source: MOUNT_PER_RUN"),
+            "p:5:20 'mounts.target': mount 'a': '/workspace/x' overlaps /workspace, which brig "
+            "provides itself");
+  EXPECT_NE(bad("name: \"a/b\" target: \"/data\" source: MOUNT_PER_RUN"), "");
+  EXPECT_NE(bad("name: \"a\" target: \"/data\""), "");  // no source
+  EXPECT_NE(bad("name: \"a\" target: \"/data\" source: MOUNT_CACHE optional: true"), "");
+  EXPECT_FALSE(
+      ParseProfile("isolation: ISOLATION_NONE\n"
+                   "mounts { name: \"a\" target: \"/data\" source: MOUNT_PER_RUN }\n",
+                   "p"));
+}
+
+TEST(Resolve, ChdirNeedsAWorkspace) {
+  Overrides run = AnyRun();
+  run.chdir = "src";
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE"), run)),
+            "--chdir 'src': needs a --workspace to be inside");
+  run.workspace = "/nonexistent/ws";
+  auto sb = Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE"), run);
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_EQ(sb->workdir, "/workspace/src");
+}
+
 }  // namespace
 }  // namespace brig::config

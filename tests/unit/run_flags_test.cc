@@ -433,5 +433,41 @@ TEST(ExitCodes, FollowTheOutputContract) {
   EXPECT_EQ(CodesFor(ErrorKind::kInternal).error_code, "internal");
 }
 
+TEST(RunFlags, ChdirStaysInTheWorkspace) {
+  EXPECT_EQ(*Parse({"--chdir", "/workspace/a//b/", "true"})->chdir, "a/b");
+  EXPECT_EQ(*Parse({"--chdir", "./a", "true"})->chdir, "a");
+  EXPECT_EQ(*Parse({"--chdir", "/workspace", "true"})->chdir, "");
+  EXPECT_EQ(Parse({"--chdir", "/etc", "true"}).error().Render(),
+            "--chdir '/etc': not inside the workspace (/workspace or a path under it)");
+  EXPECT_FALSE(Parse({"--chdir", "/workspacex", "true"}));
+  EXPECT_EQ(Parse({"--chdir", "a/../..", "true"}).error().Render(),
+            "--chdir 'a/../..': '..' may lead out of the workspace");
+}
+
+TEST(RunFlags, NameIsAContainerName) {
+  EXPECT_EQ(Parse({"--name", "task-7", "true"})->name, "task-7");
+  EXPECT_EQ(Parse({"--name", "a/b", "true"}).error().Render(),
+            "--name 'a/b': expected [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+  EXPECT_FALSE(Parse({"--name", std::string(65, 'a'), "true"}));
+}
+
+TEST(RunFlags, MountNamesOnlyASource) {
+  auto r = Parse({"--mount", "data=/srv/d", "--mount=cache=/x", "true"});
+  ASSERT_TRUE(r) << r.error().Render();
+  ASSERT_EQ(r->mounts.size(), 2u);
+  EXPECT_EQ(r->mounts[0], std::make_pair(std::string("data"), std::string("/srv/d")));
+  EXPECT_FALSE(Parse({"--mount", "data", "true"}));
+  EXPECT_FALSE(Parse({"--mount", "data=", "true"}));
+  EXPECT_FALSE(Parse({"--mount", "../x=/y", "true"}));
+  EXPECT_EQ(Parse({"--mount", "d=/a", "--mount", "d=/b", "true"}).error().Render(),
+            "--mount 'd=/b': mount 'd' given twice");
+}
+
+TEST(RunFlags, EnvFilesAreKeptForThePlan) {
+  auto r = Parse({"--env-file", "a.env", "--env-file=b.env", "true"});
+  ASSERT_TRUE(r) << r.error().Render();
+  EXPECT_EQ(r->env_files, (std::vector<std::string>{"a.env", "b.env"}));
+}
+
 }  // namespace
 }  // namespace brig::cli
