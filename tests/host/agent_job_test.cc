@@ -175,11 +175,17 @@ TEST_F(AgentJob, FourPhasesRunAgainstALocalRegistry) {
   std::string key_file = dir_.Write("model.key", key + "\n");
   ScratchDir tmp;
   std::string ws = dir_.path() + "/ws", owner = std::to_string(kOwner);
+  const std::string cache = "brig-test-agent-job-" + std::to_string(getpid());
+  struct RemoveCache {
+    std::string path;
+    ~RemoveCache() { RunCommand({"rm", "-rf", path}); }
+  } remove_cache{"/var/cache/brig/" + cache};
   RunOutput r = world_.InWorld(
       {"env", "TMPDIR=" + tmp.path(), "python3", SourceRoot() + "/tools/agent-job",
        "--brig", BrigBinary(), "--verbose", "--timeout", "3m",
        "--registry", std::string("http://") + kRegistryName, "--dependency", kDependency,
        "--registry-address", std::string(kStandinAddr) + "/32", "--dns-upstream", kDnsHost,
+       "--cache", cache,
        "--model-url", std::string("http://") + kStandinAddr + ":8080", "--model-key-file",
        key_file, "--workspace", ws, "--owner", owner + ":" + owner});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -195,6 +201,9 @@ TEST_F(AgentJob, FourPhasesRunAgainstALocalRegistry) {
   EXPECT_TRUE(Contains(r.out, std::string("dependency ") + kDependency +
                                   ": {\"standin\":\"from the registry stand-in\"}"))
       << r.out;
+  // npm kept what it fetched in the profile's cache, on the host, for the next install.
+  EXPECT_NE(RunCommand({"ls", "-A", remove_cache.path + "/_cacache"}).out, "")
+      << "npm's cache mount stayed empty";
   struct stat st = {};
   ASSERT_EQ(stat((ws + "/node_modules/" + kDependency + "/index.js").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, kOwner);
