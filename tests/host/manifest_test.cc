@@ -2,6 +2,7 @@
 // its sandbox has (mountinfo, nftables elements, seccomp), a dry run that makes nothing,
 // and no secret in the manifest or the audit.
 #include <google/protobuf/util/json_util.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -270,6 +271,13 @@ TEST_F(ManifestNet, ADryRunPlansEverythingAndMakesNothing) {
   SecretEnv env;
   ScratchDir ws, copy_dir;
   ASSERT_EQ(chown(ws.path().c_str(), 1234, 1234), 0);
+  // --copy-dir needs a file system that holds an unnamed image file (the vm tier's /tmp,
+  // overlayfs on 9p, does not): a tmpfs of the test's own.
+  ASSERT_EQ(mount("tmpfs", copy_dir.path().c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m"), 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{copy_dir.path()};
   std::string egress = SourceRoot() + "/tests/host/profiles/egress.textproto";
   std::string broker = "model=unix=/run/model.sock,to=http://127.0.0.1:9,"
                        "header=x-api-key:env:BRIG_MANIFEST_TEST_KEY";
