@@ -134,20 +134,8 @@ class AgentJob : public HostTest {
                                      "python3", script, Log(), dir_.path() + "/ready",
                                      kStandinAddr, kDependency,
                                      std::string("http://") + kRegistryName};
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
     std::string err = dir_.path() + "/standin.err";
-    standin_ = fork();
-    if (standin_ == 0) {
-      int devnull = open("/dev/null", O_RDWR);
-      int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(devnull, 0);
-      dup2(devnull, 1);
-      dup2(e, 2);
-      execvp(cargv[0], cargv.data());
-      _exit(99);
-    }
+    standin_ = SpawnQuiet(argv, err);
     ASSERT_GT(standin_, 0);
     bool died = false;
     Eventually([&] {

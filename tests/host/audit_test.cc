@@ -14,23 +14,13 @@ namespace {
 
 class Audit : public HostTest {};
 
-std::vector<v1::AuditEvent> ReadEvents(const std::string& path) {
-  std::vector<v1::AuditEvent> events;
-  std::istringstream in(ReadFileOrEmpty(path));
-  for (std::string line; std::getline(in, line);) {
-    v1::AuditEvent e;
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &e).ok()) << line;
-    events.push_back(e);
-  }
-  return events;
-}
 
 TEST_F(Audit, StartAndExitAreRecorded) {
   ScratchDir out;
   std::string log = out.path() + "/audit.jsonl";
   auto r = Sh("exit 7", {"--audit-log", log});
   EXPECT_EQ(r.exit_code, 7) << r.err;
-  auto events = ReadEvents(log);
+  auto events = ReadAuditEvents(log);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_TRUE(events[0].has_sandbox_start());
   EXPECT_EQ(events[0].sandbox_start().profile(), "untrusted-code-read");
@@ -45,7 +35,7 @@ TEST_F(Audit, StartAndExitAreRecorded) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // Appended, never truncated: a second run adds two lines.
   Sh("true", {"--audit-log", log});
-  EXPECT_EQ(ReadEvents(log).size(), 4u);
+  EXPECT_EQ(ReadAuditEvents(log).size(), 4u);
 }
 
 TEST_F(Audit, TheLimitsAppliedAreRecorded) {
@@ -53,7 +43,7 @@ TEST_F(Audit, TheLimitsAppliedAreRecorded) {
   std::string log = out.path() + "/audit.jsonl";
   auto r = Sh("true", {"--audit-log", log, "--memory", "64M", "--pids", "50", "--cpus", "1.5"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  auto events = ReadEvents(log);
+  auto events = ReadAuditEvents(log);
   ASSERT_EQ(events.size(), 2u);
   const auto& s = events[0].sandbox_start();
   EXPECT_EQ(s.memory_bytes(), 64u << 20);
@@ -67,7 +57,7 @@ TEST_F(Audit, NoneProfileIsAuditedToo) {
   std::string log = out.path() + "/audit.jsonl";
   auto r = RunBrig({"run", "--profile", "none", "--audit-log", log, "--", "true"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  auto events = ReadEvents(log);
+  auto events = ReadAuditEvents(log);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_FALSE(events[0].sandbox_start().isolated());
 }

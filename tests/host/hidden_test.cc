@@ -239,33 +239,18 @@ TEST_F(Hidden, HostSocketsAndFifosInTheWorkspaceAreOutOfReach) {
     ASSERT_EQ(mkdir((ws.path() + "/.git").c_str(), 0755), 0);
     ws.Write("brig-probe", ReadFileOrEmpty(ProbeBinary()), 0755);
     RunCommand({"chown", "-R", "1234:1234", ws.path()});
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::string sock = ws.path() + "/.git/fsmonitor--daemon.ipc";
-    ASSERT_LT(sock.size(), sizeof addr.sun_path);
-    memcpy(addr.sun_path, sock.c_str(), sock.size());
-    sys::UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    ASSERT_TRUE(listener);
-    ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(listen(listener.get(), 8), 0);
-    ASSERT_EQ(chmod(sock.c_str(), 0777), 0);
-    std::string fifo = ws.path() + "/run/cmd.fifo";
-    ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
-    ASSERT_EQ(chmod(fifo.c_str(), 0666), 0);
-    sys::UniqueFd reader(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-    ASSERT_TRUE(reader);
+    HostIpc ipc(ws.path(), ".git/fsmonitor--daemon.ipc", "run/cmd.fifo");
+    ASSERT_TRUE(ipc.ok());
     auto r = Sh("cd /workspace; ./brig-probe unix /workspace/.git/fsmonitor--daemon.ipc; "
                 "./brig-probe fifo /workspace/run/cmd.fifo",
                 {"--profile", SourceRoot() + "/tests/host/profiles/" + profile + ".textproto",
                  "--workspace", ws.path()});
     ASSERT_EQ(r.exit_code, 0) << profile << ": " << r.err;
     ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << profile << ": " << r.out;
-    sys::UniqueFd conn(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    EXPECT_FALSE(conn) << profile << ": the host's socket took a connection from inside; "
-                       << "the probe said: " << r.out;
-    char byte;
-    EXPECT_LE(read(reader.get(), &byte, 1), 0)
-        << profile << ": the host's FIFO got a byte from inside; the probe said: " << r.out;
+    EXPECT_FALSE(ipc.Connected()) << profile << ": the host's socket took a connection from "
+                                  << "inside; the probe said: " << r.out;
+    EXPECT_FALSE(ipc.Written()) << profile << ": the host's FIFO got a byte from inside; "
+                                << "the probe said: " << r.out;
   }
 }
 

@@ -5,7 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "sys/fd.h"
 #include "testlib/testlib.h"
+
+// Not brig.pb.h here: tests that include libseccomp's header, whose macros are named as
+// the policy's enum values, include this one too.
+namespace brig::v1 {
+class AuditEvent;
+}
 
 namespace brig::testing {
 
@@ -13,6 +23,26 @@ namespace brig::testing {
 inline std::string RwProfile() {
   return SourceRoot() + "/tests/host/profiles/workspace-rw.textproto";
 }
+
+// The events of a JSON-lines audit log (--audit-log), each line checked to parse.
+std::vector<v1::AuditEvent> ReadAuditEvents(const std::string& path);
+
+// What a host process keeps in a directory a sandbox sees: a unix socket it listens on at
+// `dir`/`socket` and a FIFO it reads at `dir`/`fifo`, both open to everyone (0777, 0666),
+// as an agent's socket or a dev server's control pipe is. Whether anything from inside
+// reached them is asked after the run.
+class HostIpc {
+ public:
+  HostIpc(const std::string& dir, const std::string& socket, const std::string& fifo);
+  bool ok() const { return listener_ && reader_; }
+  // A connection from inside reached the socket.
+  bool Connected();
+  // A byte from inside reached the FIFO.
+  bool Written();
+
+ private:
+  sys::UniqueFd listener_, reader_;
+};
 
 class HostTest : public ::testing::Test {
  protected:

@@ -33,16 +33,6 @@ v1::Manifest ParseManifest(const std::string& json) {
   return m;
 }
 
-std::vector<v1::AuditEvent> ReadEvents(const std::string& path) {
-  std::vector<v1::AuditEvent> events;
-  std::istringstream in(ReadFileOrEmpty(path));
-  for (std::string line; std::getline(in, line);) {
-    v1::AuditEvent e;
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &e).ok()) << line;
-    events.push_back(e);
-  }
-  return events;
-}
 
 // Mount point -> its per-mount options ("ro,nosuid,..."), from mountinfo text.
 std::map<std::string, std::string> MountOptions(const std::string& mountinfo) {
@@ -132,7 +122,7 @@ TEST_F(Manifest, ARealRunsManifestIsWhatItsSandboxHas_NoSecretAndTheAuditHasItsD
   // Never a value: not in the manifest, not in the audit.
   EXPECT_FALSE(Contains(json, kSecret)) << json;
   EXPECT_FALSE(Contains(ReadFileOrEmpty(log), kSecret));
-  auto events = ReadEvents(log);
+  auto events = ReadAuditEvents(log);
   ASSERT_EQ(events.size(), 2u);
   const v1::SandboxStart& s = events[0].sandbox_start();
   EXPECT_EQ(s.manifest_sha256(), util::Sha256Hex(json)) << "the digest is of the file's bytes";

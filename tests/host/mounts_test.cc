@@ -2,19 +2,14 @@
 // the small things of `brig run` a harness needs: --chdir, --env-file, --name, `brig list`
 // and `brig gc ID`, each as a harness author or an operator would hit it.
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <set>
 
 #include "host/host_fixture.h"
-#include "sys/fd.h"
 
 namespace brig::testing {
 namespace {
@@ -148,21 +143,8 @@ TEST_F(Mounts, HostSocketsFifosAndOutsideLinksInAMountAreOutOfReach) {
     std::string secret = outside.Write("secret", "as it was\n", 0666);
     ASSERT_EQ(link(secret.c_str(), (data.path() + "/link").c_str()), 0);
     RunCommand({"chown", "-R", "1234:1234", ws.path(), data.path(), outside.path()});
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::string sock = data.path() + "/agent.sock";
-    ASSERT_LT(sock.size(), sizeof addr.sun_path);
-    memcpy(addr.sun_path, sock.c_str(), sock.size());
-    sys::UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    ASSERT_TRUE(listener);
-    ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(listen(listener.get(), 8), 0);
-    ASSERT_EQ(chmod(sock.c_str(), 0777), 0);
-    std::string fifo = data.path() + "/cmd.fifo";
-    ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
-    ASSERT_EQ(chmod(fifo.c_str(), 0666), 0);
-    sys::UniqueFd reader(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-    ASSERT_TRUE(reader);
+    HostIpc ipc(data.path(), "agent.sock", "cmd.fifo");
+    ASSERT_TRUE(ipc.ok());
     std::string profile = WriteProfile(
         policy, std::string("mounts { name: \"data\" target: \"/data\" source: MOUNT_PER_RUN") +
                     (writable ? " writable: true" : "") + " }\n");
@@ -171,12 +153,10 @@ TEST_F(Mounts, HostSocketsFifosAndOutsideLinksInAMountAreOutOfReach) {
                 {"--profile", profile, "--workspace", ws.path(), "--mount", "data=" + data.path()});
     ASSERT_EQ(r.exit_code, 0) << writable << ": " << r.err;
     ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << writable << ": " << r.out;
-    sys::UniqueFd conn(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    EXPECT_FALSE(conn) << writable << ": the host's socket took a connection from inside; "
-                       << "the probe said: " << r.out;
-    char byte;
-    EXPECT_LE(read(reader.get(), &byte, 1), 0)
-        << writable << ": the host's FIFO got a byte from inside; the probe said: " << r.out;
+    EXPECT_FALSE(ipc.Connected()) << writable << ": the host's socket took a connection from "
+                                  << "inside; the probe said: " << r.out;
+    EXPECT_FALSE(ipc.Written()) << writable << ": the host's FIFO got a byte from inside; "
+                                << "the probe said: " << r.out;
     EXPECT_EQ(ReadFileOrEmpty(secret), "as it was\n") << writable << ": " << r.err;
   }
 }

@@ -783,20 +783,8 @@ std::string TestWorld::BuildServices(const std::vector<std::string>& cert_names)
        {"https," + web + ",443", "http," + web + ",80", "https," + wrong + ",443"}) {
     argv.push_back(spec);
   }
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
   std::string err = d + "/web.err";
-  web_pid_ = fork();
-  if (web_pid_ == 0) {
-    int devnull = open("/dev/null", O_RDWR);
-    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(devnull, 0);
-    dup2(devnull, 1);
-    dup2(e, 2);
-    execvp(cargv[0], cargv.data());
-    _exit(99);
-  }
+  web_pid_ = SpawnQuiet(argv, err);
   if (web_pid_ < 0) return "cannot fork the web servers";
   bool died = false;
   Eventually([&] {

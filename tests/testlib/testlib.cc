@@ -144,6 +144,23 @@ RunOutput RunCommand(const std::vector<std::string>& command) {
   return r;
 }
 
+pid_t SpawnQuiet(std::vector<std::string> argv, const std::string& err) {
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDWR);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    dup2(e, 2);
+    execvp(cargv[0], cargv.data());
+    _exit(99);
+  }
+  return pid;
+}
+
 pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir) {
   return SpawnBrigIn(-1, args, dir);
 }

@@ -40,6 +40,9 @@ pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir);
 pid_t SpawnBrigIn(int netns, const std::vector<std::string>& args, const std::string& dir);
 // Waits for a pid started by SpawnBrig; returns its exit code as RunBrig does.
 int WaitExit(pid_t pid);
+// Starts `argv` (looked up in PATH) in the background, stdin and stdout /dev/null, stderr
+// to the file `err`: a server a test runs beside brig. Returns its pid, or -1.
+pid_t SpawnQuiet(std::vector<std::string> argv, const std::string& err);
 
 // A mkdtemp directory under /tmp, removed (recursively) when it goes out of scope.
 class ScratchDir {

@@ -1,0 +1,56 @@
+// The host tier's shared helpers that are more than a line (host_fixture.h).
+#include "host/host_fixture.h"
+
+#include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "proto/brig.pb.h"
+
+namespace brig::testing {
+
+std::vector<v1::AuditEvent> ReadAuditEvents(const std::string& path) {
+  std::vector<v1::AuditEvent> events;
+  std::istringstream in(ReadFileOrEmpty(path));
+  for (std::string line; std::getline(in, line);) {
+    v1::AuditEvent e;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &e).ok()) << line;
+    events.push_back(e);
+  }
+  return events;
+}
+
+HostIpc::HostIpc(const std::string& dir, const std::string& socket, const std::string& fifo) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string sock = dir + "/" + socket;
+  if (sock.size() >= sizeof addr.sun_path) return;
+  memcpy(addr.sun_path, sock.c_str(), sock.size());
+  sys::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listener || bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(listener.get(), 8) != 0 || chmod(sock.c_str(), 0777) != 0) {
+    return;
+  }
+  std::string path = dir + "/" + fifo;
+  if (mkfifo(path.c_str(), 0666) != 0 || chmod(path.c_str(), 0666) != 0) return;
+  reader_.Reset(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  listener_ = std::move(listener);
+}
+
+bool HostIpc::Connected() {
+  sys::UniqueFd conn(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  return static_cast<bool>(conn);
+}
+
+bool HostIpc::Written() {
+  char byte;
+  return read(reader_.get(), &byte, 1) > 0;
+}
+
+}  // namespace brig::testing
