@@ -342,7 +342,7 @@ Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
   config::LoadedProfile profile = BRIG_TRY(config::LoadProfileFile(run.policy_dir, run.profile));
   config::Sandbox sb = BRIG_TRY(config::Resolve(profile.profile, run));
   sb.profile_path = profile.path;
-  sb.profile_sha256 = util::Sha256Hex(profile.text);
+  sb.profile_text = std::move(profile.text);
   BRIG_TRY(config::ProbeHost(sb, host_environ));
   return sb;
 }

@@ -77,10 +77,10 @@ struct Sandbox {
   uint32_t attempt = 1;
 
   v1::NetworkPosture posture = v1::POSTURE_NONE;
-  // The profile as loaded, its defaults filled in, the file it was read from and the sha256
-  // of that text (hex): for the manifest.
+  // The profile as loaded, its defaults filled in, the file it was read from and its text:
+  // for the manifest (which gives the text's sha256).
   v1::Profile loaded_profile;
-  std::string profile_path, profile_sha256;
+  std::string profile_path, profile_text;
 
   std::string seccomp_policy;       // path of the policy file
   std::string seccomp_policy_name;  // as the profile names it, for messages

@@ -23,7 +23,7 @@ v1::ManifestProfile Profile(const config::Sandbox& sb) {
   v1::ManifestProfile p;
   p.set_name(sb.profile);
   p.set_path(sb.profile_path);
-  p.set_sha256(sb.profile_sha256);
+  p.set_sha256(util::Sha256Hex(sb.profile_text));
   *p.mutable_profile() = sb.loaded_profile;
   return p;
 }
@@ -113,7 +113,7 @@ v1::ManifestSeccomp Seccomp(const config::Sandbox& sb, const security::SeccompPr
   v1::ManifestSeccomp s;
   s.set_policy(sb.seccomp_policy_name);
   s.set_path(sb.seccomp_policy);
-  s.set_policy_sha256(p.text_sha256);
+  s.set_policy_sha256(util::Sha256Hex(p.text));
   s.set_bpf_sha256(util::Sha256Hex(std::string_view(
       reinterpret_cast<const char*>(p.insns.data()), p.insns.size() * sizeof(sock_filter))));
   s.set_bpf_instructions(static_cast<uint32_t>(p.insns.size()));

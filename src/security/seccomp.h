@@ -17,9 +17,10 @@ namespace brig::security {
 struct SeccompProgram {
   std::vector<sock_filter> insns;
   unsigned flags = 0;  // SECCOMP_FILTER_FLAG_*
-  // sha256 (hex) of the policy text it was compiled from, when it came from a file
-  // (CompileSeccompFile): for the manifest.
-  std::string text_sha256;
+  // The policy text it was compiled from, when it came from a file (CompileSeccompFile):
+  // the manifest gives its sha256. Kept, not digested here: a run without a manifest
+  // need not start OpenSSL (its configuration file is read at the first digest).
+  std::string text;
 };
 
 // Parses a text-format policy. Errors name file:line:column.

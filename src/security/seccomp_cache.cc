@@ -11,7 +11,6 @@
 #include <optional>
 
 #include "sys/fd.h"
-#include "util/digest.h"
 #include "util/files.h"
 
 namespace brig::security {
@@ -114,14 +113,14 @@ Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
   if (!cache_dir.empty()) dir = OpenCacheDir(cache_dir);
   if (dir) {
     if (auto hit = Lookup(dir.get(), name, text)) {
-      hit->text_sha256 = util::Sha256Hex(text);
+      hit->text = text;
       return std::move(*hit);
     }
   }
   auto policy = BRIG_TRY(ParseSeccompPolicy(text, policy_path));
   SeccompProgram p = BRIG_TRY_CTX(CompileSeccomp(policy), "seccomp policy " + policy_path);
   if (dir) Store(cache_dir, name, text, p);
-  p.text_sha256 = util::Sha256Hex(text);
+  p.text = std::move(text);
   return p;
 }
 

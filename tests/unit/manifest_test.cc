@@ -56,7 +56,7 @@ TEST(Manifest, ListsTheEffectivePolicyAndNoValue) {
   plan.steps.push_back(std::move(ws));
   security::SeccompProgram prog;
   prog.insns.resize(3);
-  prog.text_sha256 = util::Sha256Hex("policy text");
+  prog.text = "policy text";
   v1::Manifest m = Build({sb, plan, &prog, nullptr});
   auto json = Json(m);
   ASSERT_TRUE(json);
