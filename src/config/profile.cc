@@ -61,7 +61,8 @@ void ValidateFilesystem(const v1::Profile& p, Problems& out) {
   }
   for (int i = 0; i < f.hidden_paths_size(); ++i) {
     if (auto h = fs::ParseHiddenPattern(f.hidden_paths(i)); !h) {
-      out.push_back({"filesystem.hidden_paths", i, "'" + f.hidden_paths(i) + "': " + h.error().detail});
+      out.push_back(
+          {"filesystem.hidden_paths", i, "'" + f.hidden_paths(i) + "': " + h.error().detail});
     }
   }
 }
@@ -134,12 +135,14 @@ void ValidateNetwork(const v1::Network& n, Problems& out) {
   }
   for (int i = 0; i < n.allow_hosts_size(); ++i) {
     if (auto pattern = egress::ParseHostPattern(n.allow_hosts(i)); !pattern) {
-      out.push_back({"network.allow_hosts", i, "'" + n.allow_hosts(i) + "': " + pattern.error().detail});
+      out.push_back(
+          {"network.allow_hosts", i, "'" + n.allow_hosts(i) + "': " + pattern.error().detail});
     }
   }
   bool interface = n.posture() == v1::POSTURE_ALLOWLIST || n.posture() == v1::POSTURE_OPEN;
   if (n.allow_addresses_size() > 0 && !interface) {
-    out.push_back({"network.allow_addresses", 0, "only postures allowlist and open connect anywhere"});
+    out.push_back(
+        {"network.allow_addresses", 0, "only postures allowlist and open connect anywhere"});
   }
   for (int i = 0; i < n.allow_addresses_size(); ++i) {
     if (auto floor = egress::Floor::WithExceptions({n.allow_addresses(i)}); !floor) {

@@ -101,7 +101,8 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   if (pid < 0) return SysError("fork", "workload");
   if (pid == 0) {
     ExecChild({path.c_str(), argv.data(), envp.data(), script_argv.data(),
-               a.sandbox->workdir.c_str(), &a.sandbox->rlimits, a.seccomp, go_rd.get(), go_wr.get(), wr.get(), 0});
+               a.sandbox->workdir.c_str(), &a.sandbox->rlimits, a.seccomp, go_rd.get(),
+               go_wr.get(), wr.get(), 0});
   }
   wr.Reset();
   go_rd.Reset();

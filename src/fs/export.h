@@ -32,8 +32,8 @@ namespace brig::fs {
 // whole or not at all: into DEST.partial-PID (root's, 0700, until it is complete), noted in
 // `record` first so brig gc removes it if brig is killed on the way, then renamed.
 // `protected_paths` are left out: the sandbox cannot have changed them, and what the upper
-// layer has there is brig's own placeholder. So are the whiteouts brig made at the `hidden` paths (what the
-// sandbox made there is exported).
+// layer has there is brig's own placeholder. So are the whiteouts brig made at the `hidden`
+// paths (what the sandbox made there is exported).
 Status ExportChanges(state::Record& record, int scratch, int merged, const std::string& source,
                      const std::string& dest, const std::vector<std::string>& protected_paths,
                      const std::vector<std::string>& hidden);
