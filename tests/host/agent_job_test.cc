@@ -166,7 +166,10 @@ TEST_F(AgentJob, FourPhasesRunAgainstALocalRegistry) {
   const std::string cache = "brig-test-agent-job-" + std::to_string(getpid());
   struct RemoveCache {
     std::string path;
-    ~RemoveCache() { RunCommand({"rm", "-rf", path}); }
+    ~RemoveCache() {
+      RunCommand({"rm", "-rf", path});
+      rmdir("/var/cache/brig");  // if the job's cache was its last
+    }
   } remove_cache{"/var/cache/brig/" + cache};
   RunOutput r = world_.InWorld(
       {"env", "TMPDIR=" + tmp.path(), "python3", SourceRoot() + "/tools/agent-job",

@@ -34,7 +34,12 @@ std::string WriteProfile(const ScratchDir& dir, const std::string& mounts) {
 class CacheName {
  public:
   CacheName() : name_("brig-test-" + std::to_string(getpid())) {}
-  ~CacheName() { RunCommand({"rm", "-rf", path()}); }
+  // The cache, and brig's directory of caches if the test's was its last (rmdir leaves a
+  // directory that holds others).
+  ~CacheName() {
+    RunCommand({"rm", "-rf", path()});
+    rmdir("/var/cache/brig");
+  }
   const std::string& name() const { return name_; }
   std::string path() const { return "/var/cache/brig/" + name_; }
 
