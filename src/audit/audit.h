@@ -13,6 +13,6 @@ namespace brig::audit {
 // as one line (one write(2) on an O_APPEND fd: concurrent writers do not interleave within it). An
 // empty path writes nothing.
 Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditEvent event,
-              const std::string& name = "");
+              const std::string& name);
 
 }  // namespace brig::audit
