@@ -127,11 +127,6 @@ Status ProbeChdir(Sandbox& sb) {
   return {};
 }
 
-// Whether `path` is `dir` or lies under it (both canonical).
-bool Within(const std::string& path, const std::string& dir) {
-  return path == dir || dir == "/" || path.rfind(dir + "/", 0) == 0;
-}
-
 // A per-run mount's source, checked as the workspace is: an existing directory, not a
 // symlink at its own name, canonical; never brig's own state or caches, nor anything that
 // holds them, nor the workspace or a directory above or in it (which would show the
@@ -144,13 +139,13 @@ Status ProbeMountSource(const Sandbox& sb, fs::NamedMount& m) {
   if (S_ISLNK(st.st_mode)) return BadInput(flag, given, "a symlink; name the directory itself");
   BRIG_TRY(CheckDir(m.source, "--mount"));
   for (const char* own : {"/run/brig", fs::kCacheDir, "/proc", "/sys", "/dev"}) {
-    if (Within(m.source, own) || Within(own, m.source)) {
+    if (util::PathWithin(m.source, own) || util::PathWithin(own, m.source)) {
       return BadInput(flag, given,
                       std::string("overlaps ") + own + ", which is brig's or the kernel's");
     }
   }
   const std::string& w = sb.fs.workspace;
-  if (!w.empty() && (Within(m.source, w) || Within(w, m.source))) {
+  if (!w.empty() && (util::PathWithin(m.source, w) || util::PathWithin(w, m.source))) {
     return BadInput(flag, given, "overlaps the workspace " + w + "; the workspace is mounted once");
   }
   return {};
@@ -164,7 +159,7 @@ Status CheckOutputsOutside(const Sandbox& sb, const fs::NamedMount& m) {
     if (out->empty()) continue;
     std::string dir = out->substr(0, out->rfind('/') + 1);
     std::optional<std::string> real = util::RealPath(dir.empty() ? "." : dir);
-    if (real && Within(*real, m.source)) {
+    if (real && util::PathWithin(*real, m.source)) {
       return BadInput("--mount", m.name + "=" + m.source,
                       "writable, and it holds " + *out + ", which brig writes for you");
     }

@@ -75,10 +75,7 @@ const char* const kReservedTargets[] = {"/workspace", "/tmp",   "/proc",  "/dev"
 
 // Whether one of two normalised absolute paths is the other or lies under it.
 bool Overlap(const std::string& a, const std::string& b) {
-  auto under = [](const std::string& x, const std::string& y) {
-    return x == y || (x.size() > y.size() && x.compare(0, y.size(), y) == 0 && x[y.size()] == '/');
-  };
-  return under(a, b) || under(b, a);
+  return util::PathWithin(a, b) || util::PathWithin(b, a);
 }
 
 // An absolute path with no empty, "." or ".." component, not "/".

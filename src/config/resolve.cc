@@ -6,6 +6,7 @@
 #include "config/limits.h"
 #include "config/profile.h"
 #include "net/network.h"
+#include "util/files.h"
 #include "util/parse.h"
 
 namespace brig::config {
@@ -247,7 +248,7 @@ Status ResolveMounts(const v1::Profile& profile, const Overrides& run, Sandbox& 
     // A broker's socket is bound in brig's root: under a mount it would be made in the
     // host's directory.
     for (const auto& b : sb.brokers) {
-      if (b.unix_path == m.target() || b.unix_path.rfind(m.target() + "/", 0) == 0) {
+      if (util::PathWithin(b.unix_path, m.target())) {
         return BadInput("broker " + b.name, b.unix_path,
                         "its socket is in mount '" + m.name() + "' (" + m.target() + ")");
       }

@@ -29,9 +29,7 @@ struct Changes {
 // Whether `path` is one of `list` or below one.
 bool UnderAny(const std::vector<std::string>& list, const std::string& path) {
   for (const auto& p : list) {
-    if (path == p || (path.size() > p.size() && path.compare(0, p.size(), p) == 0 && path[p.size()] == '/')) {
-      return true;
-    }
+    if (util::PathWithin(path, p)) return true;
   }
   return false;
 }

@@ -45,7 +45,7 @@ Status CheckDir(const std::string& dir, const char* flag, const std::string& pat
   struct stat st;
   if (stat(dir.c_str(), &st) < 0) return SysError(flag, path).WithKind(ErrorKind::kBadInput);
   if (!S_ISDIR(st.st_mode)) return BadInput(flag, path, "not a directory");
-  if (!workspace.empty() && (dir == workspace || dir.rfind(workspace + "/", 0) == 0)) {
+  if (!workspace.empty() && util::PathWithin(dir, workspace)) {
     return BadInput(flag, path, inside_why);
   }
   struct statfs fs;

@@ -199,4 +199,10 @@ Status ChownTreeAt(int dirfd, const std::string& name, uid_t uid, gid_t gid,
   return {};
 }
 
+bool PathWithin(const std::string& path, const std::string& dir) {
+  if (dir == "/" || path == dir) return true;
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+         path[dir.size()] == '/';
+}
+
 }  // namespace brig::util

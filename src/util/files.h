@@ -33,6 +33,9 @@ Status MakeDirs(const std::string& dir);
 // `path` with every symlink resolved and made absolute (realpath(3)); nullopt with errno
 // set if it cannot be, for the caller's own SysError.
 std::optional<std::string> RealPath(const std::string& path);
+// Whether the normalised absolute path `path` is `dir` or lies under it, by components
+// ("/a/bc" is not under "/a/b"; everything is under "/").
+bool PathWithin(const std::string& path, const std::string& dir);
 // Writes `data` to an existing file in one write(2), as proc, sys and cgroup files want.
 Status WriteFile(const std::string& path, const std::string& data);
 // Writes `data` to `path` atomically: a temporary file beside it, fsync, rename. Concurrent
