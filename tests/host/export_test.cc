@@ -107,6 +107,30 @@ TEST_F(Export, BelongsToTheOwnerAndAppliesAsGitStatusSeesIt) {
 // hooks, a diff driver and its textconv, a filter, a pager) and whose attributes select
 // them for every file: exporting its changes runs none of them, nor those of a repository
 // the export is written into.
+// The export is handed to the owner without following a link: symlinks the sandbox left
+// pointing at a root-owned host file and directory are the owner's as links, and their
+// targets stay root's (a chown that followed them would give the owner any host file).
+TEST_F(Export, HandingTheExportOverFollowsNoSymlink) {
+  ScratchDir ws, out, victim;
+  Repo(ws, {{"app.js", "one\n"}});
+  Own(out.path());
+  std::string file = victim.Write("secret", "root's\n", 0600);
+  std::string exported = out.path() + "/changes";
+  auto r = Sh("cd /workspace; ln -s " + file + " to-file; ln -s " + victim.path() + " to-dir",
+              {"--profile", Shipped("untrusted-code-write"), "--workspace", ws.path(),
+               "--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct stat st;
+  ASSERT_EQ(lstat((exported + "/files/to-file").c_str(), &st), 0);
+  ASSERT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(st.st_uid, kOwner) << "the link itself is the owner's";
+  for (const std::string& target : {file, victim.path()}) {
+    ASSERT_EQ(stat(target.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u) << target << " was handed to the owner through a symlink";
+    EXPECT_EQ(st.st_gid, 0u) << target;
+  }
+}
+
 TEST_F(Export, GitNeverRunsWhatTheWorkspacesConfigNames) {
   ScratchDir ws, out, marks;
   ASSERT_EQ(chmod(marks.path().c_str(), 0777), 0);
