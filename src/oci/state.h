@@ -1,0 +1,75 @@
+// The state of OCI containers that survives brig's exit (runtime.md "State"): under --root
+// (default /run/brig/oci) one directory per container, made atomically by `create`, held
+// under an exclusive flock by every verb that acts on it, with the record state.json
+// (proto/oci.proto Container) written by tmp + fsync + rename. A container's status is not
+// stored but read from the host each time: its process (the pid and the start time the
+// record names, so a reused pid is not it), whether `start` let it go, and its freezer.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brig/result.h"
+#include "proto/oci.pb.h"
+#include "sys/fd.h"
+
+namespace brig::oci {
+
+inline constexpr char kDefaultRoot[] = "/run/brig/oci";
+inline constexpr char kExecFifo[] = "exec.fifo";
+
+// A container id as runc takes it: [A-Za-z0-9_+.-]+, at most 1024 bytes, not "." or "..".
+Status CheckId(std::string_view id);
+
+enum class ContainerStatus { kCreating, kCreated, kRunning, kPaused, kStopped };
+std::string_view StatusName(ContainerStatus s);
+
+// Field 22 of /proc/PID/stat (the start time in clock ticks since boot). Pure; the command
+// name in parentheses may hold spaces and parentheses.
+std::optional<uint64_t> ParseStartTime(std::string_view stat);
+// The start time of `pid` now, or nullopt if there is no such process.
+std::optional<uint64_t> StartTimeOf(pid_t pid);
+
+// One container's directory, locked for as long as this object lives.
+class ContainerDir {
+ public:
+  // Makes ROOT/ID (ROOT is made 0711 if missing); an existing one is refused: "container
+  // 'ID' already exists".
+  static Result<ContainerDir> Create(const std::string& root, const std::string& id);
+  // Opens and locks ROOT/ID, waiting for a verb that holds it; a missing one is refused:
+  // "container 'ID' does not exist".
+  static Result<ContainerDir> Open(const std::string& root, const std::string& id);
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_.get(); }
+  std::string Path(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+  Result<Container> Read() const;
+  Status Write(const Container& c) const;
+  // Removes the directory and everything in it; the object is then empty.
+  Status Remove();
+
+ private:
+  std::string path_;
+  sys::UniqueFd fd_;  // the directory, O_DIRECTORY, flock'ed
+};
+
+// The ids of the containers under `root`, sorted; none if it does not exist.
+Result<std::vector<std::string>> ListIds(const std::string& root);
+
+// A pidfd of the container's process if it is still the process the record names (same
+// start time); nullopt once it is gone (or was never started).
+std::optional<sys::UniqueFd> OpenProcess(const Container& c);
+
+// The status as the host shows it now. `frozen`: whether its cgroup is frozen (oci/cgroups.h);
+// a running container whose cgroup is frozen is paused.
+ContainerStatus StatusOf(const Container& c, bool frozen);
+
+// The runtime-spec state of `c` (`brig state`) as JSON, one object.
+std::string StateJson(const Container& c, ContainerStatus status);
+
+}  // namespace brig::oci
