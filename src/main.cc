@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/global.h"
 #include "container/init.h"
+#include "oci/launch.h"
 #include "log/log.h"
 
 namespace {
@@ -31,6 +32,8 @@ const char* WhyRoot(const std::string& verb) {
   if (verb == "check") return "its probes make namespaces, mounts and nftables tables as root";
   if (verb == "gc") return "it removes what sandboxes left in /run/brig, cgroups and nftables";
   if (verb == "list") return "it tells a live sandbox by the lock on its record in /run/brig";
+  if (verb == "spec" || verb == "features") return nullptr;
+  if (brig::cli::IsOciVerb(verb)) return "it makes and acts on containers as root";
   return nullptr;
 }
 
@@ -59,11 +62,25 @@ int main(int argc, char** argv) {
     fprintf(stderr, "brig %s: brig needs root (%s; run it with sudo)\n", args[0].c_str(), why);
     return brig::kExitRefused;
   }
+  std::vector<std::string> verb_args(args.begin() + 1, args.end());
+  bool oci = (brig::cli::IsOciVerb(args[0]) && (args[0] != "list" || !global.root.empty())) ||
+             (args[0] == "run" && brig::cli::IsOciRun(verb_args));
+  // Before brig opens anything: --preserve-fds hands over only what brig was given.
+  if (oci) brig::oci::RecordInheritedFds();
   if (auto s = brig::log::Configure(global.debug, global.log_path, global.log_format); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
     return brig::kExitRefused;
   }
   brig::log::Debug("brig ", BRIG_VERSION, ": ", args[0]);
+  if (oci && global.systemd_cgroup) {
+    std::string line =
+        "--systemd-cgroup: brig has no systemd cgroup driver; give cgroupsPath as a path "
+        "(the cgroupfs driver)";
+    fprintf(stderr, "brig: %s\n", line.c_str());
+    brig::log::Mirror(brig::log::Level::kError, line);
+    return brig::kExitRefused;
+  }
+  if (oci) return brig::cli::OciMain(args[0], global.root, verb_args);
   if (args[0] == "run") return brig::cli::RunMain({args.begin() + 1, args.end()});
   if (args[0] == "gc") return brig::cli::GcMain({args.begin() + 1, args.end()});
   if (args[0] == "list") return brig::cli::ListMain({args.begin() + 1, args.end()});

@@ -42,5 +42,12 @@ int CheckMain(const std::vector<std::string>& args);
 int GcMain(const std::vector<std::string>& args);
 // `brig list`: the running sandboxes (cli/list.cc).
 int ListMain(const std::vector<std::string>& args);
+// The OCI runtime verbs with runc's command line (cli/oci.cc): `verb` is one that
+// IsOciVerb names, `root` the global --root (empty: /run/brig/oci).
+bool IsOciVerb(const std::string& verb);
+// Whether `brig run ARGS` is the OCI verb: it names a bundle (--bundle, -b) before "--".
+bool IsOciRun(const std::vector<std::string>& args);
+int OciMain(const std::string& verb, const std::string& root,
+            const std::vector<std::string>& args);
 
 }  // namespace brig::cli

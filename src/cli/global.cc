@@ -37,6 +37,23 @@ const std::vector<GlobalFlag>& Table() {
          }
          return {};
        }},
+      {"--root", "DIR", "the OCI containers' state directory (default /run/brig/oci)",
+       [](GlobalFlags& g, const std::string& v) -> Status {
+         if (v.empty() || v[0] != '/') return BadInput("--root", v, "must be an absolute path");
+         g.root = v;
+         return {};
+       }},
+      {"--systemd-cgroup", nullptr, "refused: brig has no systemd cgroup driver",
+       [](GlobalFlags& g, const std::string&) -> Status {
+         g.systemd_cgroup = true;
+         return {};
+       }},
+      {"--rootless", "true|false|auto", "runc's; only false and auto (brig runs as root)",
+       [](GlobalFlags&, const std::string& v) -> Status {
+         if (v == "false" || v == "auto") return {};
+         if (v == "true") return BadInput("--rootless", v, "brig runs OCI containers as root");
+         return BadInput("--rootless", v, "expected true, false or auto");
+       }},
   };
   return kFlags;
 }

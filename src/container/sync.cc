@@ -44,6 +44,8 @@ std::string_view MsgName(Msg m) {
     case Msg::kError: return "Error";
     case Msg::kGroupsJoined: return "GroupsJoined";
     case Msg::kLog: return "Log";
+    case Msg::kPid: return "Pid";
+    case Msg::kCreated: return "Created";
   }
   return "unknown";
 }

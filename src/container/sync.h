@@ -48,9 +48,12 @@ enum class Msg : uint32_t {
   kError = 6,
   kGroupsJoined = 7,  // parent to init only
   kLog = 8,           // init to parent, before kReady only
+  // OCI containers only (oci/launch.cc draws their order):
+  kPid = 9,       // init to parent: the container process's host pid, from a stage child
+  kCreated = 10,  // init to parent: set up, waiting for `start`
 };
 // The highest type on the wire: a packet with another type is malformed.
-inline constexpr Msg kLastMsg = Msg::kLog;
+inline constexpr Msg kLastMsg = Msg::kCreated;
 
 std::string_view MsgName(Msg m);
 

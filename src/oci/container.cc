@@ -1,0 +1,170 @@
+// The OCI verbs after create (container.h): each opens and locks the container's
+// directory, reads its record, and reads its status from the host.
+#include "oci/container.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "log/log.h"
+#include "oci/cgroups.h"
+#include "oci/hooks.h"
+#include "sys/syscalls.h"
+
+namespace brig::oci {
+namespace {
+
+struct Opened {
+  ContainerDir dir;
+  Container rec;
+  std::unique_ptr<Cgroups> cgroups;
+  ContainerStatus status;
+};
+
+Result<Opened> OpenContainer(const std::string& root, const std::string& id) {
+  BRIG_TRY(CheckId(id));
+  ContainerDir dir = BRIG_TRY(ContainerDir::Open(root, id));
+  Container rec = BRIG_TRY(dir.Read());
+  std::unique_ptr<Cgroups> cg = Cgroups::FromRecord(rec);
+  ContainerStatus status = StatusOf(rec, cg->Frozen());
+  return Opened{std::move(dir), std::move(rec), std::move(cg), status};
+}
+
+Error NotIn(const std::string& id, ContainerStatus s, std::string_view what) {
+  return BadInput("container", id,
+                  std::string(what) + " (it is " + std::string(StatusName(s)) + ")");
+}
+
+// Waits until the process behind `pidfd` has exited (it may stay a zombie of its parent).
+void AwaitExit(int pidfd) {
+  struct pollfd p = {pidfd, POLLIN, 0};
+  while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+Status Start(const std::string& root, const std::string& id) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  if (c.status != ContainerStatus::kCreated) {
+    return NotIn(id, c.status, "cannot be started: only a created container can");
+  }
+  std::string fifo = c.dir.Path(kExecFifo);
+  sys::UniqueFd fd(open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENXIO) return Fail("start", id, "the container's process is gone");
+    return SysError("open", fifo);
+  }
+  if (write(fd.get(), "0", 1) != 1) return SysError("write", fifo);
+  fd.Reset();
+  (void)unlink(fifo.c_str());
+  c.rec.set_started(true);
+  BRIG_TRY(c.dir.Write(c.rec));
+  std::string state = StateJson(c.rec, ContainerStatus::kRunning);
+  if (auto s = RunHooks(c.rec.config().hooks().poststart(), "hooks.poststart", state); !s) {
+    log::Warn(s.error().Render() + ", ignoring");
+  }
+  return {};
+}
+
+Result<std::string> State(const std::string& root, const std::string& id) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  return StateJson(c.rec, c.status);
+}
+
+Status Kill(const std::string& root, const std::string& id, int sig, bool all) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  if (c.status == ContainerStatus::kStopped || c.status == ContainerStatus::kCreating) {
+    return Fail("kill", id, "container not running");
+  }
+  if (all) {
+    for (pid_t pid : BRIG_TRY(c.cgroups->Pids())) {
+      int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+      if (fd < 0) continue;  // gone meanwhile
+      sys::UniqueFd pidfd(fd);
+      (void)sys::PidfdSendSignal(pidfd.get(), sig);
+    }
+    return {};
+  }
+  std::optional<sys::UniqueFd> pidfd = OpenProcess(c.rec);
+  if (!pidfd) return Fail("kill", id, "container not running");
+  return sys::PidfdSendSignal(pidfd->get(), sig);
+}
+
+Status Delete(const std::string& root, const std::string& id, bool force) {
+  auto opened = OpenContainer(root, id);
+  if (!opened) {
+    if (force && opened.error().detail.find("does not exist") != std::string::npos) return {};
+    return std::move(opened).error();
+  }
+  Opened& c = *opened;
+  bool live = c.status == ContainerStatus::kRunning || c.status == ContainerStatus::kPaused;
+  if (live && !force) {
+    return NotIn(id, c.status, "cannot be deleted: stop it first, or use --force");
+  }
+  if (std::optional<sys::UniqueFd> pidfd = OpenProcess(c.rec)) {
+    (void)sys::PidfdSendSignal(pidfd->get(), SIGKILL);
+    if (c.status == ContainerStatus::kPaused) (void)c.cgroups->Freeze(false);
+    AwaitExit(pidfd->get());
+  }
+  BRIG_TRY_CTX(c.cgroups->Destroy(), "cgroups");
+  std::string state = StateJson(c.rec, ContainerStatus::kStopped);
+  if (auto s = RunHooks(c.rec.config().hooks().poststop(), "hooks.poststop", state); !s) {
+    log::Warn(s.error().Render() + ", ignoring");
+  }
+  return c.dir.Remove();
+}
+
+Status Pause(const std::string& root, const std::string& id) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  if (c.status != ContainerStatus::kRunning && c.status != ContainerStatus::kCreated) {
+    return NotIn(id, c.status, "cannot be paused: it is not running");
+  }
+  return c.cgroups->Freeze(true);
+}
+
+Status Resume(const std::string& root, const std::string& id) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  if (c.status != ContainerStatus::kPaused) {
+    return NotIn(id, c.status, "cannot be resumed: it is not paused");
+  }
+  return c.cgroups->Freeze(false);
+}
+
+Result<std::vector<pid_t>> Pids(const std::string& root, const std::string& id) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  if (c.status == ContainerStatus::kStopped) return std::vector<pid_t>{};
+  return c.cgroups->Pids();
+}
+
+Status Update(const std::string& root, const std::string& id, const Resources& r) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  if (c.status == ContainerStatus::kStopped) {
+    return NotIn(id, c.status, "cannot be updated: it has stopped");
+  }
+  BRIG_TRY(c.cgroups->Update(r));
+  c.rec.mutable_config()->mutable_linux()->mutable_resources()->MergeFrom(r);
+  return c.dir.Write(c.rec);
+}
+
+Result<std::string> Stats(const std::string& root, const std::string& id) {
+  Opened c = BRIG_TRY(OpenContainer(root, id));
+  if (c.status == ContainerStatus::kStopped) return NotIn(id, c.status, "container not running");
+  return StatsJson(id, c.cgroups->Stats());
+}
+
+Result<std::vector<Listed>> List(const std::string& root) {
+  std::vector<Listed> out;
+  for (const std::string& id : BRIG_TRY(ListIds(root))) {
+    auto c = OpenContainer(root, id);
+    if (!c) continue;  // deleted meanwhile
+    out.push_back({id, c->rec.pid(), c->status, c->rec.bundle(), c->rec.created()});
+  }
+  return out;
+}
+
+}  // namespace brig::oci

@@ -1,0 +1,233 @@
+// `brig exec` (exec.h). brig forks a child that joins the container's namespaces through
+// its process's pidfd (setns(2) with every namespace at once); since a pid namespace is
+// entered only by children, that child forks the process, reports its pid and exits.
+//
+//   brig exec                          child                           process
+//                  ◀── kNeedIdMap
+//   into the cgroups ─ kIdMapDone ──▶ setns(pidfd, namespaces)
+//                                      fork ──────────────────────────▶ setsid, terminal,
+//                  ◀── kPid {pid}      exits                            credentials, seccomp,
+//                  ◀── kError, or EOF at execve                         execve
+#include "oci/exec.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "brig/exit.h"
+#include "container/sync.h"
+#include "oci/cgroups.h"
+#include "oci/process.h"
+#include "oci/spec.h"
+#include "oci/state.h"
+#include "sys/syscalls.h"
+#include "util/files.h"
+
+namespace brig::oci {
+namespace {
+
+using container::Msg;
+
+Status ParseUser(const std::string& user, Process& p) {
+  size_t colon = user.find(':');
+  auto num = [&](const std::string& s) -> Result<uint32_t> {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = strtoul(s.c_str(), &end, 10);
+    if (s.empty() || *end || errno || v > UINT32_MAX) {
+      return BadInput("--user", user, "expected UID[:GID], numbers");
+    }
+    return static_cast<uint32_t>(v);
+  };
+  p.mutable_user()->set_uid(BRIG_TRY(num(user.substr(0, colon))));
+  if (colon != std::string::npos) p.mutable_user()->set_gid(BRIG_TRY(num(user.substr(colon + 1))));
+  return {};
+}
+
+[[noreturn]] void Die(int fd, Error e) {
+  (void)container::SendError(fd, e);
+  _exit(ExitCode(e.kind));
+}
+
+// The process itself, in the container's namespaces: never returns.
+[[noreturn]] void BecomeProcess(const PreparedProcess& p, bool terminal,
+                                const ConsoleSize& size, int console_fd, int sync_fd,
+                                int preserve_fds) {
+  if (setsid() < 0) Die(sync_fd, SysError("setsid"));
+  if (terminal) {
+    if (auto s = SetupConsole(console_fd, size, false); !s) Die(sync_fd, s.error());
+  }
+  if (auto s = ApplyCredentials(p); !s) Die(sync_fd, std::move(s).error().Wrap("exec"));
+  auto path = ResolveExecutable(p);
+  if (!path) Die(sync_fd, std::move(path).error());
+  for (int i = 0; i < preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
+  if (auto s = sys::CloseRangeCloexec(static_cast<unsigned>(3 + preserve_fds)); !s) {
+    Die(sync_fd, s.error());
+  }
+  if (auto s = ApplyLastSteps(p); !s) Die(sync_fd, s.error());
+  Die(sync_fd, Exec(*path, p));
+}
+
+[[noreturn]] void JoinAndFork(int pidfd, int ns_flags, const PreparedProcess& p, bool terminal,
+                              const ConsoleSize& size, int console_fd, int sync_fd,
+                              int preserve_fds) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (auto s = container::SendMessage(sync_fd, Msg::kNeedIdMap); !s) _exit(125);
+  auto m = container::RecvMessage(sync_fd, -1);
+  if (!m || m->type != Msg::kIdMapDone) _exit(125);
+  if (setns(pidfd, ns_flags) < 0) Die(sync_fd, SysError("setns", "the container's namespaces"));
+  pid_t pid = fork();
+  if (pid < 0) Die(sync_fd, SysError("fork", "exec"));
+  if (pid == 0) BecomeProcess(p, terminal, size, console_fd, sync_fd, preserve_fds);
+  _exit(container::SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid)) ? 0 : 125);
+}
+
+Result<sys::UniqueFd> Connect(const std::string& path) {
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return BadInput("--console-socket", path, "path too long for a unix socket");
+  }
+  memcpy(addr.sun_path, path.data(), path.size());
+  sys::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return SysError("socket", "--console-socket");
+  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+    return SysError("connect", "--console-socket " + path);
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
+  Process p;
+  if (!o.process_file.empty()) {
+    std::string text = BRIG_TRY(util::ReadUserFile(o.process_file));
+    p = BRIG_TRY(ParseProcess(text, o.process_file));
+  } else {
+    if (o.args.empty()) return BadInput("brig exec", o.id, "no command given");
+    p.set_cwd(o.cwd.empty() ? base.cwd() : o.cwd);
+    *p.mutable_env() = base.env();
+    for (const std::string& e : o.env) p.add_env(e);
+    *p.mutable_user() = base.user();
+    if (!o.user.empty()) {
+      p.mutable_user()->clear_additional_gids();
+      BRIG_TRY(ParseUser(o.user, p));
+    }
+    for (uint32_t g : o.additional_gids) p.mutable_user()->add_additional_gids(g);
+    if (base.has_capabilities()) *p.mutable_capabilities() = base.capabilities();
+    for (const std::string& c : o.caps) {
+      Capabilities* caps = p.mutable_capabilities();
+      for (auto* set : {caps->mutable_bounding(), caps->mutable_effective(),
+                        caps->mutable_permitted()}) {
+        set->Add(std::string(c));
+      }
+    }
+    *p.mutable_rlimits() = base.rlimits();
+    p.set_no_new_privileges(base.no_new_privileges() || o.no_new_privs);
+    if (base.has_oom_score_adj()) p.set_oom_score_adj(base.oom_score_adj());
+    for (const std::string& a : o.args) p.add_args(a);
+  }
+  if (o.tty) p.set_terminal(true);
+  return p;
+}
+
+Result<int> Exec(const ExecOptions& o) {
+  BRIG_TRY(CheckId(o.id));
+  int ns_flags = 0;
+  Container rec;
+  std::unique_ptr<Cgroups> cg;
+  std::optional<sys::UniqueFd> pidfd;
+  {
+    // The lock is held only while the container is looked at: an attached exec may last,
+    // and the engine must still be able to kill or delete the container meanwhile.
+    ContainerDir dir = BRIG_TRY(ContainerDir::Open(o.root, o.id));
+    rec = BRIG_TRY(dir.Read());
+    cg = Cgroups::FromRecord(rec);
+    ContainerStatus st = StatusOf(rec, cg->Frozen());
+    if (st != ContainerStatus::kRunning && st != ContainerStatus::kCreated) {
+      return BadInput("container", o.id,
+                      "cannot exec in it (it is " + std::string(StatusName(st)) + ")");
+    }
+    pidfd = OpenProcess(rec);
+    if (!pidfd) return Fail("exec", o.id, "container not running");
+  }
+  for (const Namespace& n : rec.config().linux().namespaces()) {
+    if (std::optional<int> f = NamespaceFlag(n.type())) ns_flags |= *f;
+  }
+  Process p = BRIG_TRY(ExecProcess(o, rec.config().process()));
+  std::optional<brig::v1::SeccompPolicy> policy;
+  if (rec.config().linux().has_seccomp()) policy = rec.config().linux().seccomp();
+  PreparedProcess prep = BRIG_TRY(PrepareProcess(p, policy));
+  sys::UniqueFd console;
+  if (p.terminal()) {
+    if (o.console_socket.empty()) {
+      return BadInput("--tty", "", "needs --console-socket to hand the terminal to");
+    }
+    console = BRIG_TRY(Connect(o.console_socket));
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+    return SysError("socketpair", "exec");
+  }
+  sys::UniqueFd parent_end(sv[0]), child_end(sv[1]);
+  sigset_t chld, old;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (!o.detach) {
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    // The process is the child's child: it comes back to brig when the child exits.
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+      return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
+    }
+  }
+  pid_t child = fork();
+  if (child < 0) return SysError("fork", "exec");
+  if (child == 0) {
+    parent_end.Reset();
+    JoinAndFork(pidfd->get(), ns_flags, prep, p.terminal(), p.console_size(), console.get(),
+                child_end.get(), o.preserve_fds);
+  }
+  child_end.Reset();
+  console.Reset();
+  auto reap_child = [&] { waitpid(child, nullptr, 0); };
+  auto m = container::RecvMessage(parent_end.get(), -1);
+  if (!m || m->type != Msg::kNeedIdMap) {
+    reap_child();
+    return m ? container::DecodeError(*m) : std::move(m).error().Wrap("exec");
+  }
+  if (auto s = cg->Enter(child); !s) {
+    kill(child, SIGKILL);
+    reap_child();
+    return std::move(s).error().Wrap("cgroups");
+  }
+  BRIG_TRY(container::SendMessage(parent_end.get(), Msg::kIdMapDone));
+  m = container::RecvMessage(parent_end.get(), -1);
+  reap_child();
+  if (!m) return std::move(m).error().Wrap("exec");
+  if (m->type == Msg::kError) return container::DecodeError(*m);
+  if (m->type != Msg::kPid) return Fail("exec", o.id, "unexpected message from its child");
+  pid_t pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
+  // EOF: the process's execve closed its end; an error before it comes as kError.
+  m = container::RecvMessage(parent_end.get(), -1);
+  if (m && m->type == Msg::kError) {
+    if (!o.detach) waitpid(pid, nullptr, 0);
+    return container::DecodeError(*m);
+  }
+  if (!o.pid_file.empty()) {
+    BRIG_TRY_CTX(util::WriteFileAtomic(o.pid_file, std::to_string(pid)), "--pid-file");
+  }
+  if (o.detach) return 0;
+  int status = WaitForwardingSignals(pid);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return WIFSIGNALED(status) ? ExitCodeForSignal(WTERMSIG(status)) : WEXITSTATUS(status);
+}
+
+}  // namespace brig::oci

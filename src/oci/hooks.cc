@@ -1,0 +1,75 @@
+// Running config.json's hooks (hooks.h): fork, the state on a pipe as stdin, execve, and a
+// wait on the child's pidfd bounded by the hook's timeout.
+#include "oci/hooks.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "container/command.h"
+#include "sys/fd.h"
+
+namespace brig::oci {
+namespace {
+
+Status RunHook(const Hook& h, const std::string& subject, const std::string& state_json) {
+  std::vector<std::string> args(h.args().begin(), h.args().end());
+  if (args.empty()) args.push_back(h.path());
+  std::vector<std::string> env(h.env().begin(), h.env().end());
+  std::vector<char*> argv = container::ExecArray(args), envp = container::ExecArray(env);
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2", subject);
+  sys::UniqueFd rd(p[0]), wr(p[1]);
+  int pidfd = -1;
+  pid_t pid = static_cast<pid_t>(syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
+                                         nullptr, nullptr));
+  if (pid < 0) return SysError("fork", subject);
+  if (pid == 0) {
+    if (dup2(rd.get(), 0) < 0) _exit(127);
+    execve(h.path().c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  sys::UniqueFd child(pidfd);
+  rd.Reset();
+  // A hook that does not read its stdin gets EPIPE here, which is not its failure. SIGPIPE
+  // is ignored only meanwhile: container init's own disposition passes to the container.
+  sighandler_t old = signal(SIGPIPE, SIG_IGN);
+  (void)!write(wr.get(), state_json.data(), state_json.size());
+  signal(SIGPIPE, old);
+  wr.Reset();
+  int timeout_ms = h.has_timeout() ? h.timeout() * 1000 : -1;
+  struct pollfd pfd = {child.get(), POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&pfd, 1, timeout_ms);
+  } while (rc < 0 && errno == EINTR);
+  if (rc == 0) {
+    syscall(SYS_pidfd_send_signal, child.get(), SIGKILL, nullptr, 0);
+    waitpid(pid, nullptr, 0);
+    return Fail(subject, h.path(), "timed out after " + std::to_string(h.timeout()) + " s");
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return SysError("wait", subject);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  if (WIFSIGNALED(status)) {
+    return Fail(subject, h.path(), "killed by signal " + std::to_string(WTERMSIG(status)));
+  }
+  return Fail(subject, h.path(), "exited with status " + std::to_string(WEXITSTATUS(status)));
+}
+
+}  // namespace
+
+Status RunHooks(const google::protobuf::RepeatedPtrField<Hook>& hooks, std::string_view stage,
+                const std::string& state_json) {
+  for (int i = 0; i < hooks.size(); ++i) {
+    BRIG_TRY(RunHook(hooks[i], std::string(stage) + "[" + std::to_string(i) + "]", state_json));
+  }
+  return {};
+}
+
+}  // namespace brig::oci

@@ -1,0 +1,21 @@
+// config.json's hooks (config.md "POSIX-platform Hooks"): each run in order, with the
+// container's state as JSON on its stdin, in the namespaces of whoever calls RunHooks
+// (the runtime's for prestart, createRuntime, poststart and poststop; the container's
+// for createContainer and startContainer, from container init).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "brig/result.h"
+#include "proto/oci.pb.h"
+
+namespace brig::oci {
+
+// Runs every hook of `hooks` (the stage named `stage`, e.g. "hooks.prestart"). A hook
+// that exits non-zero, is killed, or outlives its timeout (then killed) is an error
+// naming the stage, its index and its path; the hooks after it do not run.
+Status RunHooks(const google::protobuf::RepeatedPtrField<Hook>& hooks, std::string_view stage,
+                const std::string& state_json);
+
+}  // namespace brig::oci

@@ -1,0 +1,202 @@
+// Container init for OCI containers (init.h). Everything here runs in the cloned child:
+// until kCreated, errors go back to `brig create` over the sync socket; after it, to the
+// container's stderr, which the engine reads.
+#include "oci/init.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <linux/keyctl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "brig/exit.h"
+#include "container/sync.h"
+#include "log/log.h"
+#include "oci/hooks.h"
+#include "oci/rootfs.h"
+#include "oci/spec.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+#include "util/files.h"
+
+namespace brig::oci {
+namespace {
+
+using container::Msg;
+
+int g_log_fd = -1;
+
+void ForwardLog(log::Level level, std::string_view text) {
+  if (g_log_fd >= 0) (void)container::SendLog(g_log_fd, level, text);
+}
+
+[[noreturn]] void Die(int sync_fd, Error e) {
+  (void)container::SendError(sync_fd, e);
+  _exit(ExitCode(e.kind));
+}
+
+Status Expect(int fd, Msg want, container::Message* out = nullptr) {
+  auto m = BRIG_TRY(container::RecvMessage(fd, -1));
+  if (m.type != want) return Fail("sync", std::string(container::MsgName(m.type)), "unexpected");
+  if (out) *out = std::move(m);
+  return {};
+}
+
+// The stage path: join the namespaces named by path, make the new ones, and, for a new
+// pid namespace, fork the process that will be its pid 1.
+Status JoinAndUnshare(const InitArgs& a) {
+  for (const auto& [flag, path] : a.joins) {
+    sys::UniqueFd ns(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns.valid()) return SysError("open", "namespace " + path);
+    if (setns(ns.get(), flag) < 0) return SysError("setns", path);
+  }
+  if (a.unshare_flags && unshare(a.unshare_flags) < 0) return SysError("unshare", "namespaces");
+  return {};
+}
+
+Status ForkPidOne(const InitArgs& a) {
+  if (unshare(CLONE_NEWPID) < 0) return SysError("unshare", "pid namespace");
+  pid_t pid = fork();
+  if (pid < 0) return SysError("fork", "container init");
+  if (pid > 0) {
+    std::string p = std::to_string(pid);
+    _exit(container::SendMessage(a.sync_fd, Msg::kPid, 0, p) ? 0 : 125);
+  }
+  return {};
+}
+
+Status WriteSysctls(const Spec& spec) {
+  for (const auto& [key, value] : spec.linux().sysctl()) {
+    std::string path = "/proc/sys/" + key;
+    for (size_t i = strlen("/proc/sys/"); i < path.size(); ++i) {
+      if (path[i] == '.') path[i] = '/';
+    }
+    BRIG_TRY_CTX(util::WriteFile(path, value), "linux.sysctl");
+  }
+  return {};
+}
+
+// Everything from the id map to the container's root, before kReady: what the parent's
+// prestart and createRuntime hooks see.
+Status SetUp(const InitArgs& a) {
+  if (!a.joins.empty() || a.unshare_flags) BRIG_TRY(JoinAndUnshare(a));
+  BRIG_TRY(container::SendMessage(a.sync_fd, Msg::kNeedIdMap));
+  BRIG_TRY_CTX(Expect(a.sync_fd, Msg::kIdMapDone), "wait for id map");
+  if (a.fork_for_pid) BRIG_TRY(ForkPidOne(a));
+  if (a.new_cgroupns && unshare(CLONE_NEWCGROUP) < 0) {
+    return SysError("unshare", "cgroup namespace");
+  }
+  if (setsid() < 0) return SysError("setsid");
+  // Keys of the host's session must not be the container's (runc's default).
+  if (a.new_keyring && syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 &&
+      errno != ENOSYS) {
+    return SysError("keyctl", "join a session keyring");
+  }
+  BRIG_TRY(PrepareRootfs(*a.spec, a.rootfs, a.bundle, a.userns));
+  log::Debug("mounts made");
+  return {};
+}
+
+// After the parent's hooks: the container's hooks, its root, its name, sysctls, terminal
+// and the process's credentials.
+Status Finish(const InitArgs& a, const std::string& state) {
+  BRIG_TRY(RunHooks(a.spec->hooks().create_container(), "hooks.createContainer", state));
+  BRIG_TRY(EnterRootfs(a.rootfs, a.no_pivot));
+  BRIG_TRY(FinishRootfs(*a.spec));
+  log::Debug("root entered");
+  const Spec& s = *a.spec;
+  if (!s.hostname().empty() && sethostname(s.hostname().data(), s.hostname().size()) < 0) {
+    return SysError("sethostname", s.hostname());
+  }
+  if (!s.domainname().empty() &&
+      setdomainname(s.domainname().data(), s.domainname().size()) < 0) {
+    return SysError("setdomainname", s.domainname());
+  }
+  BRIG_TRY(WriteSysctls(s));
+  if (s.linux().has_personality()) {
+    unsigned long p = BRIG_TRY(PersonalityValue(s.linux().personality()));
+    if (personality(p) < 0) return SysError("personality", "linux.personality");
+  }
+  if (s.process().terminal()) {
+    BRIG_TRY_CTX(SetupConsole(a.console_fd, s.process().console_size(), true),
+                 "process.terminal");
+  }
+  BRIG_TRY_CTX(ApplyCredentials(*a.process), "process");
+  return {};
+}
+
+// Until `start` writes its byte on exec.fifo. A writer that left without one is not
+// `start` (only root reaches the fifo): init gives up.
+bool WaitForStart(int fifo_fd) {
+  struct pollfd p = {fifo_fd, POLLIN, 0};
+  for (;;) {
+    int rc = poll(&p, 1, -1);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return false;
+    char c;
+    ssize_t n = read(fifo_fd, &c, 1);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    return n == 1;
+  }
+}
+
+[[noreturn]] void Fatal(const Error& e) {
+  std::string line = "brig: " + e.Render() + "\n";
+  (void)!write(2, line.data(), line.size());
+  _exit(ExitCode(e.kind));
+}
+
+}  // namespace
+
+void ContainerInit(const InitArgs& a) {
+  int fd = a.sync_fd;
+  g_log_fd = fd;
+  log::ForwardTo(ForwardLog);
+  // The caller's blocked signals are not the container's.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (auto s = SetUp(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
+  if (auto s = container::SendMessage(fd, Msg::kReady); !s) _exit(125);
+  container::Message go;
+  if (auto s = Expect(fd, Msg::kStart, &go); !s) _exit(125);
+  if (auto s = Finish(a, go.payload); !s) Die(fd, std::move(s).error().Wrap("container init"));
+  auto path = ResolveExecutable(*a.process);
+  if (!path) Die(fd, std::move(path).error());
+  std::vector<int> keep = {0, 1, 2, fd, a.fifo_fd};
+  for (int i = 0; i < a.preserve_fds; ++i) keep.push_back(3 + i);
+  for (int k : keep) {
+    if (k > 2 && k != fd && k != a.fifo_fd) (void)fcntl(k, F_SETFD, 0);
+  }
+  if (auto s = sys::CloseRangeCloexec(static_cast<unsigned>(3 + a.preserve_fds)); !s) {
+    Die(fd, std::move(s).error().Wrap("container init"));
+  }
+  g_log_fd = -1;
+  log::ForwardTo(nullptr);
+  if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);
+  // The parent has written the container's record; EOF means it died before: give up.
+  if (auto s = Expect(fd, Msg::kStart); !s) _exit(125);
+  close(fd);
+  if (!WaitForStart(a.fifo_fd)) _exit(125);
+  close(a.fifo_fd);
+  if (auto s = RunHooks(a.spec->hooks().start_container(), "hooks.startContainer", go.payload);
+      !s) {
+    Fatal(s.error());
+  }
+  if (auto s = ApplyLastSteps(*a.process); !s) Fatal(s.error());
+  Fatal(Exec(*path, *a.process));
+}
+
+}  // namespace brig::oci

@@ -1,0 +1,37 @@
+// Container init for OCI containers: the child half of `brig create`, which becomes the
+// container's process itself (execve of process.args), as runc's and crun's init do. Its
+// order, and the parent's half, are drawn in oci/launch.cc. Never returns.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oci/process.h"
+#include "proto/oci.pb.h"
+
+namespace brig::oci {
+
+struct InitArgs {
+  const Spec* spec;
+  const PreparedProcess* process;
+  std::string rootfs, bundle;
+  int sync_fd = -1;
+  int fifo_fd = -1;     // exec.fifo's read end: a byte on it is `start`
+  int console_fd = -1;  // --console-socket, connected; -1 without a terminal
+  int preserve_fds = 0;
+  bool userns = false;        // a new user namespace (devices are bound, not made)
+  bool new_cgroupns = false;  // unshared once the parent has put init into its groups
+  bool no_pivot = false;
+  bool new_keyring = true;  // a session keyring of its own (runc's default)
+  // The stage path (namespaces joined by path): init is cloned into no new namespace,
+  // joins these (the user namespace first), unshares `unshare_flags`, and with
+  // `fork_for_pid` forks the real init into a new pid namespace, reporting its pid.
+  std::vector<std::pair<int, std::string>> joins;
+  int unshare_flags = 0;
+  bool fork_for_pid = false;
+};
+
+[[noreturn]] void ContainerInit(const InitArgs& a);
+
+}  // namespace brig::oci

@@ -1,0 +1,371 @@
+// `brig create`, the parent half (launch.h). The order over the sync socket (container/
+// sync.h's wire, OCI's own sequence):
+//
+//   brig create                                     container init (init.cc)
+//   record and cgroups made, exec.fifo (read end held by init), sync socketpair
+//   [a pid namespace joined by path: setns here, for the child]
+//   clone3(new namespaces | CLONE_INTO_CGROUP) ───▶ [stage path: setns by path, user
+//                                                    first; unshare the new ones]
+//                          ◀── kLog ...              (with --debug, until kCreated)
+//                          ◀── kNeedIdMap
+//   uid_map/gid_map, init into its v1 groups
+//                          ─── kIdMapDone ──▶
+//                          ◀── kPid {pid}            [stage path with a new pid ns: the
+//                                                    stage child forks pid 1 and exits]
+//                                                    cgroup ns, setsid, mounts, devices
+//                          ◀── kReady
+//   hooks prestart, createRuntime
+//                          ─── kStart {state} ──▶
+//                                                    hooks createContainer, pivot_root,
+//                                                    masked/readonly paths, hostname,
+//                                                    sysctl, terminal, credentials
+//                          ◀── kCreated
+//   record: pid + start time; --pid-file
+//                          ─── kStart ──▶            waits for a byte on exec.fifo
+//   exits                                            (`brig start`), hooks startContainer,
+//                                                    no_new_privs, seccomp, execve
+//   any failure:           ◀── kError {errno, kind, step, subject}; init _exits
+#include "oci/launch.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bitset>
+#include <memory>
+
+#include "container/sync.h"
+#include "log/log.h"
+#include "oci/cgroups.h"
+#include "oci/hooks.h"
+#include "oci/init.h"
+#include "oci/process.h"
+#include "oci/spec.h"
+#include "oci/state.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+#include "util/files.h"
+
+namespace brig::oci {
+namespace {
+
+using container::Msg;
+
+struct Namespaces {
+  int clone_flags = 0;  // the new ones, but the cgroup namespace (init unshares it later)
+  bool new_user = false, new_cgroup = false, new_pid = false;
+  std::vector<std::pair<int, std::string>> joins;  // by path, the user namespace first
+  std::string pid_path;                            // joined by the parent, for its child
+};
+
+Result<Namespaces> PlanNamespaces(const Spec& spec) {
+  Namespaces ns;
+  bool mount = false;
+  for (const Namespace& n : spec.linux().namespaces()) {
+    std::optional<int> flag = NamespaceFlag(n.type());
+    if (!flag) return BadInput("linux.namespaces", n.type(), "unknown namespace");
+    if (*flag == CLONE_NEWNS) mount = true;
+    if (!n.path().empty()) {
+      if (*flag == CLONE_NEWPID) {
+        ns.pid_path = n.path();
+      } else {
+        ns.joins.emplace_back(*flag, n.path());
+      }
+      continue;
+    }
+    if (*flag == CLONE_NEWUSER) ns.new_user = true;
+    if (*flag == CLONE_NEWPID) ns.new_pid = true;
+    if (*flag == CLONE_NEWCGROUP) {
+      ns.new_cgroup = true;
+      continue;
+    }
+    ns.clone_flags |= *flag;
+  }
+  if (!mount) {
+    return BadInput("linux.namespaces", "mount",
+                    "brig needs a mount namespace for the container's root");
+  }
+  std::stable_partition(ns.joins.begin(), ns.joins.end(),
+                        [](const auto& j) { return j.first == CLONE_NEWUSER; });
+  return ns;
+}
+
+Status WriteIdMaps(pid_t pid, const Spec& spec) {
+  auto render = [](const google::protobuf::RepeatedPtrField<IdMapping>& maps) {
+    std::string out;
+    for (const IdMapping& m : maps) {
+      out += std::to_string(m.container_id()) + " " + std::to_string(m.host_id()) + " " +
+             std::to_string(m.size()) + "\n";
+    }
+    return out;
+  };
+  std::string proc = "/proc/" + std::to_string(pid);
+  BRIG_TRY_CTX(util::WriteFile(proc + "/uid_map", render(spec.linux().uid_mappings())),
+               "linux.uidMappings");
+  BRIG_TRY_CTX(util::WriteFile(proc + "/gid_map", render(spec.linux().gid_mappings())),
+               "linux.gidMappings");
+  return {};
+}
+
+// A descriptor init inherits, moved above the fds --preserve-fds hands the container.
+Result<sys::UniqueFd> Above(sys::UniqueFd fd, int min) {
+  if (fd.get() >= min) return fd;
+  int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, min);
+  if (moved < 0) return SysError("fcntl", "F_DUPFD_CLOEXEC");
+  return sys::UniqueFd(moved);
+}
+
+Result<sys::UniqueFd> ConnectConsole(const std::string& path) {
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return BadInput("--console-socket", path, "path too long for a unix socket");
+  }
+  memcpy(addr.sun_path, path.data(), path.size());
+  sys::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return SysError("socket", "--console-socket");
+  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+    return SysError("connect", "--console-socket " + path);
+  }
+  return s;
+}
+
+// What create has made so far; on any failure it all goes again (design.md, invariant 6).
+struct Making {
+  std::optional<ContainerDir> dir;
+  std::unique_ptr<Cgroups> cgroups;
+  sys::UniqueFd init_pidfd;  // the container's process once it exists
+  pid_t clone_pid = 0;       // brig's own child: init, or the stage child
+  bool done = false;
+
+  ~Making() {
+    if (done) return;
+    if (init_pidfd.valid()) {
+      (void)sys::PidfdSendSignal(init_pidfd.get(), SIGKILL);
+      struct pollfd p = {init_pidfd.get(), POLLIN, 0};
+      while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+      }
+    }
+    if (clone_pid > 0) {
+      kill(clone_pid, SIGKILL);
+      waitpid(clone_pid, nullptr, 0);
+    }
+    if (cgroups) (void)cgroups->Destroy();
+    if (dir) (void)dir->Remove();
+  }
+};
+
+std::string StateFor(const Container& rec, ContainerStatus status) {
+  return StateJson(rec, status);
+}
+
+// Drives init through the order drawn above, until it waits for `start`.
+Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
+                 int sync, const CreateOptions& o) {
+  enum { kStarted, kMapped, kReady, kCreated } stage = kStarted;
+  pid_t init_pid = ns.new_pid && !ns.joins.empty() ? 0 : mk.clone_pid;
+  for (;;) {
+    auto m = container::RecvMessage(sync, -1);
+    if (!m) {
+      int pidfd = mk.init_pidfd.valid() ? mk.init_pidfd.get() : -1;
+      if (pidfd >= 0) {
+        if (auto why = container::WhyInitIsGone(sync, pidfd, m.error())) return *why;
+      }
+      return std::move(m).error().Wrap("container init");
+    }
+    switch (m->type) {
+      case Msg::kLog:
+        container::LogFromInit(*m);
+        continue;
+      case Msg::kError:
+        return container::DecodeError(*m);
+      case Msg::kNeedIdMap:
+        if (stage != kStarted) break;
+        if (ns.new_user) BRIG_TRY(WriteIdMaps(mk.clone_pid, spec));
+        BRIG_TRY_CTX(mk.cgroups->Enter(mk.clone_pid), "cgroups");
+        BRIG_TRY(container::SendMessage(sync, Msg::kIdMapDone));
+        stage = kMapped;
+        continue;
+      case Msg::kPid: {
+        if (stage != kMapped || init_pid != 0) break;
+        init_pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
+        waitpid(mk.clone_pid, nullptr, 0);
+        mk.clone_pid = 0;
+        int fd = static_cast<int>(syscall(SYS_pidfd_open, init_pid, 0));
+        if (fd < 0) return SysError("pidfd_open", "container init");
+        mk.init_pidfd = sys::UniqueFd(fd);
+        continue;
+      }
+      case Msg::kReady: {
+        if (stage != kMapped || init_pid == 0) break;
+        rec.set_pid(init_pid);
+        std::string state = StateFor(rec, ContainerStatus::kCreating);
+        BRIG_TRY(RunHooks(spec.hooks().prestart(), "hooks.prestart", state));
+        BRIG_TRY(RunHooks(spec.hooks().create_runtime(), "hooks.createRuntime", state));
+        bool inside = spec.hooks().create_container_size() + spec.hooks().start_container_size();
+        if (inside && state.size() > container::kMaxPayload) {
+          return BadInput("hooks", "", "the container's state is over 4 KiB for its hooks");
+        }
+        BRIG_TRY(container::SendMessage(sync, Msg::kStart, 0, inside ? state : ""));
+        stage = kReady;
+        continue;
+      }
+      case Msg::kCreated: {
+        if (stage != kReady) break;
+        std::optional<uint64_t> start = StartTimeOf(init_pid);
+        if (!start) return Fail("container init", "", "exited before it was created");
+        rec.set_start_time(*start);
+        BRIG_TRY(mk.dir->Write(rec));
+        if (!o.pid_file.empty()) {
+          BRIG_TRY_CTX(util::WriteFileAtomic(o.pid_file, std::to_string(init_pid)), "--pid-file");
+        }
+        BRIG_TRY(container::SendMessage(sync, Msg::kStart));
+        return {};
+      }
+      default:
+        break;
+    }
+    return Fail("sync", std::string(container::MsgName(m->type)), "message out of order",
+                ErrorKind::kInternal);
+  }
+}
+
+// --preserve-fds N hands over fds 3 .. 3+N-1, which must be the caller's, open before
+// brig opened anything (RecordInheritedFds), so none of brig's own leaks in (runc #5474).
+Status CheckPreserved(int n) {
+  for (int fd = 3; fd < 3 + n; ++fd) {
+    if (!InheritedFd(fd)) {
+      return BadInput("--preserve-fds", std::to_string(n),
+                      "fd " + std::to_string(fd) + " was not open when brig started");
+    }
+  }
+  return {};
+}
+
+std::bitset<1024> g_inherited;
+
+}  // namespace
+
+void RecordInheritedFds() {
+  for (int fd = 3; fd < static_cast<int>(g_inherited.size()); ++fd) {
+    if (fcntl(fd, F_GETFD) >= 0) g_inherited.set(static_cast<size_t>(fd));
+  }
+}
+
+bool InheritedFd(int fd) {
+  return fd >= 0 && fd < static_cast<int>(g_inherited.size()) &&
+         g_inherited.test(static_cast<size_t>(fd));
+}
+
+Result<pid_t> Create(const CreateOptions& o) {
+  BRIG_TRY(CheckId(o.id));
+  BRIG_TRY(CheckPreserved(o.preserve_fds));
+  Spec spec = BRIG_TRY(LoadSpec(o.bundle));
+  if (!spec.has_process()) return BadInput("config.json", "process", "missing");
+  std::string root_path = spec.root().path();
+  if (root_path.empty() || root_path[0] != '/') root_path = o.bundle + "/" + root_path;
+  std::optional<std::string> rootfs = util::RealPath(root_path);
+  struct stat st;
+  if (!rootfs || stat(rootfs->c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) {
+    return BadInput("root.path", root_path, "not a directory");
+  }
+  Namespaces ns = BRIG_TRY(PlanNamespaces(spec));
+  std::optional<brig::v1::SeccompPolicy> policy;
+  if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();
+  PreparedProcess proc = BRIG_TRY(PrepareProcess(spec.process(), policy));
+  if (spec.process().terminal() && o.console_socket.empty()) {
+    return BadInput("process.terminal", "true", "needs --console-socket to hand the terminal to");
+  }
+
+  Making mk;
+  mk.dir = BRIG_TRY(ContainerDir::Create(o.root, o.id));
+  Container rec;
+  rec.set_id(o.id);
+  rec.set_bundle(o.bundle);
+  rec.set_rootfs(*rootfs);
+  rec.set_created(log::Timestamp(log::Now()));
+  *rec.mutable_config() = spec;
+  BRIG_TRY(mk.dir->Write(rec));
+  mk.cgroups = BRIG_TRY(Cgroups::Create(spec, o.id, [&](const std::string& dir, bool owned) {
+    *(owned ? rec.add_cgroups() : rec.add_joined_cgroups()) = dir;
+    return mk.dir->Write(rec);
+  }));
+
+  const int min_fd = 3 + o.preserve_fds;
+  std::string fifo = mk.dir->Path(kExecFifo);
+  if (mkfifo(fifo.c_str(), 0600) < 0) return SysError("mkfifo", fifo);
+  sys::UniqueFd fifo_fd(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fifo_fd.valid()) return SysError("open", fifo);
+  fifo_fd = BRIG_TRY(Above(std::move(fifo_fd), min_fd));
+  sys::UniqueFd console;
+  if (spec.process().terminal()) {
+    console = BRIG_TRY(Above(BRIG_TRY(ConnectConsole(o.console_socket)), min_fd));
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+    return SysError("socketpair", "sync");
+  }
+  sys::UniqueFd parent_end(sv[0]);
+  sys::UniqueFd child_end = BRIG_TRY(Above(sys::UniqueFd(sv[1]), min_fd));
+  if (!ns.pid_path.empty()) {
+    sys::UniqueFd pidns(open(ns.pid_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!pidns.valid() || setns(pidns.get(), CLONE_NEWPID) < 0) {
+      return SysError("setns", "linux.namespaces pid " + ns.pid_path);
+    }
+  }
+
+  InitArgs args;
+  args.spec = &spec;
+  args.process = &proc;
+  args.rootfs = *rootfs;
+  args.bundle = o.bundle;
+  args.sync_fd = child_end.get();
+  args.fifo_fd = fifo_fd.get();
+  args.console_fd = console.get();
+  args.preserve_fds = o.preserve_fds;
+  args.userns = ns.new_user || std::any_of(ns.joins.begin(), ns.joins.end(), [](const auto& j) {
+                  return j.first == CLONE_NEWUSER;
+                });
+  args.new_cgroupns = ns.new_cgroup;
+  args.no_pivot = o.no_pivot;
+  args.new_keyring = !o.no_new_keyring;
+  uint64_t clone_flags = static_cast<uint64_t>(ns.clone_flags);
+  if (!ns.joins.empty()) {
+    // Joined namespaces come first, then the new ones are made from inside them.
+    args.joins = ns.joins;
+    args.unshare_flags = ns.clone_flags & ~CLONE_NEWPID;
+    args.fork_for_pid = ns.new_pid;
+    clone_flags = 0;
+  }
+  int pidfd = -1;
+  sys::CloneArgs ca;
+  ca.flags = clone_flags | CLONE_PIDFD;
+  ca.pidfd = &pidfd;
+  ca.exit_signal = SIGCHLD;
+  if (mk.cgroups->v2_fd() >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup_fd = mk.cgroups->v2_fd();
+  }
+  pid_t pid = BRIG_TRY(sys::Clone3(ca));
+  if (pid == 0) ContainerInit(args);
+  mk.clone_pid = pid;
+  if (!args.fork_for_pid) mk.init_pidfd = sys::UniqueFd(pidfd);
+  else close(pidfd);
+  child_end.Reset();
+  fifo_fd.Reset();
+  console.Reset();
+  BRIG_TRY(Handshake(mk, rec, spec, ns, parent_end.get(), o));
+  mk.done = true;
+  return rec.pid();
+}
+
+}  // namespace brig::oci

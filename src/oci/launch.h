@@ -1,0 +1,34 @@
+// `brig create`: an OCI container made from its bundle, its process waiting for `start`
+// (runtime.md "create"). The parent half; oci/init.cc is the child's. brig then exits, and
+// the engine's shim (the subreaper above brig) reaps the container's process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "brig/result.h"
+
+namespace brig::oci {
+
+struct CreateOptions {
+  std::string root;            // --root
+  std::string id;
+  std::string bundle;          // --bundle, made absolute
+  std::string pid_file;        // --pid-file: the container's process, written atomically
+  std::string console_socket;  // --console-socket: where a terminal's master goes
+  int preserve_fds = 0;        // --preserve-fds: fds 3 .. 3+N-1 pass to the container
+  bool no_pivot = false;       // --no-pivot: MS_MOVE and chroot instead of pivot_root
+  bool no_new_keyring = false;  // --no-new-keyring: keep the caller's session keyring
+};
+
+// First thing in main, before brig opens anything: which fds above 2 brig was started
+// with, so that --preserve-fds hands over only the caller's.
+void RecordInheritedFds();
+bool InheritedFd(int fd);
+
+// Returns the container's pid. On an error nothing is left: no process, no cgroup, no
+// state directory (exit 125, or 126/127 for a command that cannot run).
+Result<pid_t> Create(const CreateOptions& o);
+
+}  // namespace brig::oci

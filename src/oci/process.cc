@@ -1,0 +1,249 @@
+// The container's process, prepared in the parent and applied in the child (process.h).
+// Capabilities are set with prctl and capset directly: each of the five sets is exactly
+// the spec's, in the order the kernel requires (the bounding set while still privileged,
+// the ids under PR_SET_KEEPCAPS, then effective/permitted/inheritable, then ambient).
+#include "oci/process.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "container/command.h"
+#include "sys/fd.h"
+
+namespace brig::oci {
+namespace {
+
+// A policy with the names libseccomp does not know left out of the rules that allow them
+// (the syscall then meets the default action, which is at least as strict), as runc and
+// crun do for an engine's policy written for a newer kernel. Any other rule with such a
+// name stays, and CompileSeccomp refuses it: dropping it could allow what it denies.
+brig::v1::SeccompPolicy KnownNames(const brig::v1::SeccompPolicy& in) {
+  brig::v1::SeccompPolicy out = in;
+  out.clear_syscalls();
+  for (const auto& rule : in.syscalls()) {
+    bool allows = rule.action() == brig::v1::SCMP_ACT_ALLOW ||
+                  rule.action() == brig::v1::SCMP_ACT_LOG;
+    brig::v1::SeccompRule kept = rule;
+    kept.clear_names();
+    for (const std::string& name : rule.names()) {
+      if (!allows || security::ResolveSyscallX86_64(name)) kept.add_names(name);
+    }
+    if (kept.names_size() > 0) *out.add_syscalls() = std::move(kept);
+  }
+  return out;
+}
+
+int CapLastCap() {
+  int last = CAP_LAST_CAP;
+  while (prctl(PR_CAPBSET_READ, last + 1, 0, 0, 0) >= 0) ++last;
+  return last;
+}
+
+Status SetCapabilities(const CapSets& c) {
+  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    data[i].effective = static_cast<uint32_t>(c.effective >> (32 * i));
+    data[i].permitted = static_cast<uint32_t>(c.permitted >> (32 * i));
+    data[i].inheritable = static_cast<uint32_t>(c.inheritable >> (32 * i));
+  }
+  if (syscall(SYS_capset, &header, data) < 0) return SysError("capset", "process.capabilities");
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) {
+    return SysError("prctl", "PR_CAP_AMBIENT_CLEAR_ALL");
+  }
+  for (int cap = 0; cap < 64; ++cap) {
+    if (!(c.ambient & (uint64_t{1} << cap))) continue;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0) {
+      return SysError("prctl", "process.capabilities.ambient " + std::to_string(cap));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<PreparedProcess> PrepareProcess(const Process& p,
+                                       const std::optional<brig::v1::SeccompPolicy>& seccomp) {
+  PreparedProcess out;
+  out.args.assign(p.args().begin(), p.args().end());
+  out.env.assign(p.env().begin(), p.env().end());
+  out.cwd = p.cwd().empty() ? "/" : p.cwd();
+  out.uid = p.user().uid();
+  out.gid = p.user().gid();
+  out.groups.assign(p.user().additional_gids().begin(), p.user().additional_gids().end());
+  if (p.user().has_umask()) out.umask = p.user().umask();
+  if (p.has_capabilities()) out.caps = BRIG_TRY(CapabilitySets(p));
+  for (const Rlimit& r : p.rlimits()) {
+    std::optional<int> res = RlimitResource(r.type());
+    if (!res) return BadInput("process.rlimits", r.type(), "unknown rlimit");
+    out.rlimits.push_back({*res, r.soft(), r.hard()});
+  }
+  out.no_new_privileges = p.no_new_privileges();
+  if (p.has_oom_score_adj()) out.oom_score_adj = p.oom_score_adj();
+  if (seccomp) {
+    out.seccomp = BRIG_TRY_CTX(security::CompileSeccomp(KnownNames(*seccomp)), "linux.seccomp");
+  }
+  return out;
+}
+
+Status ApplyCredentials(const PreparedProcess& p) {
+  for (const auto& r : p.rlimits) {
+    struct rlimit rl = {r.soft, r.hard};
+    if (setrlimit(r.resource, &rl) < 0) {
+      return SysError("setrlimit", "process.rlimits " + std::to_string(r.resource));
+    }
+  }
+  if (p.oom_score_adj) {
+    std::string v = std::to_string(*p.oom_score_adj);
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, v.data(), v.size()) != static_cast<ssize_t>(v.size())) {
+      Error e = SysError("write", "/proc/self/oom_score_adj");
+      if (fd >= 0) close(fd);
+      return e;
+    }
+    close(fd);
+  }
+  if (p.seccomp && !p.no_new_privileges) {
+    BRIG_TRY_CTX(security::LoadSeccomp(*p.seccomp), "linux.seccomp");
+  }
+  int last = CapLastCap();
+  for (int cap = 0; cap <= last; ++cap) {
+    if (cap < 64 && (p.caps.bounding & (uint64_t{1} << cap))) continue;
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
+      return SysError("prctl", "PR_CAPBSET_DROP " + std::to_string(cap));
+    }
+  }
+  if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_KEEPCAPS");
+  if (setgroups(p.groups.size(), p.groups.data()) < 0) {
+    // Joining a user namespace whose setgroups is denied: only no groups can be kept.
+    if (!(errno == EPERM && p.groups.empty())) {
+      return SysError("setgroups", "process.user.additionalGids");
+    }
+  }
+  if (setresgid(p.gid, p.gid, p.gid) < 0) {
+    return SysError("setresgid", "process.user.gid " + std::to_string(p.gid));
+  }
+  if (setresuid(p.uid, p.uid, p.uid) < 0) {
+    return SysError("setresuid", "process.user.uid " + std::to_string(p.uid));
+  }
+  if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_KEEPCAPS");
+  BRIG_TRY(SetCapabilities(p.caps));
+  if (p.umask) umask(*p.umask);
+  if (chdir(p.cwd.c_str()) < 0) return SysError("chdir", "process.cwd " + p.cwd);
+  return {};
+}
+
+Status ApplyLastSteps(const PreparedProcess& p) {
+  if (!p.no_new_privileges) return {};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_NO_NEW_PRIVS");
+  if (p.seccomp) BRIG_TRY_CTX(security::LoadSeccomp(*p.seccomp), "linux.seccomp");
+  return {};
+}
+
+namespace {
+
+Status SendFd(int sock, int fd, std::string_view name) {
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  struct iovec iov = {const_cast<char*>(name.data()), name.size()};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) return SysError("sendmsg", "--console-socket");
+  return {};
+}
+
+}  // namespace
+
+Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
+  sys::UniqueFd master(open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master.valid()) return SysError("open", "/dev/ptmx");
+  if (unlockpt(master.get()) < 0) return SysError("unlockpt", "/dev/ptmx");
+  char name[64];
+  if (ptsname_r(master.get(), name, sizeof name) != 0) return SysError("ptsname", "/dev/ptmx");
+  sys::UniqueFd slave(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!slave.valid()) return SysError("open", name);
+  if (size.height() || size.width()) {
+    struct winsize ws = {};
+    ws.ws_row = static_cast<unsigned short>(size.height());
+    ws.ws_col = static_cast<unsigned short>(size.width());
+    if (ioctl(slave.get(), TIOCSWINSZ, &ws) < 0) return SysError("ioctl", "TIOCSWINSZ");
+  }
+  BRIG_TRY(SendFd(console_fd, master.get(), "/dev/ptmx"));
+  master.Reset();
+  if (ioctl(slave.get(), TIOCSCTTY, 0) < 0) return SysError("ioctl", "TIOCSCTTY");
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (dup2(slave.get(), fd) < 0) return SysError("dup2", name);
+  }
+  if (!dev_console) return {};
+  sys::UniqueFd console(open("/dev/console", O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!console.valid()) return SysError("open", "/dev/console");
+  if (mount(name, "/dev/console", nullptr, MS_BIND, nullptr) < 0) {
+    return SysError("mount", "/dev/console");
+  }
+  return {};
+}
+
+Result<std::string> ResolveExecutable(const PreparedProcess& p) {
+  return container::ResolveCommand(p.args[0], p.env, "");
+}
+
+Error Exec(const std::string& path, const PreparedProcess& p) {
+  std::vector<char*> argv = container::ExecArray(p.args), envp = container::ExecArray(p.env);
+  execve(path.c_str(), argv.data(), envp.data());
+  Error e = SysError("execve", p.args[0]);
+  e.kind = e.err == ENOENT || e.err == ENOTDIR ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
+  return e;
+}
+
+int WaitForwardingSignals(pid_t pid) {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) {
+    sigaddset(&mask, s);
+  }
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int status = 0;
+  for (;;) {
+    siginfo_t si;
+    if (sigwaitinfo(&mask, &si) < 0) continue;
+    if (si.si_signo != SIGCHLD) {
+      kill(pid, si.si_signo);
+      continue;
+    }
+    pid_t got;
+    int st;
+    bool done = false;
+    while ((got = waitpid(-1, &st, WNOHANG)) > 0) {
+      if (got == pid) {
+        status = st;
+        done = true;
+      }
+    }
+    if (done) return status;
+  }
+}
+
+}  // namespace brig::oci

@@ -1,0 +1,68 @@
+// The container's process as config.json's `process` (or `brig exec`'s process.json) says:
+// prepared in the parent, where allocating is free and errors exit 125 before anything
+// runs; applied in the child that becomes it (container init, or exec's child), in runc's
+// order: rlimits, oom score, the bounding set, groups and ids, the other capability sets,
+// no_new_privs, umask, cwd, and the seccomp filter last, before execve.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+#include "oci/spec.h"
+#include "proto/oci.pb.h"
+#include "security/seccomp.h"
+
+namespace brig::oci {
+
+struct PreparedProcess {
+  std::vector<std::string> args, env;
+  std::string cwd;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  std::optional<mode_t> umask;
+  CapSets caps;
+  struct Limit {
+    int resource;
+    uint64_t soft, hard;
+  };
+  std::vector<Limit> rlimits;
+  bool no_new_privileges = false;
+  std::optional<int> oom_score_adj;
+  std::optional<security::SeccompProgram> seccomp;
+};
+
+// Everything that can be checked or computed before a process exists: capability masks,
+// rlimit numbers, and the seccomp program compiled (runc's and crun's lenience: a syscall
+// name libseccomp does not know is left out of rules that allow it, and refused in any
+// other rule).
+Result<PreparedProcess> PrepareProcess(const Process& p,
+                                       const std::optional<brig::v1::SeccompPolicy>& seccomp);
+
+// In the child, as root of its user namespace with every capability: the rlimits and
+// the oom score (which need privileges to raise), then ids and capabilities. Loads the
+// seccomp filter here already when no_new_privileges is off (loading it then needs
+// CAP_SYS_ADMIN, which the ids change may drop), as runc does.
+Status ApplyCredentials(const PreparedProcess& p);
+// The last steps before execve: no_new_privs and the filter when no_new_privileges is on.
+Status ApplyLastSteps(const PreparedProcess& p);
+// process.terminal: a pty of the container's own devpts (/dev/ptmx); its master goes to
+// the engine over the connected --console-socket `console_fd` (runc's protocol), its slave
+// becomes stdio and the controlling terminal of this (new session's) process, and, with
+// `dev_console`, /dev/console.
+Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console);
+// Resolves args[0] as execvp would, in the child's root and cwd (126/127 errors).
+Result<std::string> ResolveExecutable(const PreparedProcess& p);
+// Replaces the child with the process; returns only on failure.
+Error Exec(const std::string& path, const PreparedProcess& p);
+
+// Waits for `pid` (brig's child, or reparented to brig as a subreaper), passing on the
+// signals brig gets, and returns its wait status. SIGCHLD must be blocked already, since
+// before the process existed, so that its exit cannot be missed.
+int WaitForwardingSignals(pid_t pid);
+
+}  // namespace brig::oci

@@ -1,0 +1,364 @@
+// The container's file system from config.json, child side (rootfs.h). Runs in the
+// container's mount namespace before any seccomp filter; allocation is fine here.
+#include "oci/rootfs.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+// <sys/sysmacros.h> defines major() and minor() as macros; the spec's Device has fields
+// of those names.
+#undef major
+#undef minor
+#include <unistd.h>
+
+#include <string_view>
+#include <vector>
+
+#include "oci/spec.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+#include "util/files.h"
+#include "util/parse.h"
+
+namespace brig::oci {
+namespace {
+
+constexpr uint64_t kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+
+std::string FdPath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// `path` (absolute, inside the root `root_fd`) opened O_PATH, confined to the root. With
+// `make`, missing directories on the way are made (0755), and a missing last component
+// too: a directory, or an empty file when `as_file`.
+Result<sys::UniqueFd> OpenInRoot(int root_fd, const std::string& path, bool make,
+                                 bool as_file) {
+  auto fd = sys::Openat2(root_fd, path, O_PATH | O_CLOEXEC, kInRoot);
+  if (fd || !make || fd.error().err != ENOENT) return fd;
+  std::vector<std::string_view> parts;
+  for (std::string_view p : util::Split(path, '/')) {
+    if (!p.empty() && p != ".") parts.push_back(p);
+  }
+  std::string prefix = "/";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::string next = prefix + (prefix == "/" ? "" : "/") + std::string(parts[i]);
+    auto here = sys::Openat2(root_fd, next, O_PATH | O_CLOEXEC, kInRoot);
+    if (!here && here.error().err == ENOENT) {
+      sys::UniqueFd parent = BRIG_TRY(sys::Openat2(root_fd, prefix, O_PATH | O_DIRECTORY |
+                                                   O_CLOEXEC, kInRoot));
+      std::string name(parts[i]);
+      int rc;
+      if (as_file && i + 1 == parts.size()) {
+        rc = mknodat(parent.get(), name.c_str(), S_IFREG | 0644, 0);
+      } else {
+        rc = mkdirat(parent.get(), name.c_str(), 0755);
+      }
+      if (rc < 0 && errno != EEXIST) return SysError("mkdir", next);
+    } else if (!here) {
+      return std::move(here).error();
+    }
+    prefix = next;
+  }
+  return sys::Openat2(root_fd, path, O_PATH | O_CLOEXEC, kInRoot);
+}
+
+Status MountAt(const std::string& source, int target_fd, const char* type, unsigned long flags,
+             const std::string& data, const std::string& subject) {
+  if (mount(source.empty() ? nullptr : source.c_str(), FdPath(target_fd).c_str(), type, flags,
+            data.empty() ? nullptr : data.c_str()) < 0) {
+    return SysError("mount", subject);
+  }
+  return {};
+}
+
+// The flags of the mount at `fd` that a less privileged mount namespace may not clear
+// (nosuid, nodev, noexec, ro, atime): a bind remount must repeat them (runc does the same).
+unsigned long LockedFlags(int fd) {
+  struct statvfs st;
+  if (fstatvfs(fd, &st) < 0) return 0;
+  unsigned long f = 0;
+  if (st.f_flag & ST_NOSUID) f |= MS_NOSUID;
+  if (st.f_flag & ST_NODEV) f |= MS_NODEV;
+  if (st.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+  if (st.f_flag & ST_RDONLY) f |= MS_RDONLY;
+  if (st.f_flag & ST_NOATIME) f |= MS_NOATIME;
+  if (st.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
+  if (st.f_flag & ST_RELATIME) f |= MS_RELATIME;
+  return f;
+}
+
+// One of the host's cgroup hierarchies, from /proc/self/mountinfo.
+struct CgroupMount {
+  std::string name;     // the mount point's last component: memory, cpu, unified...
+  bool v2 = false;
+  std::string options;  // the v1 hierarchy's controllers (memory; name=systemd)
+};
+
+std::vector<CgroupMount> HostCgroupMounts() {
+  std::vector<CgroupMount> out;
+  auto text = util::ReadFile("/proc/self/mountinfo");
+  if (!text) return out;
+  for (std::string_view line : util::Split(*text, '\n')) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos) continue;
+    std::vector<std::string_view> left = util::Split(line.substr(0, dash), ' ');
+    std::vector<std::string_view> right = util::Split(line.substr(dash + 3), ' ');
+    if (left.size() < 5 || right.size() < 3) continue;
+    std::string point = util::UnescapeMountinfo(left[4]);
+    if (point.rfind("/sys/fs/cgroup", 0) != 0) continue;
+    CgroupMount m;
+    m.name = point == "/sys/fs/cgroup" ? "" : point.substr(point.rfind('/') + 1);
+    if (right[0] == "cgroup2") {
+      m.v2 = true;
+    } else if (right[0] == "cgroup") {
+      for (std::string_view o : util::Split(right[2], ',')) {
+        if (o == "rw" || o == "ro" || o == "xattr" || o == "clone_children") continue;
+        if (!m.options.empty()) m.options += ",";
+        m.options += std::string(o);
+      }
+    } else {
+      continue;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// A "cgroup" mount: cgroup2 itself on a pure v2 host; on a v1 or hybrid one, a tmpfs with
+// each hierarchy mounted afresh below it, as runc does. In a cgroup namespace of its own
+// each shows the container's group as its root.
+Status MountCgroups(int root_fd, const Mount& m, const MountOptions& o) {
+  sys::UniqueFd target = BRIG_TRY(OpenInRoot(root_fd, m.destination(), true, false));
+  std::vector<CgroupMount> host = HostCgroupMounts();
+  unsigned long flags = o.flags & ~MS_RDONLY;
+  if (host.size() == 1 && host[0].v2 && host[0].name.empty()) {
+    return MountAt("cgroup2", target.get(), "cgroup2", o.flags, "", m.destination());
+  }
+  BRIG_TRY(MountAt("tmpfs", target.get(), "tmpfs", flags, "mode=755", m.destination()));
+  for (const CgroupMount& h : host) {
+    if (h.name.empty()) continue;
+    std::string dest = m.destination() + "/" + h.name;
+    sys::UniqueFd dir = BRIG_TRY(OpenInRoot(root_fd, dest, true, false));
+    if (h.v2) {
+      BRIG_TRY(MountAt("cgroup2", dir.get(), "cgroup2", o.flags, "", dest));
+    } else {
+      BRIG_TRY(MountAt("cgroup", dir.get(), "cgroup", o.flags, h.options, dest));
+    }
+  }
+  if (o.flags & MS_RDONLY) {
+    sys::UniqueFd top = BRIG_TRY(OpenInRoot(root_fd, m.destination(), false, false));
+    BRIG_TRY(sys::MountSetattr(top.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0,
+                               m.destination()));
+  }
+  return {};
+}
+
+Status MountOne(int root_fd, const Mount& m, const std::string& bundle, bool userns) {
+  MountOptions o = ParseMountOptions({m.options().begin(), m.options().end()});
+  const std::string& dest = m.destination();
+  if (m.uid_mappings_size() > 0 || m.gid_mappings_size() > 0) {
+    return BadInput("mounts", dest, "id-mapped mounts are not supported");
+  }
+  if (m.type() == "cgroup" || m.type() == "cgroup2") return MountCgroups(root_fd, m, o);
+  bool bind = o.bind || IsBind(m);
+  std::string source = m.source();
+  if (bind && !source.empty() && source[0] != '/') source = bundle + "/" + source;
+  bool as_file = false;
+  if (bind) {
+    struct stat st;
+    if (stat(source.c_str(), &st) < 0) return SysError("stat", "mount source " + source);
+    as_file = !S_ISDIR(st.st_mode);
+  }
+  sys::UniqueFd target = BRIG_TRY(OpenInRoot(root_fd, dest, true, as_file));
+  if (bind) {
+    BRIG_TRY(MountAt(source, target.get(), nullptr, MS_BIND | (o.recursive ? MS_REC : 0), "",
+                   dest));
+    target = BRIG_TRY(OpenInRoot(root_fd, dest, false, false));
+    unsigned long flags = o.flags & ~(MS_BIND | MS_REC | MS_REMOUNT);
+    if (flags != 0 || o.clear != 0) {
+      unsigned long remount = MS_REMOUNT | MS_BIND | flags;
+      if (mount(nullptr, FdPath(target.get()).c_str(), nullptr, remount, nullptr) < 0) {
+        if (errno != EPERM) return SysError("remount", dest);
+        // A mount's locked flags must be repeated in a user namespace (mount_namespaces(7)).
+        BRIG_TRY(MountAt("", target.get(), nullptr, remount | LockedFlags(target.get()), "",
+                       dest));
+      }
+    }
+  } else {
+    const std::string type = m.type().empty() ? "none" : m.type();
+    auto s = MountAt(source.empty() ? type : source, target.get(), type.c_str(), o.flags, o.data,
+                   dest);
+    if (!s && type == "sysfs" && userns && s.error().err == EPERM) {
+      // Without a network namespace of its own a user namespace may not mount sysfs: the
+      // host's /sys is bound read-only instead (runc's fallback).
+      BRIG_TRY(MountAt("/sys", target.get(), nullptr, MS_BIND | MS_REC, "", dest));
+      target = BRIG_TRY(OpenInRoot(root_fd, dest, false, false));
+      BRIG_TRY(sys::MountSetattr(target.get(), "", AT_EMPTY_PATH | AT_RECURSIVE,
+                                 MOUNT_ATTR_RDONLY, 0, dest));
+    } else if (!s) {
+      return s;
+    }
+    target = BRIG_TRY(OpenInRoot(root_fd, dest, false, false));
+  }
+  if (o.attr_set || o.attr_clr) {
+    BRIG_TRY(sys::MountSetattr(target.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, o.attr_set,
+                               o.attr_clr, dest));
+  }
+  if (o.propagation) BRIG_TRY(MountAt("", target.get(), nullptr, o.propagation, "", dest));
+  return {};
+}
+
+struct DefaultDevice {
+  const char* path;
+  unsigned major, minor;
+};
+constexpr DefaultDevice kDefaultDevices[] = {{"/dev/null", 1, 3},    {"/dev/zero", 1, 5},
+                                             {"/dev/full", 1, 7},    {"/dev/random", 1, 8},
+                                             {"/dev/urandom", 1, 9}, {"/dev/tty", 5, 0}};
+
+// A device node at `path`: made with mknod, or, in a user namespace (where mknod is
+// refused), the host's node of the same path bound over an empty file.
+Status MakeDevice(int root_fd, const std::string& path, mode_t type, unsigned major,
+                  unsigned minor, mode_t mode, uid_t uid, gid_t gid, bool userns) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
+  sys::UniqueFd parent = BRIG_TRY(OpenInRoot(root_fd, dir, true, false));
+  if (userns) {
+    sys::UniqueFd target = BRIG_TRY(OpenInRoot(root_fd, path, true, true));
+    return MountAt(path, target.get(), nullptr, MS_BIND, "", path);
+  }
+  if (unlinkat(parent.get(), name.c_str(), 0) < 0 && errno != ENOENT) {
+    return SysError("unlink", path);
+  }
+  if (mknodat(parent.get(), name.c_str(), type | (mode & 07777), makedev(major, minor)) < 0) {
+    return SysError("mknod", path);
+  }
+  if (fchmodat(parent.get(), name.c_str(), mode & 07777, 0) < 0) return SysError("chmod", path);
+  if (fchownat(parent.get(), name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+    return SysError("chown", path);
+  }
+  return {};
+}
+
+bool BindsHostDev(const Spec& spec) {
+  for (const Mount& m : spec.mounts()) {
+    if (m.destination() == "/dev" && IsBind(m)) return true;
+  }
+  return false;
+}
+
+Status MakeDevices(int root_fd, const Spec& spec, bool userns) {
+  if (BindsHostDev(spec)) return {};
+  for (const DefaultDevice& d : kDefaultDevices) {
+    BRIG_TRY(MakeDevice(root_fd, d.path, S_IFCHR, d.major, d.minor, 0666, 0, 0, userns));
+  }
+  for (const Device& d : spec.linux().devices()) {
+    mode_t type = d.type() == "b" ? S_IFBLK : d.type() == "p" ? S_IFIFO : S_IFCHR;
+    BRIG_TRY(MakeDevice(root_fd, d.path(), type, static_cast<unsigned>(d.major()),
+                        static_cast<unsigned>(d.minor()),
+                        d.has_file_mode() ? d.file_mode() : 0666, d.uid(), d.gid(), userns));
+  }
+  sys::UniqueFd dev = BRIG_TRY(OpenInRoot(root_fd, "/dev", true, false));
+  sys::UniqueFd devdir = BRIG_TRY(sys::Openat2(dev.get(), ".", O_DIRECTORY | O_CLOEXEC, 0));
+  const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},
+                                                       {"/proc/self/fd/0", "stdin"},
+                                                       {"/proc/self/fd/1", "stdout"},
+                                                       {"/proc/self/fd/2", "stderr"}};
+  for (const auto& [to, name] : links) {
+    if (symlinkat(to, devdir.get(), name) < 0 && errno != EEXIST) {
+      return SysError("symlink", std::string("/dev/") + name);
+    }
+  }
+  // /dev/ptmx is the container's own devpts's: a link to pts/ptmx (devpts(5)).
+  (void)unlinkat(devdir.get(), "ptmx", 0);
+  if (symlinkat("pts/ptmx", devdir.get(), "ptmx") < 0) return SysError("symlink", "/dev/ptmx");
+  return {};
+}
+
+}  // namespace
+
+Status PrepareRootfs(const Spec& spec, const std::string& rootfs, const std::string& bundle,
+                     bool userns) {
+  unsigned long prop = BRIG_TRY(RootfsPropagation(spec.linux().rootfs_propagation()));
+  // The host's mounts must not see the container's, nor its unmounts: rslave unless the
+  // config asks rprivate (a shared "/" is applied after pivot_root, FinishRootfs).
+  unsigned long first = (prop & MS_PRIVATE) ? MS_PRIVATE | MS_REC : MS_SLAVE | MS_REC;
+  if (mount(nullptr, "/", nullptr, first, nullptr) < 0) return SysError("mount", "/ (propagation)");
+  if (mount(rootfs.c_str(), rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0) {
+    return SysError("mount", "root.path " + rootfs);
+  }
+  sys::UniqueFd root = BRIG_TRY(sys::Openat2(AT_FDCWD, rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                             0));
+  for (const Mount& m : spec.mounts()) {
+    BRIG_TRY_CTX(MountOne(root.get(), m, bundle, userns), "mounts");
+  }
+  BRIG_TRY_CTX(MakeDevices(root.get(), spec, userns), "linux.devices");
+  return {};
+}
+
+Status EnterRootfs(const std::string& rootfs, bool no_pivot) {
+  if (chdir(rootfs.c_str()) < 0) return SysError("chdir", rootfs);
+  if (no_pivot) {
+    if (mount(rootfs.c_str(), "/", nullptr, MS_MOVE, nullptr) < 0) {
+      return SysError("mount", "move root " + rootfs);
+    }
+    if (chroot(".") < 0) return SysError("chroot", rootfs);
+  } else {
+    if (syscall(SYS_pivot_root, ".", ".") < 0) return SysError("pivot_root", rootfs);
+    // The old root is stacked under the new one: unmount it without a trace on the host.
+    if (mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0) {
+      return SysError("mount", "old root (rslave)");
+    }
+    if (umount2(".", MNT_DETACH) < 0) return SysError("umount", "old root");
+  }
+  if (chdir("/") < 0) return SysError("chdir", "/");
+  return {};
+}
+
+Status FinishRootfs(const Spec& spec) {
+  sys::UniqueFd null = BRIG_TRY(sys::Openat2(AT_FDCWD, "/dev/null", O_PATH | O_CLOEXEC,
+                                             RESOLVE_NO_SYMLINKS));
+  struct stat nst;
+  if (fstat(null.get(), &nst) < 0) return SysError("stat", "/dev/null");
+  bool null_ok = S_ISCHR(nst.st_mode) && nst.st_rdev == makedev(1, 3);
+  for (const std::string& p : spec.linux().masked_paths()) {
+    auto fd = sys::Openat2(AT_FDCWD, p, O_PATH | O_CLOEXEC, kInRoot);
+    if (!fd && fd.error().err == ENOENT) continue;
+    if (!fd) return std::move(fd).error().Wrap("linux.maskedPaths");
+    struct stat st;
+    if (fstat(fd->get(), &st) < 0) return SysError("stat", p);
+    if (S_ISDIR(st.st_mode)) {
+      BRIG_TRY_CTX(MountAt("tmpfs", fd->get(), "tmpfs", MS_RDONLY, "", p),
+                   "linux.maskedPaths");
+    } else {
+      // Only the real /dev/null covers a path (runc CVE-2025-31133: a planted one would not).
+      if (!null_ok) return Fail("linux.maskedPaths", p, "/dev/null is not the null device");
+      BRIG_TRY_CTX(MountAt(FdPath(null.get()), fd->get(), nullptr, MS_BIND, "", p),
+                   "linux.maskedPaths");
+    }
+  }
+  for (const std::string& p : spec.linux().readonly_paths()) {
+    auto fd = sys::Openat2(AT_FDCWD, p, O_PATH | O_CLOEXEC, kInRoot);
+    if (!fd && fd.error().err == ENOENT) continue;
+    if (!fd) return std::move(fd).error().Wrap("linux.readonlyPaths");
+    BRIG_TRY_CTX(MountAt(FdPath(fd->get()), fd->get(), nullptr, MS_BIND | MS_REC, "", p),
+                 "linux.readonlyPaths");
+    sys::UniqueFd top = BRIG_TRY(sys::Openat2(AT_FDCWD, p, O_PATH | O_CLOEXEC, kInRoot));
+    BRIG_TRY(sys::MountSetattr(top.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY,
+                               0, p));
+  }
+  if (spec.root().readonly()) {
+    BRIG_TRY_CTX(sys::MountSetattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, 0, "/"), "root.readonly");
+  }
+  unsigned long prop = BRIG_TRY(RootfsPropagation(spec.linux().rootfs_propagation()));
+  if (!spec.linux().rootfs_propagation().empty() && mount(nullptr, "/", nullptr, prop, nullptr) < 0) {
+    return SysError("mount", "linux.rootfsPropagation");
+  }
+  return {};
+}
+
+}  // namespace brig::oci
