@@ -104,7 +104,7 @@ Status SetUp(const InitArgs& a) {
       errno != ENOSYS) {
     return SysError("keyctl", "join a session keyring");
   }
-  BRIG_TRY(PrepareRootfs(*a.spec, a.rootfs, a.bundle, a.userns));
+  BRIG_TRY(PrepareRootfs(*a.spec, a.fs));
   log::Debug("mounts made");
   return {};
 }
@@ -113,7 +113,7 @@ Status SetUp(const InitArgs& a) {
 // and the process's credentials.
 Status Finish(const InitArgs& a, const std::string& state) {
   BRIG_TRY(RunHooks(a.spec->hooks().create_container(), "hooks.createContainer", state));
-  BRIG_TRY(EnterRootfs(a.rootfs, a.no_pivot));
+  BRIG_TRY(EnterRootfs(a.fs.rootfs, a.no_pivot));
   BRIG_TRY(FinishRootfs(*a.spec));
   log::Debug("root entered");
   const Spec& s = *a.spec;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "oci/process.h"
+#include "oci/rootfs.h"
 #include "proto/oci.pb.h"
 
 namespace brig::oci {
@@ -15,12 +16,11 @@ namespace brig::oci {
 struct InitArgs {
   const Spec* spec;
   const PreparedProcess* process;
-  std::string rootfs, bundle;
+  RootfsOptions fs;
   int sync_fd = -1;
   int fifo_fd = -1;     // exec.fifo's read end: a byte on it is `start`
   int console_fd = -1;  // --console-socket, connected; -1 without a terminal
   int preserve_fds = 0;
-  bool userns = false;        // a new user namespace (devices are bound, not made)
   bool new_cgroupns = false;  // unshared once the parent has put init into its groups
   bool no_pivot = false;
   bool new_keyring = true;  // a session keyring of its own (runc's default)

@@ -326,13 +326,17 @@ Result<pid_t> Create(const CreateOptions& o) {
   InitArgs args;
   args.spec = &spec;
   args.process = &proc;
-  args.rootfs = *rootfs;
-  args.bundle = o.bundle;
+  args.fs.rootfs = *rootfs;
+  args.fs.bundle = o.bundle;
+  args.fs.cgroupns = ns.new_cgroup ||
+                     std::any_of(ns.joins.begin(), ns.joins.end(),
+                                 [](const auto& j) { return j.first == CLONE_NEWCGROUP; });
+  args.fs.cgroup_dirs = mk.cgroups->dirs();
   args.sync_fd = child_end.get();
   args.fifo_fd = fifo_fd.get();
   args.console_fd = console.get();
   args.preserve_fds = o.preserve_fds;
-  args.userns = ns.new_user || std::any_of(ns.joins.begin(), ns.joins.end(), [](const auto& j) {
+  args.fs.userns = ns.new_user || std::any_of(ns.joins.begin(), ns.joins.end(), [](const auto& j) {
                   return j.first == CLONE_NEWUSER;
                 });
   args.new_cgroupns = ns.new_cgroup;

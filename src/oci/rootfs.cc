@@ -128,26 +128,47 @@ std::vector<CgroupMount> HostCgroupMounts() {
   return out;
 }
 
-// A "cgroup" mount: cgroup2 itself on a pure v2 host; on a v1 or hybrid one, a tmpfs with
-// each hierarchy mounted afresh below it, as runc does. In a cgroup namespace of its own
-// each shows the container's group as its root.
-Status MountCgroups(int root_fd, const Mount& m, const MountOptions& o) {
+// Where hierarchy `h` (mounted at `point` on the host) has one of the container's groups.
+std::string GroupIn(const std::string& point, const std::vector<std::string>& dirs) {
+  for (const std::string& d : dirs) {
+    if (util::PathWithin(d, point)) return d;
+  }
+  return {};
+}
+
+// A "cgroup" mount. In a cgroup namespace of its own: cgroup2 itself on a pure v2 host; on
+// a v1 or hybrid one, a tmpfs with each hierarchy mounted afresh below it (each shows the
+// container's group as its root), as runc does. Without one, the container's own group of
+// each hierarchy is bound there instead, and no other part of the host's tree is seen.
+Status MountCgroups(int root_fd, const Mount& m, const MountOptions& o,
+                    const RootfsOptions& ro) {
   sys::UniqueFd target = BRIG_TRY(OpenInRoot(root_fd, m.destination(), true, false));
   std::vector<CgroupMount> host = HostCgroupMounts();
-  unsigned long flags = o.flags & ~MS_RDONLY;
+  auto mount_one = [&](const CgroupMount& h, int fd, const std::string& dest) -> Status {
+    if (!ro.cgroupns) {
+      std::string group = GroupIn("/sys/fs/cgroup" + (h.name.empty() ? "" : "/" + h.name),
+                                  ro.cgroup_dirs);
+      if (group.empty()) return {};
+      BRIG_TRY(MountAt(group, fd, nullptr, MS_BIND | MS_REC, "", dest));
+      sys::UniqueFd top = BRIG_TRY(OpenInRoot(root_fd, dest, false, false));
+      uint64_t attrs = (o.flags & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0;
+      return sys::MountSetattr(top.get(), "", AT_EMPTY_PATH | AT_RECURSIVE,
+                               attrs | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                               0, dest);
+    }
+    if (h.v2) return MountAt("cgroup2", fd, "cgroup2", o.flags, "", dest);
+    return MountAt("cgroup", fd, "cgroup", o.flags, h.options, dest);
+  };
   if (host.size() == 1 && host[0].v2 && host[0].name.empty()) {
-    return MountAt("cgroup2", target.get(), "cgroup2", o.flags, "", m.destination());
+    return mount_one(host[0], target.get(), m.destination());
   }
-  BRIG_TRY(MountAt("tmpfs", target.get(), "tmpfs", flags, "mode=755", m.destination()));
+  BRIG_TRY(MountAt("tmpfs", target.get(), "tmpfs", o.flags & ~MS_RDONLY, "mode=755",
+                   m.destination()));
   for (const CgroupMount& h : host) {
     if (h.name.empty()) continue;
     std::string dest = m.destination() + "/" + h.name;
     sys::UniqueFd dir = BRIG_TRY(OpenInRoot(root_fd, dest, true, false));
-    if (h.v2) {
-      BRIG_TRY(MountAt("cgroup2", dir.get(), "cgroup2", o.flags, "", dest));
-    } else {
-      BRIG_TRY(MountAt("cgroup", dir.get(), "cgroup", o.flags, h.options, dest));
-    }
+    BRIG_TRY(mount_one(h, dir.get(), dest));
   }
   if (o.flags & MS_RDONLY) {
     sys::UniqueFd top = BRIG_TRY(OpenInRoot(root_fd, m.destination(), false, false));
@@ -157,16 +178,16 @@ Status MountCgroups(int root_fd, const Mount& m, const MountOptions& o) {
   return {};
 }
 
-Status MountOne(int root_fd, const Mount& m, const std::string& bundle, bool userns) {
+Status MountOne(int root_fd, const Mount& m, const RootfsOptions& ro) {
   MountOptions o = ParseMountOptions({m.options().begin(), m.options().end()});
   const std::string& dest = m.destination();
   if (m.uid_mappings_size() > 0 || m.gid_mappings_size() > 0) {
     return BadInput("mounts", dest, "id-mapped mounts are not supported");
   }
-  if (m.type() == "cgroup" || m.type() == "cgroup2") return MountCgroups(root_fd, m, o);
+  if (m.type() == "cgroup" || m.type() == "cgroup2") return MountCgroups(root_fd, m, o, ro);
   bool bind = o.bind || IsBind(m);
   std::string source = m.source();
-  if (bind && !source.empty() && source[0] != '/') source = bundle + "/" + source;
+  if (bind && !source.empty() && source[0] != '/') source = ro.bundle + "/" + source;
   bool as_file = false;
   if (bind) {
     struct stat st;
@@ -192,7 +213,7 @@ Status MountOne(int root_fd, const Mount& m, const std::string& bundle, bool use
     const std::string type = m.type().empty() ? "none" : m.type();
     auto s = MountAt(source.empty() ? type : source, target.get(), type.c_str(), o.flags, o.data,
                    dest);
-    if (!s && type == "sysfs" && userns && s.error().err == EPERM) {
+    if (!s && type == "sysfs" && ro.userns && s.error().err == EPERM) {
       // Without a network namespace of its own a user namespace may not mount sysfs: the
       // host's /sys is bound read-only instead (runc's fallback).
       BRIG_TRY(MountAt("/sys", target.get(), nullptr, MS_BIND | MS_REC, "", dest));
@@ -281,8 +302,8 @@ Status MakeDevices(int root_fd, const Spec& spec, bool userns) {
 
 }  // namespace
 
-Status PrepareRootfs(const Spec& spec, const std::string& rootfs, const std::string& bundle,
-                     bool userns) {
+Status PrepareRootfs(const Spec& spec, const RootfsOptions& ro) {
+  const std::string& rootfs = ro.rootfs;
   unsigned long prop = BRIG_TRY(RootfsPropagation(spec.linux().rootfs_propagation()));
   // The host's mounts must not see the container's, nor its unmounts: rslave unless the
   // config asks rprivate (a shared "/" is applied after pivot_root, FinishRootfs).
@@ -294,9 +315,9 @@ Status PrepareRootfs(const Spec& spec, const std::string& rootfs, const std::str
   sys::UniqueFd root = BRIG_TRY(sys::Openat2(AT_FDCWD, rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC,
                                              0));
   for (const Mount& m : spec.mounts()) {
-    BRIG_TRY_CTX(MountOne(root.get(), m, bundle, userns), "mounts");
+    BRIG_TRY_CTX(MountOne(root.get(), m, ro), "mounts");
   }
-  BRIG_TRY_CTX(MakeDevices(root.get(), spec, userns), "linux.devices");
+  BRIG_TRY_CTX(MakeDevices(root.get(), spec, ro.userns), "linux.devices");
   return {};
 }
 

@@ -6,19 +6,27 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "brig/result.h"
 #include "proto/oci.pb.h"
 
 namespace brig::oci {
 
+struct RootfsOptions {
+  std::string rootfs, bundle;  // absolute; a bind mount's relative source is the bundle's
+  // A user namespace of its own: devices are then bound from the host (mknod is refused).
+  bool userns = false;
+  // A cgroup namespace of its own: a "cgroup" mount shows the container's groups as its
+  // root. Without one, each of the container's groups (`cgroup_dirs`, absolute, on the
+  // host) is bound in its hierarchy's place instead, so the host's tree stays unseen.
+  bool cgroupns = false;
+  std::vector<std::string> cgroup_dirs;
+};
+
 // Before pivot_root: the host's mounts made slave (or as rootfsPropagation says), the
 // rootfs a mount point of its own, config.json's mounts in order, and /dev's devices.
-// A bind mount's relative source is taken from `bundle`. `userns`: the container has a
-// user namespace of its own (devices are then bound from the host, as mknod is not
-// allowed there).
-Status PrepareRootfs(const Spec& spec, const std::string& rootfs, const std::string& bundle,
-                     bool userns);
+Status PrepareRootfs(const Spec& spec, const RootfsOptions& o);
 // pivot_root into the rootfs (or, with `no_pivot`, MS_MOVE and chroot, runc's --no-pivot).
 Status EnterRootfs(const std::string& rootfs, bool no_pivot);
 // After it: root.readonly, maskedPaths, readonlyPaths, and the mount propagation of "/".
