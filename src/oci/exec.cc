@@ -79,6 +79,9 @@ Status ParseUser(const std::string& user, Process& p) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  // brig's own binary is about to enter the container's namespaces: none of its processes
+  // may ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
   if (auto s = container::SendMessage(sync_fd, Msg::kNeedIdMap); !s) _exit(125);
   auto m = container::RecvMessage(sync_fd, -1);
   if (!m || m->type != Msg::kIdMapDone) _exit(125);

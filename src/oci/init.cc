@@ -164,6 +164,10 @@ void ContainerInit(const InitArgs& a) {
   int fd = a.sync_fd;
   g_log_fd = fd;
   log::ForwardTo(ForwardLog);
+  // Until execve, this is brig's own binary in the container's namespaces: no process of
+  // the container may ptrace it or reach the binary through /proc/PID/exe (runc
+  // CVE-2019-5736). execve makes the process dumpable again.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(fd, SysError("prctl", "PR_SET_DUMPABLE"));
   // The caller's blocked signals are not the container's.
   sigset_t none;
   sigemptyset(&none);
