@@ -19,6 +19,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "brig/exit.h"
@@ -152,6 +154,21 @@ bool WaitForStart(int fifo_fd) {
   }
 }
 
+// Closes every fd from `first` up but `keep1` and `keep2` (both at or above `first`).
+Status CloseAllBut(int first, int keep1, int keep2) {
+  int lo = std::min(keep1, keep2), hi = std::max(keep1, keep2);
+  auto close_range = [](int from, int to) -> Status {
+    if (from <= to && syscall(SYS_close_range, static_cast<unsigned>(from),
+                              static_cast<unsigned>(to), 0) < 0) {
+      return SysError("close_range");
+    }
+    return {};
+  };
+  BRIG_TRY(close_range(first, lo - 1));
+  BRIG_TRY(close_range(lo + 1, hi - 1));
+  return close_range(hi + 1, INT_MAX);
+}
+
 [[noreturn]] void Fatal(const Error& e) {
   std::string line = "brig: " + e.Render() + "\n";
   (void)!write(2, line.data(), line.size());
@@ -179,14 +196,14 @@ void ContainerInit(const InitArgs& a) {
   if (auto s = Finish(a, go.payload); !s) Die(fd, std::move(s).error().Wrap("container init"));
   auto path = ResolveExecutable(*a.process);
   if (!path) Die(fd, std::move(path).error());
-  std::vector<int> keep = {0, 1, 2, fd, a.fifo_fd};
-  for (int i = 0; i < a.preserve_fds; ++i) keep.push_back(3 + i);
-  for (int k : keep) {
-    if (k > 2 && k != fd && k != a.fifo_fd) (void)fcntl(k, F_SETFD, 0);
-  }
-  if (auto s = sys::CloseRangeCloexec(static_cast<unsigned>(3 + a.preserve_fds)); !s) {
+  // Every descriptor brig had goes now, not at execve: the container's lock (an flock on
+  // its directory, which a copy held here would keep while init waits for `start`), the
+  // record, the cgroups' and the console socket (runc CVE-2024-21626). What
+  // --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC.
+  if (auto s = CloseAllBut(3 + a.preserve_fds, fd, a.fifo_fd); !s) {
     Die(fd, std::move(s).error().Wrap("container init"));
   }
+  for (int i = 0; i < a.preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   g_log_fd = -1;
   log::ForwardTo(nullptr);
   if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);
