@@ -94,18 +94,42 @@ void WriteMount(JsonWriter& w, std::string_view destination, std::string_view ty
   w.Close();
 }
 
+// runc's, less what a rootless container cannot mount.
+void WriteMounts(JsonWriter& w, bool rootless) {
+  w.Open("mounts", '[');
+  WriteMount(w, "/proc", "proc", "proc", {});
+  WriteMount(w, "/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"});
+  // Rootless: no gid= (group 5 is not mapped), and no new sysfs outside a network
+  // namespace of its own: the host's /sys, bound read-only.
+  std::vector<std::string_view> pts = {"nosuid", "noexec", "newinstance", "ptmxmode=0666",
+                                       "mode=0620"};
+  if (!rootless) pts.push_back("gid=5");
+  WriteMount(w, "/dev/pts", "devpts", "devpts", pts);
+  WriteMount(w, "/dev/shm", "tmpfs", "shm",
+             {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"});
+  WriteMount(w, "/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
+  if (rootless) {
+    WriteMount(w, "/sys", "none", "/sys", {"rbind", "nosuid", "noexec", "nodev", "ro"});
+  } else {
+    WriteMount(w, "/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
+  }
+  WriteMount(w, "/sys/fs/cgroup", "cgroup", "cgroup",
+             {"nosuid", "noexec", "nodev", "relatime", "ro"});
+  w.Close();
+}
+
 void WriteIdMapping(JsonWriter& w, std::string_view key, unsigned host_id) {
   w.Open(key, '[').Open("", '{');
   w.Raw("containerID", "0").Raw("hostID", std::to_string(host_id)).Raw("size", "1");
   w.Close().Close();
 }
 
-template <typename Enum>
-std::vector<std::string> EnumNames(const EnumDescriptor* type, Enum skip) {
+// The names of an enum but its 0 (UNSPECIFIED) and `skip`.
+std::vector<std::string> EnumNames(const EnumDescriptor* type, int skip = 0) {
   std::vector<std::string> names;
   for (int i = 0; i < type->value_count(); ++i) {
     int n = type->value(i)->number();
-    if (n != 0 && n != static_cast<int>(skip)) names.push_back(type->value(i)->name());
+    if (n != 0 && n != skip) names.push_back(type->value(i)->name());
   }
   return names;
 }
@@ -152,32 +176,13 @@ std::string DefaultSpecJson(bool rootless, uid_t uid, gid_t gid) {
   w.Raw("noNewPrivileges", "true").Close();
   w.Open("root", '{').Str("path", "rootfs").Raw("readonly", "true").Close();
   w.Str("hostname", "brig");
-  w.Open("mounts", '[');
-  WriteMount(w, "/proc", "proc", "proc", {});
-  WriteMount(w, "/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"});
-  // Rootless: no gid= (group 5 is not mapped), and no new sysfs outside a network
-  // namespace of its own: the host's /sys, bound read-only.
-  std::vector<std::string_view> pts = {"nosuid", "noexec", "newinstance", "ptmxmode=0666",
-                                       "mode=0620"};
-  if (!rootless) pts.push_back("gid=5");
-  WriteMount(w, "/dev/pts", "devpts", "devpts", pts);
-  WriteMount(w, "/dev/shm", "tmpfs", "shm",
-             {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"});
-  WriteMount(w, "/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
-  if (rootless) {
-    WriteMount(w, "/sys", "none", "/sys", {"rbind", "nosuid", "noexec", "nodev", "ro"});
-  } else {
-    WriteMount(w, "/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
-  }
-  WriteMount(w, "/sys/fs/cgroup", "cgroup", "cgroup",
-             {"nosuid", "noexec", "nodev", "relatime", "ro"});
-  w.Close();
+  WriteMounts(w, rootless);
   w.Open("linux", '{');
   if (rootless) {
     WriteIdMapping(w, "uidMappings", uid);
     WriteIdMapping(w, "gidMappings", gid);
   } else {
-    // Rootless has no device cgroup to write: runc's --rootless drops resources.
+    // Rootless has no device cgroup to write to: runc's --rootless drops resources.
     w.Open("resources", '{').Open("devices", '[').Open("", '{');
     w.Raw("allow", "false").Str("access", "rwm").Close().Close().Close();
   }
@@ -209,8 +214,8 @@ std::string FeaturesJson() {
   w.Raw("systemdUser", "false").Raw("rdma", "false").Close();
   w.Open("seccomp", '{').Raw("enabled", "true");
   w.List("actions", EnumNames(v1::SeccompAction_descriptor(), v1::SCMP_ACT_NOTIFY));
-  w.List("operators", EnumNames(v1::SeccompOp_descriptor(), v1::SECCOMP_OP_UNSPECIFIED));
-  w.List("archs", EnumNames(v1::SeccompArch_descriptor(), v1::SECCOMP_ARCH_UNSPECIFIED));
+  w.List("operators", EnumNames(v1::SeccompOp_descriptor()));
+  w.List("archs", EnumNames(v1::SeccompArch_descriptor()));
   w.List("knownFlags", kSeccompKnownFlags).List("supportedFlags", kSeccompFlags).Close();
   w.Open("apparmor", '{').Raw("enabled", "false").Close();
   w.Open("selinux", '{').Raw("enabled", "false").Close();
