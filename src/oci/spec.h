@@ -41,13 +41,14 @@ struct MountOptions {
   uint64_t attr_clr = 0;
   bool bind = false;       // bind or rbind
   bool recursive = false;  // rbind
+  bool tmpcopyup = false;  // runc's extension: a new tmpfs gets the image's files there
   std::string data;        // the options that are not flags, comma-joined (mode=755,size=1m)
 };
 // Pure. Unknown options that look like flags are data (the file system decides).
 MountOptions ParseMountOptions(const std::vector<std::string>& options);
 // The bind and rbind types count as a bind mount too (runc, crun).
 bool IsBind(const Mount& m);
-// linux.rootfsPropagation: MS_SHARED|MS_REC... ("" means MS_PRIVATE|MS_REC, runc's default).
+// linux.rootfsPropagation: MS_SHARED|MS_REC... ("" means MS_SLAVE|MS_REC, runc's default).
 Result<unsigned long> RootfsPropagation(std::string_view value);
 
 // Capability names (CAP_CHOWN...) as a bit mask; an unknown name is an error naming it.
