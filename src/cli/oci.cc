@@ -492,7 +492,7 @@ Result<int> Dispatch(const std::string& verb, OciRequest& r) {
     if (lstat(path.c_str(), &st) == 0) {
       return BadInput("brig spec", path, "exists already; remove it first");
     }
-    BRIG_TRY(util::WriteFile(path, oci::DefaultSpecJson(r.rootless, getuid(), getgid())));
+    BRIG_TRY(util::WriteFileAtomic(path, oci::DefaultSpecJson(r.rootless, getuid(), getgid())));
     return 0;
   }
   if (verb == "features") {
@@ -557,7 +557,7 @@ Result<int> Dispatch(const std::string& verb, OciRequest& r) {
     return attached ? RunAttached(r, pid) : 0;
   }
   if (verb == "start") BRIG_TRY(oci::Start(r.root, id));
-  if (verb == "state") printf("%s\n", BRIG_TRY(oci::State(r.root, id)).c_str());
+  if (verb == "state") fputs(BRIG_TRY(oci::State(r.root, id)).c_str(), stdout);
   if (verb == "delete") BRIG_TRY(oci::Delete(r.root, id, r.force));
   if (verb == "pause") BRIG_TRY(oci::Pause(r.root, id));
   if (verb == "resume") BRIG_TRY(oci::Resume(r.root, id));
