@@ -117,8 +117,9 @@ Result<std::string> MakeGroupDir(const std::string& dir, state::Record& record) 
 // group is left to brig gc rather than forgotten.
 constexpr auto kExitingLimit = std::chrono::seconds(30);
 
-// Removes an empty group, waiting out tasks that are still exiting.
-Status RemoveDir(const std::string& dir) {
+}  // namespace
+
+Status RemoveEmptyGroup(const std::string& dir) {
   auto end = std::chrono::steady_clock::now() + kExitingLimit;
   auto pause = std::chrono::microseconds(500);
   while (rmdir(dir.c_str()) < 0 && errno != ENOENT) {
@@ -130,8 +131,6 @@ Status RemoveDir(const std::string& dir) {
   }
   return {};
 }
-
-}  // namespace
 
 std::string_view Name(Controller c) {
   switch (c) {
@@ -206,6 +205,17 @@ Layout ParseLayout(std::string_view mountinfo, std::string_view proc_cgroup) {
     bind("pids", layout.v1_pids);
     bind("cpu", layout.v1_cpu);
     bind("freezer", layout.v1_freezer);
+    // The hierarchy's controllers as /proc/self/cgroup lists them; a second mount of the
+    // same hierarchy (a bind mount) is not listed again.
+    for (const auto& [ctrls, path] : v1_self) {
+      if (ctrls.empty() || ctrls[0].substr(0, 5) == "name=" || !Contains(opts, ctrls[0])) continue;
+      bool seen = false;
+      for (const auto& h : layout.v1) seen = seen || h.controllers[0] == ctrls[0];
+      if (seen) continue;
+      V1Hierarchy h{Hierarchy{mount, relative(path, root)}, {}};
+      for (auto c : ctrls) h.controllers.emplace_back(c);
+      layout.v1.push_back(std::move(h));
+    }
   }
   return layout;
 }
@@ -496,7 +506,7 @@ Status Group::Remove() {
   v2_fd_.Reset();
   Status first;
   auto remove = [&first](const std::string& dir) {
-    if (auto s = RemoveDir(dir); !s && first) first = std::move(s);
+    if (auto s = RemoveEmptyGroup(dir); !s && first) first = std::move(s);
   };
   if (!v2_.empty()) remove(std::exchange(v2_, ""));
   for (const auto& [c, dir] : v1_) remove(dir);
@@ -518,7 +528,7 @@ Result<bool> RemoveStale(const std::string& id, const std::string& dir) {
     return Fail("cgroup", dir, "not on a cgroup file system", ErrorKind::kInternal);
   }
   if (fs.f_type == CGROUP2_SUPER_MAGIC) (void)util::WriteFile(dir + "/cgroup.kill", "1");
-  BRIG_TRY(RemoveDir(dir));
+  BRIG_TRY(RemoveEmptyGroup(dir));
   return true;
 }
 

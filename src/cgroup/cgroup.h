@@ -55,10 +55,19 @@ struct Hierarchy {
   std::string self;   // brig's own group, relative to the mount ("/" or "/a/b")
 };
 
+// A mounted v1 hierarchy and the controllers bound to it ("cpu", "cpuacct" when co-mounted).
+struct V1Hierarchy {
+  Hierarchy at;
+  std::vector<std::string> controllers;
+};
+
 // The host's cgroup layout as /proc/self/mountinfo and /proc/self/cgroup describe it.
 struct Layout {
   std::optional<Hierarchy> v2;
   std::optional<Hierarchy> v1_memory, v1_pids, v1_cpu, v1_freezer;
+  // Every v1 hierarchy with a controller (named ones such as name=systemd are not), each
+  // once, in mountinfo order: the OCI runtime makes a group in all of them (oci/cgroups.h).
+  std::vector<V1Hierarchy> v1;
 };
 
 // Pure parsers, unit-tested: the two proc files' text to a Layout.
@@ -137,6 +146,10 @@ class Group {
   bool v2_memory_ = false, v2_pids_ = false;
   bool v2_kill_ = false;  // the v2 group has cgroup.kill: no v1 freezer is needed to kill
 };
+
+// Removes the empty group `dir` (gone already is no error), waiting out tasks that were
+// killed and are still exiting (EBUSY) for up to 30 s.
+Status RemoveEmptyGroup(const std::string& dir);
 
 // For `brig gc`: removes the group `dir` of sandbox `id`, whose brig is gone, and says
 // whether there was one to remove. Refuses a path that is not a cgroup directory named

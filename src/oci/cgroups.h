@@ -16,7 +16,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brig/result.h"
@@ -28,9 +30,10 @@ namespace brig::oci {
 // What `brig events --stats` prints for a container (runc's events "stats" data).
 struct CgroupStats {
   std::optional<uint64_t> cpu_usage_ns, cpu_user_ns, cpu_system_ns;
-  std::optional<uint64_t> cpu_throttled_periods, cpu_throttled_ns;
+  std::optional<uint64_t> cpu_periods, cpu_throttled_periods, cpu_throttled_ns;
   std::optional<uint64_t> memory_usage, memory_max_usage, memory_limit, memory_failcnt;
-  std::optional<uint64_t> memory_cache, swap_usage;
+  // Swap as runc reports it: memory+swap, on v2 too.
+  std::optional<uint64_t> memory_cache, swap_usage, swap_limit;
   std::optional<uint64_t> pids_current, pids_limit;  // limit unset: max
   std::optional<uint64_t> oom_kills;
 };
@@ -43,11 +46,13 @@ class Cgroups {
   // Makes the container's groups for `spec` (cgroupsPath, resources) and writes its
   // resources. Every directory is passed to `note` before it is made or joined (owned:
   // made by brig), and the caller writes it into the record (Container.cgroups or
-  // joined_cgroups) before this goes on; an error from `note` stops it. A resource this host cannot honour (its controller is
-  // not mounted, or the value is refused by the kernel) is an error naming the property
+  // joined_cgroups) before this goes on; an error from `note` stops it. A resource this host cannot
+  // honour (its controller is not mounted, or the value is refused by the kernel) is an error
+  // naming the property
   // ("linux.resources.memory.limit: ..."), and what was made is removed again.
   // Directories that already exist are joined, not made: `owned` then stays false for them
-  // and they are never removed (runc joins an existing cgroupsPath too).
+  // and they are never removed (runc joins an existing cgroupsPath too); brig writes no
+  // resource to them (one set for a joined group is refused), nor kills through them.
   using Note = std::function<brig::Status(const std::string& dir, bool owned)>;
   static Result<std::unique_ptr<Cgroups>> Create(const Spec& spec, const std::string& id,
                                                  const Note& note);
@@ -74,10 +79,36 @@ class Cgroups {
   const std::vector<std::string>& dirs() const { return dirs_; }
 
  private:
+  // The container's group in one hierarchy.
+  struct Group {
+    std::string dir;
+    bool owned = false;  // brig made it (else it was joined)
+    bool v2 = false;
+    std::vector<std::string> controllers;  // v1: its hierarchy's; v2: those enabled in it
+    bool Has(std::string_view c) const;
+  };
   Cgroups() = default;
-  std::vector<std::string> dirs_;  // absolute, one per hierarchy
-  std::vector<bool> owned_;        // per dir: brig made it
-  std::string v2_dir_;             // the unified one of dirs_, or empty
+  const Group* With(std::string_view controller) const;
+  const Group* V2() const;
+  // The group that freezes the container: the v2 one brig made (cgroup.freeze, 5.2), else
+  // the v1 freezer group brig made; null without either.
+  const Group* Freezer() const;
+  // Makes `g`'s directory and its missing ancestors, each noted first.
+  Status Make(Group& g, const Note& note);
+  // Enables those of `want` that cgroup v2 offers for the owned v2 group, from the nearest
+  // ancestor that has them down to its parent, wherever they are not enabled yet;
+  // `required`: a write that fails is an error.
+  Status EnableV2(const std::string& mount, const std::set<std::string>& want, bool required) const;
+  // linux.resources as writes, in `create` or update mode, carried out.
+  Status Apply(const Resources& r, bool create) const;
+  Status Kill() const;
+  // Removes what brig made, deepest first: the groups (and groups made inside them), then
+  // the ancestors no other group holds.
+  Status Remove();
+
+  std::vector<Group> groups_;
+  std::vector<std::string> dirs_;     // the groups' directories, absolute (dirs())
+  std::vector<std::string> parents_;  // ancestors brig made for them, outermost first
   sys::UniqueFd v2_fd_;
 };
 

@@ -76,9 +76,29 @@ TEST(CgroupLayout, MountOfASubtreeIsRelativeToItsRoot) {
   EXPECT_EQ(cgroup::ParentDir(*l.v2, ""), "/sys/fs/cgroup/7");
 }
 
+TEST(CgroupLayout, EveryV1HierarchyWithAControllerIsListedOnce) {
+  cgroup::Layout l = cgroup::ParseLayout(
+      "30 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+      "31 25 0:27 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset,clone_children\n"
+      "32 25 0:28 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n"
+      "33 25 0:29 / /sys/fs/cgroup/net_cls,net_prio rw - cgroup cgroup rw,net_cls,net_prio\n"
+      "34 25 0:27 / /mnt/cpuset-again rw - cgroup cgroup rw,cpuset,clone_children\n",
+      "5:net_cls,net_prio:/\n4:name=systemd:/init.scope\n3:cpuset:/x\n2:cpu,cpuacct:/a\n");
+  ASSERT_EQ(l.v1.size(), 3u) << "name=systemd is no controller; a second mount is not listed";
+  EXPECT_EQ(l.v1[0].at.mount, "/sys/fs/cgroup/cpu,cpuacct");
+  EXPECT_EQ(l.v1[0].at.self, "/a");
+  EXPECT_EQ(l.v1[0].controllers, (std::vector<std::string>{"cpu", "cpuacct"}));
+  EXPECT_EQ(l.v1[1].at.mount, "/sys/fs/cgroup/cpuset");
+  EXPECT_EQ(l.v1[1].at.self, "/x");
+  EXPECT_EQ(l.v1[1].controllers, (std::vector<std::string>{"cpuset"}));
+  EXPECT_EQ(l.v1[2].controllers, (std::vector<std::string>{"net_cls", "net_prio"}));
+  EXPECT_TRUE(cgroup::ParseLayout(kHybridMountinfo, kHybridCgroup).v1.size() == 5u);
+}
+
 TEST(CgroupLayout, GarbageIsIgnored) {
   cgroup::Layout l = cgroup::ParseLayout("x\n\n- - -\n1 2 3\n", "::\n:\nfoo\n");
   EXPECT_FALSE(l.v2 || l.v1_memory || l.v1_pids || l.v1_cpu || l.v1_freezer);
+  EXPECT_TRUE(l.v1.empty());
 }
 
 TEST(CgroupLimits, OptionalLimitsAreDroppedWhereTheirControllerIsMissing) {

@@ -1,0 +1,79 @@
+// The pure half of an OCI container's cgroups (oci/cgroups.h): linux.cgroupsPath as one
+// directory per hierarchy, and linux.resources as the ordered control-file writes of a v1,
+// hybrid or pure v2 layout, with runc's conversions (cpu.weight from shares, memory.swap.max
+// from memory+swap, io.weight from the blkio weight). Nothing here reads or writes the host:
+// cgroups.cc gathers the facts, makes the groups and carries the writes out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "brig/result.h"
+#include "cgroup/cgroup.h"
+#include "proto/oci.pb.h"
+
+namespace brig::oci {
+
+// linux.cgroupsPath checked and tidied ("." components and repeated or trailing slashes
+// dropped): absolute ("/a/b") or relative ("a/b"); empty is "/brig/ID". Refused: ".."
+// components, control characters, and a systemd "slice:prefix:name" (brig has no systemd
+// driver).
+Result<std::string> CleanCgroupsPath(const std::string& path, const std::string& id);
+// The group's directory in hierarchy `h` for a tidied path: an absolute one under the
+// hierarchy's mount, a relative one under the group brig runs in there (runc's cgroupfs
+// driver).
+std::string GroupDir(const cgroup::Hierarchy& h, const std::string& clean_path);
+
+// Where one controller's files are written.
+struct Route {
+  std::string dir;
+  bool v2 = false;
+  bool owned = true;  // brig made the directory; resources are written only to such
+};
+// By controller name, as the kernel names it in its version (v1 "blkio", v2 "io"); the
+// v2 group itself, for its core files (cgroup.*) and the device filter, is "cgroup".
+using Routes = std::map<std::string, Route>;
+
+// What the plan needs to know about the host beyond the routes.
+struct HostFacts {
+  // memory.memsw.limit_in_bytes (v1) or memory.swap.max (v2) exists: swap is accounted.
+  bool swap_accounting = false;
+  bool bfq = false;  // blkio.bfq.weight or io.bfq.weight exists (the BFQ scheduler)
+  // The v1 group's memory.limit_in_bytes now: which of limit and memory+swap goes first.
+  std::optional<uint64_t> v1_memory_limit;
+  // The quota half of the v2 group's cpu.max now, kept when only the period changes.
+  std::string v2_cpu_quota = "max";
+  // create: device rules are always applied (runc's defaults); update: only if given.
+  bool create = true;
+};
+
+// One write: `value` to `dir`/`file`, for the property named in errors.
+struct ControlWrite {
+  std::string property;  // "linux.resources.memory.limit"
+  std::string dir, file, value;
+  bool operator==(const ControlWrite&) const = default;
+};
+
+struct WritePlan {
+  std::vector<ControlWrite> writes;
+  // The device rules need the v2 group's eBPF filter (no v1 devices hierarchy).
+  bool v2_devices = false;
+};
+
+// `r` as writes, in the order they are made. A property this layout cannot honour (its
+// controller is missing or takes no such setting in that version, its group was joined
+// rather than made, or its value is invalid) is refused naming it.
+Result<WritePlan> PlanWrites(const Resources& r, const Routes& routes, const HostFacts& facts);
+
+// The v2 controllers `r` needs enabled for its group (a unified key's controller too).
+std::set<std::string> V2ControllersFor(const Resources& r);
+
+// runc's conversions, for the v2 files that the spec's v1-shaped values become.
+uint64_t CpuWeightFromShares(uint64_t shares);
+uint64_t IoWeightFromBlkioWeight(uint64_t weight);
+
+}  // namespace brig::oci
