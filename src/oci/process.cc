@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <cstring>
 
 #include "container/command.h"
@@ -29,20 +30,40 @@
 namespace brig::oci {
 namespace {
 
-// A policy with the names libseccomp does not know left out of the rules that allow them
-// (the syscall then meets the default action, which is at least as strict), as runc and
-// crun do for an engine's policy written for a newer kernel. Any other rule with such a
-// name stays, and CompileSeccomp refuses it: dropping it could allow what it denies.
-brig::v1::SeccompPolicy KnownNames(const brig::v1::SeccompPolicy& in) {
+// An engine's policy as runc and crun enforce it, written out so that CompileSeccomp (which
+// refuses what libseccomp would resolve silently) takes it:
+// - a syscall name libseccomp does not know is left out of the rules that allow it (the
+//   syscall then meets the default action, at least as strict), as runc and crun do for a
+//   policy written for a newer kernel; in any other rule it stays, and is refused;
+// - a syscall named by an unconditional rule takes that rule's action, the first such
+//   rule's, and every other rule naming it is dropped: what libseccomp itself makes of
+//   such a policy (seen with seccomp_export_pfc), and so what runc gives the engine. An
+//   engine's default policy relies on it (podman's allows setns unconditionally and again
+//   denies it without CAP_SYS_ADMIN; the allow is what runs).
+brig::v1::SeccompPolicy AsLibseccompResolves(const brig::v1::SeccompPolicy& in) {
+  auto allows = [](const brig::v1::SeccompRule& r) {
+    return r.action() == brig::v1::SCMP_ACT_ALLOW || r.action() == brig::v1::SCMP_ACT_LOG;
+  };
+  auto left_out = [&](const brig::v1::SeccompRule& r, const std::string& name) {
+    return allows(r) && !security::ResolveSyscallX86_64(name);
+  };
+  std::map<std::string, int> unconditional;  // name -> the first unconditional rule's index
+  for (int i = 0; i < in.syscalls_size(); ++i) {
+    if (in.syscalls(i).args_size() > 0) continue;
+    for (const std::string& name : in.syscalls(i).names()) {
+      if (!left_out(in.syscalls(i), name)) unconditional.emplace(name, i);
+    }
+  }
   brig::v1::SeccompPolicy out = in;
   out.clear_syscalls();
-  for (const auto& rule : in.syscalls()) {
-    bool allows = rule.action() == brig::v1::SCMP_ACT_ALLOW ||
-                  rule.action() == brig::v1::SCMP_ACT_LOG;
+  for (int i = 0; i < in.syscalls_size(); ++i) {
+    const brig::v1::SeccompRule& rule = in.syscalls(i);
     brig::v1::SeccompRule kept = rule;
     kept.clear_names();
     for (const std::string& name : rule.names()) {
-      if (!allows || security::ResolveSyscallX86_64(name)) kept.add_names(name);
+      if (left_out(rule, name)) continue;
+      if (auto u = unconditional.find(name); u != unconditional.end() && u->second != i) continue;
+      kept.add_names(name);
     }
     if (kept.names_size() > 0) *out.add_syscalls() = std::move(kept);
   }
@@ -97,7 +118,7 @@ Result<PreparedProcess> PrepareProcess(const Process& p,
   out.no_new_privileges = p.no_new_privileges();
   if (p.has_oom_score_adj()) out.oom_score_adj = p.oom_score_adj();
   if (seccomp) {
-    out.seccomp = BRIG_TRY_CTX(security::CompileSeccomp(KnownNames(*seccomp)), "linux.seccomp");
+    out.seccomp = BRIG_TRY_CTX(security::CompileSeccomp(AsLibseccompResolves(*seccomp)), "linux.seccomp");
   }
   return out;
 }

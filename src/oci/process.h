@@ -37,9 +37,8 @@ struct PreparedProcess {
 };
 
 // Everything that can be checked or computed before a process exists: capability masks,
-// rlimit numbers, and the seccomp program compiled (runc's and crun's lenience: a syscall
-// name libseccomp does not know is left out of rules that allow it, and refused in any
-// other rule).
+// rlimit numbers, and the seccomp program compiled as runc and crun enforce an engine's
+// policy (process.cc, AsLibseccompResolves).
 Result<PreparedProcess> PrepareProcess(const Process& p,
                                        const std::optional<brig::v1::SeccompPolicy>& seccomp);
 
