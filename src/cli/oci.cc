@@ -565,7 +565,7 @@ Result<int> Dispatch(const std::string& verb, OciRequest& r) {
     oci::Resources res = r.update;
     if (!r.resources_file.empty()) {
       std::string text = r.resources_file == "-"
-                             ? BRIG_TRY(util::ReadFd(0, 0))
+                             ? BRIG_TRY(util::ReadStream(0, "stdin"))
                              : BRIG_TRY(util::ReadUserFile(r.resources_file));
       google::protobuf::util::JsonParseOptions opts;
       opts.ignore_unknown_fields = true;

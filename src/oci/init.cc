@@ -116,7 +116,6 @@ Status SetUp(const InitArgs& a) {
 Status Finish(const InitArgs& a, const std::string& state) {
   BRIG_TRY(RunHooks(a.spec->hooks().create_container(), "hooks.createContainer", state));
   BRIG_TRY(EnterRootfs(a.fs.rootfs, a.no_pivot));
-  BRIG_TRY(FinishRootfs(*a.spec));
   log::Debug("root entered");
   const Spec& s = *a.spec;
   if (!s.hostname().empty() && sethostname(s.hostname().data(), s.hostname().size()) < 0) {
@@ -126,7 +125,9 @@ Status Finish(const InitArgs& a, const std::string& state) {
       setdomainname(s.domainname().data(), s.domainname().size()) < 0) {
     return SysError("setdomainname", s.domainname());
   }
+  // Before readonlyPaths makes /proc/sys read-only.
   BRIG_TRY(WriteSysctls(s));
+  BRIG_TRY(FinishRootfs(s));
   if (s.linux().has_personality()) {
     unsigned long p = BRIG_TRY(PersonalityValue(s.linux().personality()));
     if (personality(p) < 0) return SysError("personality", "linux.personality");

@@ -28,6 +28,21 @@ Result<std::string> ReadFd(int fd, off_t offset) {
   return out;
 }
 
+Result<std::string> ReadStream(int fd, const std::string& name, size_t max_bytes) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysError("read", name);
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      return BadInput("read", name, "more than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+}
+
 Result<std::string> ReadFile(const std::string& path) {
   sys::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return SysError("open", path);

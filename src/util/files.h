@@ -27,6 +27,8 @@ Result<std::string> ReadUserFile(const std::string& path, size_t max_bytes = kMa
                                  FinalLink link = FinalLink::kRefuse);
 // Reads `fd` from `offset` to its end.
 Result<std::string> ReadFd(int fd, off_t offset);
+// Reads a stream (a pipe, a terminal: stdin) to EOF, refusing more than `max_bytes`.
+Result<std::string> ReadStream(int fd, const std::string& name, size_t max_bytes = kMaxUserFile);
 // Makes `dir` and its missing parents, 0700 (brig's state under /run/brig).
 Status MakeDirs(const std::string& dir);
 
