@@ -3,6 +3,7 @@
 // contract.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -66,7 +67,11 @@ int main(int argc, char** argv) {
   bool oci = (brig::cli::IsOciVerb(args[0]) && (args[0] != "list" || !global.root.empty())) ||
              (args[0] == "run" && brig::cli::IsOciRun(verb_args));
   // Before brig opens anything: --preserve-fds hands over only what brig was given.
-  if (oci) brig::oci::RecordInheritedFds();
+  if (oci && std::any_of(verb_args.begin(), verb_args.end(), [](const std::string& a) {
+        return a.rfind("--preserve-fds", 0) == 0 || a.rfind("-preserve-fds", 0) == 0;
+      })) {
+    brig::oci::RecordInheritedFds();
+  }
   if (auto s = brig::log::Configure(global.debug, global.log_path, global.log_format); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
     return brig::kExitRefused;

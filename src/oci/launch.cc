@@ -192,6 +192,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
         if (stage != kStarted) break;
         if (ns.new_user) BRIG_TRY(WriteIdMaps(mk.clone_pid, spec));
         BRIG_TRY_CTX(mk.cgroups->Enter(mk.clone_pid), "cgroups");
+        log::Debug("id map written, init in its cgroups");
         BRIG_TRY(container::SendMessage(sync, Msg::kIdMapDone));
         stage = kMapped;
         continue;
@@ -229,6 +230,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
           BRIG_TRY_CTX(util::WriteFileAtomic(o.pid_file, std::to_string(init_pid)), "--pid-file");
         }
         BRIG_TRY(container::SendMessage(sync, Msg::kStart));
+        log::Debug("created: pid ", init_pid);
         return {};
       }
       default:
@@ -282,6 +284,7 @@ Result<pid_t> Create(const CreateOptions& o) {
   std::optional<brig::v1::SeccompPolicy> policy;
   if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();
   PreparedProcess proc = BRIG_TRY(PrepareProcess(spec.process(), policy));
+  log::Debug("config.json read, process prepared");
   if (spec.process().terminal() && o.console_socket.empty()) {
     return BadInput("process.terminal", "true", "needs --console-socket to hand the terminal to");
   }
@@ -300,6 +303,8 @@ Result<pid_t> Create(const CreateOptions& o) {
     return mk.dir->Write(rec);
   }));
 
+  log::Debug("record and cgroups made: ", rec.cgroups_size(), " made, ",
+             rec.joined_cgroups_size(), " joined");
   const int min_fd = 3 + o.preserve_fds;
   std::string fifo = mk.dir->Path(kExecFifo);
   if (mkfifo(fifo.c_str(), 0600) < 0) return SysError("mkfifo", fifo);
@@ -362,6 +367,7 @@ Result<pid_t> Create(const CreateOptions& o) {
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) ContainerInit(args);
   mk.clone_pid = pid;
+  log::Debug("container init cloned: pid ", pid);
   if (!args.fork_for_pid) mk.init_pidfd = sys::UniqueFd(pidfd);
   else close(pidfd);
   child_end.Reset();
