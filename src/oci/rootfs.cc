@@ -2,10 +2,12 @@
 // container's mount namespace before any seccomp filter; allocation is fine here.
 #include "oci/rootfs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -178,6 +180,101 @@ Status MountCgroups(int root_fd, const Mount& m, const MountOptions& o,
   return {};
 }
 
+// Copies the tree under the directory `src` into the directory `dst`: directories, regular
+// files and symlinks (never followed), with their modes and owners. Devices, sockets and
+// FIFOs are left out.
+Status CopyTree(int src, int dst, const std::string& path) {
+  int listed = fcntl(src, F_DUPFD_CLOEXEC, 3);
+  if (listed < 0) return SysError("fcntl", path);
+  DIR* d = fdopendir(listed);
+  if (!d) {
+    close(listed);
+    return SysError("opendir", path);
+  }
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  closedir(d);
+  for (const std::string& n : names) {
+    std::string sub = path + "/" + n;
+    struct stat st;
+    if (fstatat(src, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return SysError("stat", sub);
+    if (S_ISDIR(st.st_mode)) {
+      if (mkdirat(dst, n.c_str(), st.st_mode & 07777) < 0) return SysError("mkdir", sub);
+      sys::UniqueFd from(openat(src, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      sys::UniqueFd to(openat(dst, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!from.valid() || !to.valid()) return SysError("open", sub);
+      BRIG_TRY(CopyTree(from.get(), to.get(), sub));
+    } else if (S_ISREG(st.st_mode)) {
+      sys::UniqueFd from(openat(src, n.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      sys::UniqueFd to(openat(dst, n.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                              st.st_mode & 07777));
+      if (!from.valid() || !to.valid()) return SysError("open", sub);
+      for (;;) {
+        ssize_t k = sendfile(to.get(), from.get(), nullptr, 1 << 20);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return SysError("copy", sub);
+        if (k == 0) break;
+      }
+    } else if (S_ISLNK(st.st_mode)) {
+      std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
+      ssize_t k = readlinkat(src, n.c_str(), target.data(), target.size());
+      if (k < 0) return SysError("readlink", sub);
+      target.resize(static_cast<size_t>(k));
+      if (symlinkat(target.c_str(), dst, n.c_str()) < 0) return SysError("symlink", sub);
+    } else {
+      continue;
+    }
+    if (fchownat(dst, n.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+      return SysError("chown", sub);
+    }
+    if (!S_ISLNK(st.st_mode) && fchmodat(dst, n.c_str(), st.st_mode & 07777, 0) < 0) {
+      return SysError("chmod", sub);
+    }
+  }
+  return {};
+}
+
+// A tmpfs with runc's tmpcopyup: made detached (fsopen, fsmount), filled with what the
+// image holds at its destination, then moved there, so the image's files show through.
+Status MountTmpfsCopyUp(int root_fd, const Mount& m, const MountOptions& o) {
+  const std::string& dest = m.destination();
+  sys::UniqueFd target = BRIG_TRY(OpenInRoot(root_fd, dest, true, false));
+  sys::UniqueFd src = BRIG_TRY(sys::Openat2(root_fd, dest, O_RDONLY | O_DIRECTORY, kInRoot));
+  sys::UniqueFd fs = BRIG_TRY(sys::FsOpen("tmpfs"));
+  for (std::string_view opt : util::Split(o.data, ',')) {
+    if (opt.empty()) continue;
+    size_t eq = opt.find('=');
+    std::string key(opt.substr(0, eq));
+    if (eq == std::string_view::npos) {
+      if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_FLAG, key.c_str(), nullptr, 0) < 0) {
+        return SysError("fsconfig", dest + " " + key);
+      }
+      continue;
+    }
+    BRIG_TRY(sys::FsConfigString(fs.get(), key, std::string(opt.substr(eq + 1))));
+  }
+  BRIG_TRY(sys::FsConfigCreate(fs.get(), "tmpfs"));
+  uint64_t attrs = 0;
+  if (o.flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
+  if (o.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
+  if (o.flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+  if (o.flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
+  if (o.flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
+  if (o.flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
+  sys::UniqueFd mnt = BRIG_TRY(sys::FsMount(fs.get(), attrs, dest));
+  BRIG_TRY_CTX(CopyTree(src.get(), mnt.get(), dest), "tmpcopyup");
+  BRIG_TRY(sys::MoveMount(mnt.get(), "", target.get(), "",
+                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+  if (o.flags & MS_RDONLY) {
+    sys::UniqueFd top = BRIG_TRY(OpenInRoot(root_fd, dest, false, false));
+    BRIG_TRY(sys::MountSetattr(top.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0, dest));
+  }
+  return {};
+}
+
 Status MountOne(int root_fd, const Mount& m, const RootfsOptions& ro) {
   MountOptions o = ParseMountOptions({m.options().begin(), m.options().end()});
   const std::string& dest = m.destination();
@@ -185,6 +282,14 @@ Status MountOne(int root_fd, const Mount& m, const RootfsOptions& ro) {
     return BadInput("mounts", dest, "id-mapped mounts are not supported");
   }
   if (m.type() == "cgroup" || m.type() == "cgroup2") return MountCgroups(root_fd, m, o, ro);
+  if (o.tmpcopyup && m.type() == "tmpfs") {
+    BRIG_TRY(MountTmpfsCopyUp(root_fd, m, o));
+    if (o.propagation) {
+      sys::UniqueFd top = BRIG_TRY(OpenInRoot(root_fd, m.destination(), false, false));
+      BRIG_TRY(MountAt("", top.get(), nullptr, o.propagation, "", m.destination()));
+    }
+    return {};
+  }
   bool bind = o.bind || IsBind(m);
   std::string source = m.source();
   if (bind && !source.empty() && source[0] != '/') source = ro.bundle + "/" + source;
