@@ -395,6 +395,17 @@ std::string MainUsage() {
          "  gc        remove what sandboxes of a killed brig left behind, or one of them\n"
          "            (brig gc --help)\n\n"
          "run, check, list and gc need root; policy reads files only and needs none.\n\n"
+         "OCI runtime commands (runc's, on a bundle, for containerd, podman and Docker;\n"
+         "brig COMMAND --help, brig-oci(1); all but spec and features need root):\n"
+         "  create, start, state, kill, delete\n"
+         "            make a container from its bundle, start it, show it, signal it, remove it\n"
+         "  run --bundle DIR\n"
+         "            create and start a container, and wait for it\n"
+         "  exec, ps, pause, resume, update, events\n"
+         "            a new process in a container; its processes, freezer, limits and usage\n"
+         "  spec, features\n"
+         "            write a config.json brig runs as it is; print what brig supports\n"
+         "  list      with the global --root: the containers under it\n\n"
          "Options:\n"
          "  --help    show this help\n"
          "  --version show the version\n\n"
@@ -402,7 +413,7 @@ std::string MainUsage() {
          GlobalUsage() +
          "\n"
          "See brig(1), brig-run(1), brig-check(1), brig-list(1), brig-gc(1), brig-policy(1),\n"
-         "brig-profile(5) and brig-seccomp(5).\n";
+         "brig-profile(5), brig-seccomp(5), brig-oci(1) and brig-engines(7).\n";
 }
 
 }  // namespace brig::cli

@@ -1,6 +1,7 @@
 // Docs move with the code (issue 16): every option a verb's --help shows is described in
-// the OPTIONS of its man page and the reverse, every command `brig --help` lists is in
-// brig(1), and the shipped profiles brig-profile(5) describes are the ones in policies/.
+// the OPTIONS of its man page and the reverse (for the OCI verbs, under the verb's own
+// subsection of brig-oci(1)'s OPTIONS), every command `brig --help` lists is in brig(1),
+// and the shipped profiles brig-profile(5) describes are the ones in policies/.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "cli/global.h"
 #include "testlib/testlib.h"
 
 namespace brig::cli {
@@ -33,14 +35,23 @@ std::string Captured(const std::function<int()>& verb) {
 struct Verb {
   std::string name;  // as on the command line; "" is brig itself
   std::function<std::string()> help;
-  std::string man;  // under man/
+  std::string man;   // under man/
+  bool oci = false;  // an OCI verb: its options are under its name in brig-oci(1)'s OPTIONS
 };
+
+// The OCI verbs, as `brig --help` lists them ("run" and "list" are also sandbox verbs).
+const char* const kOciVerbs[] = {"create", "start",  "state", "kill",     "delete",
+                                 "run",    "exec",   "ps",    "pause",    "resume",
+                                 "update", "events", "spec",  "features", "list"};
+
+constexpr char kOciPage[] = "brig-oci.1";
+constexpr char kOciCommands[] = "OCI runtime commands";  // brig(1)'s COMMANDS subsection
 
 std::vector<Verb> Verbs() {
   auto main_of = [](int (*fn)(const std::vector<std::string>&)) {
     return [fn] { return Captured([fn] { return fn({"--help"}); }); };
   };
-  return {
+  std::vector<Verb> verbs = {
       {"", [] { return MainUsage(); }, "brig.1"},
       {"run", [] { return RunUsage(); }, "brig-run.1"},
       {"policy", main_of(PolicyMain), "brig-policy.1"},
@@ -48,6 +59,12 @@ std::vector<Verb> Verbs() {
       {"gc", main_of(GcMain), "brig-gc.1"},
       {"list", main_of(ListMain), "brig-list.1"},
   };
+  for (std::string verb : kOciVerbs) {
+    verbs.push_back({verb,
+                     [verb] { return Captured([verb] { return OciMain(verb, "", {"--help"}); }); },
+                     kOciPage, true});
+  }
+  return verbs;
 }
 
 // The options of a usage text: the first word of each row that starts with "  --".
@@ -70,36 +87,72 @@ std::vector<std::string> ManLines(const std::string& page) {
   return lines;
 }
 
-// The lines of one .SH section of a page (its .SS subsections included), each with the
-// line before it.
-std::vector<std::pair<std::string, std::string>> SectionLines(const std::string& page,
-                                                              const std::string& section) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::string in_section, prev;
+// One line of a page, with the .SH section and .SS subsection it is in ("" before the
+// first .SS of its section) and the line before it.
+struct ManLine {
+  std::string section, subsection, prev, text;
+};
+
+// The lines of one .SH section of a page (its .SS subsections included).
+std::vector<ManLine> SectionLines(const std::string& page, const std::string& section) {
+  std::vector<ManLine> out;
+  std::string in_section, in_subsection, prev;
   for (const auto& line : ManLines(page)) {
-    if (line.rfind(".SH ", 0) == 0) in_section = line.substr(4);
-    if (in_section == section) out.emplace_back(prev, line);
+    if (line.rfind(".SH ", 0) == 0) {
+      in_section = line.substr(4);
+      in_subsection.clear();
+    }
+    if (line.rfind(".SS ", 0) == 0) in_subsection = line.substr(4);
+    if (in_section == section) out.push_back({in_section, in_subsection, prev, line});
     prev = line;
   }
   return out;
 }
 
+// Which lines of a section count: all, or those of the subsections it accepts.
+using SubsectionFilter = std::function<bool(const std::string& subsection)>;
+
 // What `pattern` captures in the lines of a section (only in the tags of its .TP entries
-// if `tags`), with roff's "\-" read as "-".
+// if `tags`; only in the subsections `in` accepts, if given), with roff's "\-" read as "-".
 Names ManNames(const std::string& page, const std::string& section, const std::regex& pattern,
-               bool tags = true) {
+               bool tags = true, const SubsectionFilter& in = nullptr) {
   Names out;
-  for (const auto& [prev, line] : SectionLines(page, section)) {
+  for (const auto& l : SectionLines(page, section)) {
     std::smatch m;
-    if ((!tags || prev == ".TP") && std::regex_search(line, m, pattern)) {
+    if ((!in || in(l.subsection)) && (!tags || l.prev == ".TP") &&
+        std::regex_search(l.text, m, pattern)) {
       out.insert(std::regex_replace(m[1].str(), std::regex(R"(\\-)"), "-"));
     }
   }
   return out;
 }
 
-Names ManOptions(const std::string& page) {
-  return ManNames(page, "OPTIONS", std::regex(R"re(^\.B[IR]? ((\\-)+[a-z0-9\\-]+))re"));
+const std::regex& OptionTag() {
+  static const std::regex tag(R"re(^\.B[IR]? ((\\-)+[a-z0-9\\-]+))re");
+  return tag;
+}
+
+// The verbs a subsection of brig-oci(1)'s OPTIONS is headed by: "create", or
+// "start, state, pause, resume and features".
+Names HeadingVerbs(const std::string& heading) {
+  Names out;
+  std::string words = std::regex_replace(heading, std::regex(" and "), ", ");
+  for (size_t at = 0; at <= words.size();) {
+    size_t comma = words.find(", ", at);
+    if (comma == std::string::npos) comma = words.size();
+    out.insert(words.substr(at, comma - at));
+    at = comma + 2;
+  }
+  return out;
+}
+
+// The options a verb's man page describes in its OPTIONS: the whole section, or for an OCI
+// verb the subsections of brig-oci(1)'s that its heading names.
+Names ManOptions(const Verb& verb) {
+  if (!verb.oci) return ManNames(verb.man, "OPTIONS", OptionTag());
+  return ManNames(verb.man, "OPTIONS", OptionTag(), true, [&](const std::string& subsection) {
+    return HeadingVerbs(subsection).count(verb.name) > 0;
+  });
 }
 
 std::string Show(const Names& names) {
@@ -110,8 +163,9 @@ std::string Show(const Names& names) {
 
 TEST(Docs, EveryOptionInHelpIsInTheManPageAndTheReverse) {
   for (const auto& verb : Verbs()) {
-    SCOPED_TRACE("brig " + verb.name + " --help against man/" + verb.man);
-    Names help = HelpOptions(verb.help()), man = ManOptions(verb.man);
+    SCOPED_TRACE("brig " + verb.name + " --help against man/" + verb.man +
+                 (verb.oci ? " (OPTIONS, subsection " + verb.name + ")" : ""));
+    Names help = HelpOptions(verb.help()), man = ManOptions(verb);
     ASSERT_FALSE(help.empty());
     Names only_help, only_man;
     for (const auto& o : help) {
@@ -127,25 +181,69 @@ TEST(Docs, EveryOptionInHelpIsInTheManPageAndTheReverse) {
   }
 }
 
-TEST(Docs, EveryCommandHasItsPageAndIsInBrig1) {
-  Names listed;
-  std::istringstream in(MainUsage());
-  bool commands = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line == "Commands:") commands = true;
-    if (line.empty()) commands = false;
-    std::smatch m;
-    if (commands && std::regex_search(line, m, std::regex(R"re(^  ([a-z]+) )re"))) {
-      listed.insert(m[1]);
+// Every option brig-oci(1)'s OPTIONS describes is under a subsection headed by OCI verbs,
+// so that none escapes the check above.
+TEST(Docs, EveryOptionOfBrigOci1IsUnderItsVerbs) {
+  Names oci(std::begin(kOciVerbs), std::end(kOciVerbs)), headings, headed;
+  for (const auto& l : SectionLines(kOciPage, "OPTIONS")) {
+    if (!l.subsection.empty()) {
+      headings.insert(l.subsection);
+    } else {
+      EXPECT_FALSE(l.prev == ".TP" && std::regex_search(l.text, OptionTag()))
+          << "an option before the first verb's subsection: " << l.text;
     }
   }
-  Names documented = ManNames("brig.1", "COMMANDS", std::regex(R"re(^\.B ([a-z]+)$)re"));
+  for (const auto& heading : headings) {
+    for (const auto& verb : HeadingVerbs(heading)) {
+      EXPECT_TRUE(oci.count(verb)) << "'" << verb << "' in '.SS " << heading
+                                   << "' is not an OCI verb";
+      headed.insert(verb);
+    }
+  }
+  EXPECT_EQ(Show(oci), Show(headed)) << "an OCI verb without a subsection";
+}
+
+// brig-oci(1) describes the global options the OCI verbs take, as `brig --help` lists them.
+TEST(Docs, TheGlobalOptionsAreInBrigOci1) {
+  EXPECT_EQ(Show(HelpOptions(GlobalUsage())),
+            Show(ManNames(kOciPage, "GLOBAL OPTIONS", OptionTag())));
+}
+
+TEST(Docs, EveryCommandHasItsPageAndIsInBrig1) {
+  // `brig --help`'s commands: the sandbox's, a row each, then the OCI verbs, several to a
+  // row ("  create, start, state, kill, delete", "  run --bundle DIR").
+  Names listed, listed_oci;
+  std::istringstream in(MainUsage());
+  enum { kNone, kSandbox, kOci } block = kNone;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "Commands:") block = kSandbox;
+    if (line.rfind(kOciCommands, 0) == 0) block = kOci;
+    if (line.empty()) block = kNone;
+    std::smatch m;
+    if (block == kSandbox && std::regex_search(line, m, std::regex(R"re(^  ([a-z]+) )re"))) {
+      listed.insert(m[1]);
+    }
+    if (block == kOci && std::regex_search(line, m, std::regex(R"re(^  ([a-z]+(, [a-z]+)*))re"))) {
+      Names row = HeadingVerbs(m[1]);
+      listed_oci.insert(row.begin(), row.end());
+    }
+  }
+  const std::regex tag(R"re(^\.B ([a-z]+)$)re");
+  Names documented = ManNames("brig.1", "COMMANDS", tag, true,
+                              [](const std::string& subsection) { return subsection.empty(); });
+  Names documented_oci = ManNames("brig.1", "COMMANDS", tag, true,
+                                  [](const std::string& subsection) {
+                                    return subsection == kOciCommands;
+                                  });
   EXPECT_EQ(Show(listed), Show(documented));
-  Names with_verb;
+  EXPECT_EQ(Show(listed_oci), Show(documented_oci));
+  Names with_verb, with_oci_verb;
   for (const auto& verb : Verbs()) {
-    if (!verb.name.empty()) with_verb.insert(verb.name);
+    if (!verb.name.empty()) (verb.oci ? with_oci_verb : with_verb).insert(verb.name);
   }
   EXPECT_EQ(Show(listed), Show(with_verb)) << "a command this test does not check";
+  EXPECT_EQ(Show(listed_oci), Show(with_oci_verb)) << "an OCI verb this test does not check";
+  for (const auto& verb : listed_oci) EXPECT_TRUE(IsOciVerb(verb)) << verb;
 }
 
 TEST(Docs, EveryPageIsInstalledAndNamedByBrigAndItsHelp) {
