@@ -581,9 +581,9 @@ Result<int> Dispatch(const std::string& verb, OciRequest& r) {
     BRIG_TRY(oci::Update(r.root, id, res));
   }
   if (verb == "events") {
-    for (;;) {
+    for (bool first = true;; first = false) {
       auto stats = oci::Stats(r.root, id);
-      if (!stats && !r.stats) return 0;  // the container has stopped: the stream ends
+      if (!stats && !first) return 0;  // the container has stopped: the stream ends
       printf("%s\n", BRIG_TRY(std::move(stats)).c_str());
       fflush(stdout);
       if (r.stats) return 0;

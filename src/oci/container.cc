@@ -121,7 +121,7 @@ Status Delete(const std::string& root, const std::string& id, bool force) {
 
 Status Pause(const std::string& root, const std::string& id) {
   Opened c = BRIG_TRY(OpenContainer(root, id));
-  if (c.status != ContainerStatus::kRunning && c.status != ContainerStatus::kCreated) {
+  if (c.status != ContainerStatus::kRunning) {
     return NotIn(id, c.status, "cannot be paused: it is not running");
   }
   return c.cgroups->Freeze(true);

@@ -117,8 +117,14 @@ Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
   } else {
     if (o.args.empty()) return BadInput("brig exec", o.id, "no command given");
     p.set_cwd(o.cwd.empty() ? base.cwd() : o.cwd);
-    *p.mutable_env() = base.env();
-    for (const std::string& e : o.env) p.add_env(e);
+    // --env replaces a variable config.json sets, as runc's last value wins.
+    std::vector<std::string> env(base.env().begin(), base.env().end());
+    for (const std::string& e : o.env) {
+      std::string key = e.substr(0, e.find('=') + 1);
+      std::erase_if(env, [&](const std::string& old) { return old.rfind(key, 0) == 0; });
+      env.push_back(e);
+    }
+    for (const std::string& e : env) p.add_env(e);
     *p.mutable_user() = base.user();
     if (!o.user.empty()) {
       p.mutable_user()->clear_additional_gids();
