@@ -65,9 +65,7 @@ Status Start(const std::string& root, const std::string& id) {
   c.rec.set_started(true);
   BRIG_TRY(c.dir.Write(c.rec));
   std::string state = StateJson(c.rec, ContainerStatus::kRunning);
-  if (auto s = RunHooks(c.rec.config().hooks().poststart(), "hooks.poststart", state); !s) {
-    log::Warn(s.error().Render() + ", ignoring");
-  }
+  RunHooksWarning(c.rec.config().hooks().poststart(), "hooks.poststart", state);
   return {};
 }
 
@@ -98,7 +96,9 @@ Status Kill(const std::string& root, const std::string& id, int sig, bool all) {
 Status Delete(const std::string& root, const std::string& id, bool force) {
   auto opened = OpenContainer(root, id);
   if (!opened) {
-    if (force && opened.error().detail.find("does not exist") != std::string::npos) return {};
+    // runc's: a forced delete of a container that is not there is done (containerd's shim
+    // cleans up so).
+    if (force && opened.error().Render().find("does not exist") != std::string::npos) return {};
     return std::move(opened).error();
   }
   Opened& c = *opened;
@@ -113,9 +113,7 @@ Status Delete(const std::string& root, const std::string& id, bool force) {
   }
   BRIG_TRY_CTX(c.cgroups->Destroy(), "cgroups");
   std::string state = StateJson(c.rec, ContainerStatus::kStopped);
-  if (auto s = RunHooks(c.rec.config().hooks().poststop(), "hooks.poststop", state); !s) {
-    log::Warn(s.error().Render() + ", ignoring");
-  }
+  RunHooksWarning(c.rec.config().hooks().poststop(), "hooks.poststop", state);
   return c.dir.Remove();
 }
 

@@ -62,13 +62,15 @@ Status ParseUser(const std::string& user, Process& p) {
   if (terminal) {
     if (auto s = SetupConsole(console_fd, size, false); !s) Die(sync_fd, s.error());
   }
-  if (auto s = ApplyCredentials(p); !s) Die(sync_fd, std::move(s).error().Wrap("exec"));
-  auto path = ResolveExecutable(p);
-  if (!path) Die(sync_fd, std::move(path).error());
+  // Before the credentials, whose seccomp filter (without no_new_privileges) may refuse
+  // close_range.
   for (int i = 0; i < preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   if (auto s = sys::CloseRangeCloexec(static_cast<unsigned>(3 + preserve_fds)); !s) {
     Die(sync_fd, s.error());
   }
+  if (auto s = ApplyCredentials(p); !s) Die(sync_fd, std::move(s).error().Wrap("exec"));
+  auto path = ResolveExecutable(p);
+  if (!path) Die(sync_fd, std::move(path).error());
   if (auto s = ApplyLastSteps(p); !s) Die(sync_fd, s.error());
   Die(sync_fd, Exec(*path, p));
 }

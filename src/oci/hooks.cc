@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "container/command.h"
+#include "log/log.h"
 #include "sys/fd.h"
 
 namespace brig::oci {
@@ -70,6 +71,16 @@ Status RunHooks(const google::protobuf::RepeatedPtrField<Hook>& hooks, std::stri
     BRIG_TRY(RunHook(hooks[i], std::string(stage) + "[" + std::to_string(i) + "]", state_json));
   }
   return {};
+}
+
+void RunHooksWarning(const google::protobuf::RepeatedPtrField<Hook>& hooks,
+                     std::string_view stage, const std::string& state_json) {
+  for (int i = 0; i < hooks.size(); ++i) {
+    std::string subject = std::string(stage) + "[" + std::to_string(i) + "]";
+    if (auto s = RunHook(hooks[i], subject, state_json); !s) {
+      log::Warn(s.error().Render(), ", ignoring");
+    }
+  }
 }
 
 }  // namespace brig::oci

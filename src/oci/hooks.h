@@ -17,5 +17,9 @@ namespace brig::oci {
 // naming the stage, its index and its path; the hooks after it do not run.
 Status RunHooks(const google::protobuf::RepeatedPtrField<Hook>& hooks, std::string_view stage,
                 const std::string& state_json);
+// poststart and poststop: every hook runs, and each failure is a warning in the log (the
+// spec: the remaining hooks and the lifecycle go on).
+void RunHooksWarning(const google::protobuf::RepeatedPtrField<Hook>& hooks,
+                     std::string_view stage, const std::string& state_json);
 
 }  // namespace brig::oci

@@ -96,6 +96,12 @@ Status SetUp(const InitArgs& a) {
   if (!a.joins.empty() || a.unshare_flags) BRIG_TRY(JoinAndUnshare(a));
   BRIG_TRY(container::SendMessage(a.sync_fd, Msg::kNeedIdMap));
   BRIG_TRY_CTX(Expect(a.sync_fd, Msg::kIdMapDone), "wait for id map");
+  if (a.fs.userns) {
+    // Root of its user namespace now that the map exists, so that what init makes (the
+    // mount points, /dev's nodes) belongs to the container's root, not to an unmapped id.
+    if (setresgid(0, 0, 0) < 0) return SysError("setresgid", "0 in the user namespace");
+    if (setresuid(0, 0, 0) < 0) return SysError("setresuid", "0 in the user namespace");
+  }
   if (a.fork_for_pid) BRIG_TRY(ForkPidOne(a));
   if (a.new_cgroupns && unshare(CLONE_NEWCGROUP) < 0) {
     return SysError("unshare", "cgroup namespace");
@@ -109,6 +115,21 @@ Status SetUp(const InitArgs& a) {
   BRIG_TRY(PrepareRootfs(*a.spec, a.fs));
   log::Debug("mounts made");
   return {};
+}
+
+// Closes every fd from `first` up but `keep1` and `keep2` (both at or above `first`).
+Status CloseAllBut(int first, int keep1, int keep2) {
+  int lo = std::min(keep1, keep2), hi = std::max(keep1, keep2);
+  auto close_range = [](int from, int to) -> Status {
+    if (from <= to && syscall(SYS_close_range, static_cast<unsigned>(from),
+                              static_cast<unsigned>(to), 0) < 0) {
+      return SysError("close_range");
+    }
+    return {};
+  };
+  BRIG_TRY(close_range(first, lo - 1));
+  BRIG_TRY(close_range(lo + 1, hi - 1));
+  return close_range(hi + 1, INT_MAX);
 }
 
 // After the parent's hooks: the container's hooks, its root, its name, sysctls, terminal
@@ -136,6 +157,13 @@ Status Finish(const InitArgs& a, const std::string& state) {
     BRIG_TRY_CTX(SetupConsole(a.console_fd, s.process().console_size(), true),
                  "process.terminal");
   }
+  // Every descriptor brig had goes now, not at execve: the container's lock (an flock on
+  // its directory, which a copy held here would keep while init waits for `start`), the
+  // record, the cgroups' and the console socket (runc CVE-2024-21626). Before the
+  // credentials, whose seccomp filter (without no_new_privileges) may refuse close_range.
+  // What --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC.
+  BRIG_TRY(CloseAllBut(3 + a.preserve_fds, a.sync_fd, a.fifo_fd));
+  for (int i = 0; i < a.preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   BRIG_TRY_CTX(ApplyCredentials(*a.process), "process");
   return {};
 }
@@ -153,21 +181,6 @@ bool WaitForStart(int fifo_fd) {
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     return n == 1;
   }
-}
-
-// Closes every fd from `first` up but `keep1` and `keep2` (both at or above `first`).
-Status CloseAllBut(int first, int keep1, int keep2) {
-  int lo = std::min(keep1, keep2), hi = std::max(keep1, keep2);
-  auto close_range = [](int from, int to) -> Status {
-    if (from <= to && syscall(SYS_close_range, static_cast<unsigned>(from),
-                              static_cast<unsigned>(to), 0) < 0) {
-      return SysError("close_range");
-    }
-    return {};
-  };
-  BRIG_TRY(close_range(first, lo - 1));
-  BRIG_TRY(close_range(lo + 1, hi - 1));
-  return close_range(hi + 1, INT_MAX);
 }
 
 [[noreturn]] void Fatal(const Error& e) {
@@ -197,14 +210,6 @@ void ContainerInit(const InitArgs& a) {
   if (auto s = Finish(a, go.payload); !s) Die(fd, std::move(s).error().Wrap("container init"));
   auto path = ResolveExecutable(*a.process);
   if (!path) Die(fd, std::move(path).error());
-  // Every descriptor brig had goes now, not at execve: the container's lock (an flock on
-  // its directory, which a copy held here would keep while init waits for `start`), the
-  // record, the cgroups' and the console socket (runc CVE-2024-21626). What
-  // --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC.
-  if (auto s = CloseAllBut(3 + a.preserve_fds, fd, a.fifo_fd); !s) {
-    Die(fd, std::move(s).error().Wrap("container init"));
-  }
-  for (int i = 0; i < a.preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   g_log_fd = -1;
   log::ForwardTo(nullptr);
   if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);

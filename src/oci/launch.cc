@@ -164,10 +164,6 @@ struct Making {
   }
 };
 
-std::string StateFor(const Container& rec, ContainerStatus status) {
-  return StateJson(rec, status);
-}
-
 // Drives init through the order drawn above, until it waits for `start`.
 Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
                  int sync, const CreateOptions& o) {
@@ -209,7 +205,9 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
       case Msg::kReady: {
         if (stage != kMapped || init_pid == 0) break;
         rec.set_pid(init_pid);
-        std::string state = StateFor(rec, ContainerStatus::kCreating);
+        // The state the spec gives these hooks: "created" is "after step 2 in the
+        // lifecycle" (runtime.md), which the container's environment now is.
+        std::string state = StateJson(rec, ContainerStatus::kCreated);
         BRIG_TRY(RunHooks(spec.hooks().prestart(), "hooks.prestart", state));
         BRIG_TRY(RunHooks(spec.hooks().create_runtime(), "hooks.createRuntime", state));
         bool inside = spec.hooks().create_container_size() + spec.hooks().start_container_size();
@@ -281,6 +279,7 @@ Result<pid_t> Create(const CreateOptions& o) {
     return BadInput("root.path", root_path, "not a directory");
   }
   Namespaces ns = BRIG_TRY(PlanNamespaces(spec));
+  BRIG_TRY(CheckSelinuxLabel("linux.mountLabel", spec.linux().mount_label()));
   std::optional<brig::v1::SeccompPolicy> policy;
   if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();
   PreparedProcess proc = BRIG_TRY(PrepareProcess(spec.process(), policy));

@@ -99,8 +99,15 @@ Status SetCapabilities(const CapSets& c) {
 
 }  // namespace
 
+Status CheckSelinuxLabel(std::string_view property, const std::string& label) {
+  if (label.empty() || access("/sys/fs/selinux/enforce", F_OK) < 0) return {};
+  return BadInput(std::string(property), label,
+                  "not supported: brig applies no SELinux label, and this host has SELinux");
+}
+
 Result<PreparedProcess> PrepareProcess(const Process& p,
                                        const std::optional<brig::v1::SeccompPolicy>& seccomp) {
+  BRIG_TRY(CheckSelinuxLabel("process.selinuxLabel", p.selinux_label()));
   PreparedProcess out;
   out.args.assign(p.args().begin(), p.args().end());
   out.env.assign(p.env().begin(), p.env().end());

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brig/result.h"
@@ -17,6 +18,11 @@
 #include "security/seccomp.h"
 
 namespace brig::oci {
+
+// SELinux labels (process.selinuxLabel, linux.mountLabel): brig applies none. On a host
+// without SELinux there is nothing to apply them to and they are ignored, as runc and crun
+// do; on a host with it they are refused, since the label would not hold.
+Status CheckSelinuxLabel(std::string_view property, const std::string& label);
 
 struct PreparedProcess {
   std::vector<std::string> args, env;

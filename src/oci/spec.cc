@@ -111,10 +111,6 @@ Status CheckProcess(const Process& p, std::string_view at) {
     return Bad(Field(at, "apparmorProfile"), "not supported: brig applies no AppArmor profile (" +
                                                  Quote(p.apparmor_profile()) + ")");
   }
-  if (!p.selinux_label().empty()) {
-    return Bad(Field(at, "selinuxLabel"),
-               "not supported: brig applies no SELinux label (" + Quote(p.selinux_label()) + ")");
-  }
   if (p.has_oom_score_adj() && (p.oom_score_adj() < -1000 || p.oom_score_adj() > 1000)) {
     return Bad(Field(at, "oomScoreAdj"),
                std::to_string(p.oom_score_adj()) + " is not in -1000..1000");
@@ -370,10 +366,6 @@ Status CheckLinux(const Spec& spec, std::string_view json) {
   if (lnx.has_personality()) BRIG_TRY(PersonalityValue(lnx.personality()));
   if (lnx.has_seccomp()) BRIG_TRY(CheckSeccomp(lnx.seccomp(), json));
   if (lnx.has_intel_rdt()) return Bad("linux.intelRdt", "not supported: brig has no Intel RDT");
-  if (!lnx.mount_label().empty()) {
-    return Bad("linux.mountLabel",
-               "not supported: brig applies no SELinux label (" + Quote(lnx.mount_label()) + ")");
-  }
   for (const auto& [key, value] : lnx.sysctl()) {
     if (key.empty()) return Bad("linux.sysctl", "a key is empty");
   }

@@ -105,9 +105,6 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{Config(R"({"args": ["sh"], "cwd": "/", "apparmorProfile": "docker-default"})"),
                 "config.json: process.apparmorProfile: not supported: brig applies no AppArmor "
                 "profile ('docker-default')"},
-        Refusal{Config(R"({"args": ["sh"], "cwd": "/", "selinuxLabel": "system_u:r:c"})"),
-                "config.json: process.selinuxLabel: not supported: brig applies no SELinux "
-                "label ('system_u:r:c')"},
         Refusal{Config(R"({"args": ["sh"], "cwd": "/", "oomScoreAdj": 1001})"),
                 "config.json: process.oomScoreAdj: 1001 is not in -1000..1000"},
         Refusal{Config(R"({"args": ["sh"], "cwd": "/", "ioPriority": {"class": "RT"}})"),
@@ -194,9 +191,6 @@ INSTANTIATE_TEST_SUITE_P(
                 "config.json: linux.intelRdt: not supported: brig has no Intel RDT"},
         Refusal{Config(kProcess, R"({"intelRdt": {}})"),
                 "config.json: linux.intelRdt: not supported: brig has no Intel RDT"},
-        Refusal{Config(kProcess, R"({"mountLabel": "system_u:object_r:c"})"),
-                "config.json: linux.mountLabel: not supported: brig applies no SELinux label "
-                "('system_u:object_r:c')"},
         Refusal{Config(kProcess, R"({"sysctl": {"net.ipv4.ip_forward": "1", "": "1"}})"),
                 "config.json: linux.sysctl: a key is empty"}));
 
