@@ -1,0 +1,525 @@
+// The OCI runtime verbs as a client (containerd's shim, podman) sees them: exit codes,
+// output, state JSON, and what is left on the host. The runtime under test is
+// BRIG_OCI_RUNTIME if set (runc takes the same command line), else brig; what only brig
+// promises (exit 125/126/127, its wording) is checked when IsBrig() (oci_fixture.h).
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <fstream>
+
+#include "host/oci_fixture.h"
+
+namespace brig::testing::oci {
+namespace {
+
+// ---- lifecycle -----------------------------------------------------------------------
+
+TEST_F(Oci, CreateStartKillDelete) {
+  const std::string b = Bundle(Cfg("life"), "life");
+  const std::string pid_file = scratch_.path() + "/life.pid";
+  RunOutput cr = Run({"create", "--bundle", b, "--pid-file", pid_file, "life"});
+  ASSERT_EQ(cr.exit_code, 0) << cr.err;
+  pid_t pid = static_cast<pid_t>(atoi(ReadFileOrEmpty(pid_file).c_str()));
+  ASSERT_GT(pid, 0) << "no pid in --pid-file";
+
+  State s = StateOf("life");
+  ASSERT_TRUE(s.ok) << s.raw;
+  EXPECT_EQ(s.status, "created");
+  EXPECT_EQ(s.id, "life");
+  EXPECT_EQ(s.bundle, b);
+  EXPECT_EQ(s.pid, pid) << "state and --pid-file name different processes";
+  EXPECT_TRUE(Alive(pid));
+  EXPECT_EQ(StatOf(pid).second, getpid()) << "the created process is not the caller's child";
+  EXPECT_NE(Comm(pid), "sleep") << "the command ran before start";
+
+  RunOutput st = Run({"start", "life"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_TRUE(Eventually([&] { return Comm(pid) == "sleep"; })) << Comm(pid);
+  EXPECT_EQ(StateOf("life").status, "running");
+  EXPECT_NE(Run({"start", "life"}).exit_code, 0) << "a running container started again";
+
+  RunOutput k = Run({"kill", "life", "KILL"});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_TRUE(AwaitGone(pid));
+  EXPECT_EQ(StateOf("life").status, "stopped");
+
+  RunOutput d = Run({"delete", "life"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  State gone = StateOf("life");
+  EXPECT_FALSE(gone.ok) << "state of a deleted container: " << gone.raw;
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
+  EXPECT_EQ(GroupsOf("life"), std::vector<std::string>{});
+}
+
+TEST_F(Oci, RunReturnsTheExitStatus) {
+  struct Case {
+    const char* id;
+    std::vector<std::string> args;
+    int want;
+    bool pid_ns;
+  };
+  // Without a pid namespace: sh is not the namespace's init, which SIGKILL from inside
+  // would not reach.
+  const Case cases[] = {
+      {"exit0", {"true"}, 0, true},
+      {"exit3", {"sh", "-c", "echo to-out; echo to-err >&2; exit 3"}, 3, true},
+      {"killed", {"sh", "-c", "kill -9 $$"}, 128 + SIGKILL, false},
+  };
+  for (const Case& c : cases) {
+    Config cfg = Cfg(c.id);
+    cfg.args = c.args;
+    if (!c.pid_ns) cfg.namespaces.erase(cfg.namespaces.begin());
+    std::string b = Bundle(cfg, c.id);
+    RunOutput r = Run({"run", "--bundle", b, c.id});
+    EXPECT_EQ(r.exit_code, c.want) << c.id << ": " << r.err;
+    if (std::string(c.id) == "exit3") {
+      EXPECT_EQ(r.out, "to-out\n");
+      EXPECT_NE(r.err.find("to-err"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << c.id << ": run left its container";
+    EXPECT_EQ(GroupsOf(c.id), std::vector<std::string>{}) << c.id;
+  }
+}
+
+// ---- the process ---------------------------------------------------------------------
+
+uint64_t CapMask(const std::vector<std::string>& names) {
+  static const std::map<std::string, int> bits = {
+      {"CAP_CHOWN", 0},  {"CAP_DAC_OVERRIDE", 1},      {"CAP_KILL", 5},        {"CAP_SETGID", 6},
+      {"CAP_SETUID", 7}, {"CAP_NET_BIND_SERVICE", 10}, {"CAP_AUDIT_WRITE", 29}};
+  uint64_t m = 0;
+  for (const std::string& n : names) m |= 1ull << bits.at(n);
+  return m;
+}
+
+std::string CapHex(uint64_t m) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(m));
+  return buf;
+}
+
+TEST_F(Oci, TheProcessIsAsConfigured) {
+  Config c = Cfg("proc");
+  c.uid = 1000;
+  c.gid = 1000;
+  c.additional_gids = {2000, 3000};
+  // A process that is not root keeps across execve only its ambient capabilities, which
+  // must be inheritable and permitted too.
+  c.bounding = {"CAP_CHOWN", "CAP_KILL", "CAP_SETUID", "CAP_NET_BIND_SERVICE"};
+  c.effective = c.permitted = c.inheritable = c.ambient = {"CAP_KILL", "CAP_NET_BIND_SERVICE"};
+  c.rlimits = {{"RLIMIT_NOFILE", 654, 321}};
+  c.hostname = "oci-host-test";
+  c.env.push_back("FOO=bar  baz");
+  c.cwd = "/home/user";
+  c.args = {"sh", "-c",
+            "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' "
+            "/proc/$$/status; echo nofile=$(ulimit -n)/$(ulimit -Hn); echo host=$(hostname); "
+            "echo \"foo=[$FOO]\"; echo cwd=$(pwd)"};
+  RunOutput r = Run({"run", "--bundle", Bundle(c), "proc"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = Fields(r.out);
+  EXPECT_EQ(f["Uid"], "1000 1000 1000 1000") << r.out;
+  EXPECT_EQ(f["Gid"], "1000 1000 1000 1000");
+  EXPECT_EQ(f["Groups"], "2000 3000");
+  EXPECT_EQ(f["CapBnd"], CapHex(CapMask(c.bounding)));
+  EXPECT_EQ(f["CapEff"], CapHex(CapMask(c.effective)));
+  EXPECT_EQ(f["CapPrm"], CapHex(CapMask(c.permitted)));
+  EXPECT_EQ(f["CapInh"], CapHex(CapMask(c.inheritable)));
+  EXPECT_EQ(f["CapAmb"], CapHex(CapMask(c.ambient)));
+  EXPECT_EQ(f["NoNewPrivs"], "1");
+  EXPECT_EQ(f["nofile"], "321/654");
+  EXPECT_EQ(f["host"], "oci-host-test");
+  EXPECT_NE(r.out.find("foo=[bar  baz]\n"), std::string::npos) << r.out;
+  EXPECT_EQ(f["cwd"], "/home/user");
+}
+
+// ---- the file system -----------------------------------------------------------------
+
+TEST_F(Oci, ReadonlyRootMountsMaskedAndReadonlyPaths) {
+  ScratchDir rw, ro;
+  rw.Write("from-host", "host data\n");
+  ro.Write("ro-file", "ro data\n");
+  Config c = Cfg("fs");
+  c.mounts.push_back({"/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777"}});
+  c.mounts.push_back({"/rw", "bind", rw.path(), {"rbind", "rw"}});
+  c.mounts.push_back({"/ro", "bind", ro.path(), {"bind", "ro"}});
+  c.masked.push_back("/secret");
+  c.masked.push_back("/etc/masked-file");
+  c.args = {"sh", "-c",
+            "touch /in-root 2>/dev/null && echo root=rw || echo root=ro; "
+            "echo t > /tmp/t && echo tmp=$(cat /tmp/t); "
+            "echo inside > /rw/from-inside && echo rwwrite=ok; echo rwread=$(cat /rw/from-host); "
+            "touch /ro/x 2>/dev/null && echo ro=rw || echo ro=ro; echo roread=$(cat /ro/ro-file); "
+            "for p in /proc/kcore /proc/timer_list /proc/keys; do "
+            "echo \"$p=$(wc -c < $p 2>/dev/null || echo unreadable)\"; done; "
+            "echo secret=$(ls -A /secret | wc -l); "
+            "echo maskedfile=[$(cat /etc/masked-file)]; "
+            "(echo x > /proc/sys/kernel/domainname) 2>/dev/null && echo procsys=rw || "
+            "echo procsys=ro"};
+  std::string b = Bundle(c);
+  mkdir((b + "/rootfs/secret").c_str(), 0755);
+  std::ofstream(b + "/rootfs/secret/hidden") << "hidden\n";
+  std::ofstream(b + "/rootfs/etc/masked-file") << "masked\n";
+  RunOutput r = Run({"run", "--bundle", b, "fs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = Fields(r.out);
+  EXPECT_EQ(f["root"], "ro") << "root.readonly: / is writable";
+  EXPECT_EQ(f["tmp"], "t") << "a tmpfs mount is not writable: " << r.err;
+  EXPECT_EQ(f["rwwrite"], "ok") << r.err;
+  EXPECT_EQ(f["rwread"], "host data");
+  EXPECT_EQ(ReadFileOrEmpty(rw.path() + "/from-inside"), "inside\n");
+  EXPECT_EQ(f["ro"], "ro") << "a ro bind mount is writable";
+  EXPECT_FALSE(Exists(ro.path() + "/x"));
+  EXPECT_EQ(f["roread"], "ro data");
+  // Those of runc's masked files this host has (a kernel may lack /proc/kcore).
+  int masked = 0;
+  for (const char* p : {"/proc/kcore", "/proc/timer_list", "/proc/keys"}) {
+    if (!Exists(p)) continue;
+    ++masked;
+    EXPECT_EQ(f[p], "0") << p << " is not masked";
+  }
+  EXPECT_GT(masked, 0) << "none of the masked files to check is on this host";
+  EXPECT_EQ(f["secret"], "0") << "a masked directory shows its files";
+  EXPECT_EQ(f["maskedfile"], "[]") << "a masked file shows its content";
+  EXPECT_EQ(f["procsys"], "ro") << "/proc/sys is writable";
+}
+
+TEST_F(Oci, SeccompPolicyDeniesWithItsErrno) {
+  // The same commands without the policy: mkdir works there.
+  const std::string script =
+      "mkdir /tmp/x; echo mkdir=$?; touch /tmp/y; echo touch=$?; echo ls=$(ls /tmp)";
+  Config open = Cfg("open");
+  open.mounts.push_back({"/tmp", "tmpfs", "tmpfs", {"mode=1777"}});
+  open.args = {"sh", "-c", script};
+  RunOutput o = Run({"run", "--bundle", Bundle(open, "open"), "open"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(Fields(o.out)["mkdir"], "0") << o.err;
+
+  Config c = open;
+  c.cgroups_path = CgroupPath("sec");
+  c.seccomp_json = R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],)"
+                   R"("action":"SCMP_ACT_ERRNO","errnoRet":1}]})";
+  RunOutput r = Run({"run", "--bundle", Bundle(c, "sec"), "sec"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = Fields(r.out);
+  EXPECT_EQ(f["mkdir"], "1") << r.out;
+  EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << "not EPERM: " << r.err;
+  EXPECT_EQ(f["touch"], "0") << r.err;
+  EXPECT_EQ(f["ls"], "y");
+}
+
+// ---- exec, ps, pause -----------------------------------------------------------------
+
+TEST_F(Oci, ExecRunsInTheContainer) {
+  pid_t init = CreateAndStart(Cfg("ex"), "ex", "sleep");
+  ASSERT_GT(init, 0);
+
+  RunOutput r = Run({"exec", "ex", "sh", "-c", "echo $$; exit 4"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  int inner = atoi(r.out.c_str());
+  EXPECT_GT(inner, 1) << "not a pid of the container's namespace: " << r.out;
+  EXPECT_EQ(r.out, std::to_string(inner) + "\n");
+
+  const std::string pid_file = scratch_.path() + "/exec.pid";
+  RunOutput d = Run({"exec", "--detach", "--pid-file", pid_file, "ex", "sleep", "999"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  pid_t p = static_cast<pid_t>(atoi(ReadFileOrEmpty(pid_file).c_str()));
+  ASSERT_GT(p, 0) << "no pid in --pid-file";
+  EXPECT_TRUE(Alive(p));
+  EXPECT_EQ(NsOf(p, "pid"), NsOf(init, "pid"));
+  EXPECT_NE(NsOf(p, "pid"), HostNs("pid"));
+  EXPECT_EQ(NsOf(p, "mnt"), NsOf(init, "mnt"));
+  EXPECT_EQ(NsOf(p, "net"), NsOf(init, "net"));
+  std::string cg = ReadFileOrEmpty("/proc/" + std::to_string(p) + "/cgroup");
+  EXPECT_NE(cg.find(CgroupPath("ex")), std::string::npos) << "exec is not in its cgroup: " << cg;
+
+  RunOutput u =
+      Run({"exec", "--env", "A=b c", "--cwd", "/tmp", "--user", "1000:1000", "ex", "sh", "-c",
+           "echo \"a=[$A]\"; echo cwd=$(pwd); echo uid=$(id -u); echo gid=$(id -g)"});
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  auto f = Fields(u.out);
+  EXPECT_NE(u.out.find("a=[b c]\n"), std::string::npos) << u.out;
+  EXPECT_EQ(f["cwd"], "/tmp");
+  EXPECT_EQ(f["uid"], "1000");
+  EXPECT_EQ(f["gid"], "1000");
+
+  RunOutput del = Run({"delete", "--force", "ex"});
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_TRUE(AwaitGone(p));
+  EXPECT_TRUE(AwaitGone(init));
+}
+
+// Whether `pid` is frozen as the host's freezer says it (v1: its task state is D and the
+// group FROZEN; v2: the group's cgroup.events).
+bool Frozen(pid_t pid, const std::string& path) {
+  if (std::string v1 = ControllerDir("freezer", path); !v1.empty()) {
+    return Trim(ReadFileOrEmpty(v1 + "/freezer.state")) == "FROZEN" && StatOf(pid).first == 'D';
+  }
+  for (const CgroupMount& m : CgroupMounts()) {
+    if (m.v2 && Exists(m.point + path)) {
+      return ReadFileOrEmpty(m.point + path + "/cgroup.events").find("frozen 1") !=
+             std::string::npos;
+    }
+  }
+  return false;
+}
+
+TEST_F(Oci, PsPauseResume) {
+  pid_t init = CreateAndStart(Cfg("pp"), "pp", "sleep");
+  ASSERT_GT(init, 0);
+  const std::string pid_file = scratch_.path() + "/exec.pid";
+  RunOutput d = Run({"exec", "--detach", "--pid-file", pid_file, "pp", "sleep", "998"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  pid_t p = static_cast<pid_t>(atoi(ReadFileOrEmpty(pid_file).c_str()));
+
+  RunOutput ps = Run({"ps", "--format", "json", "pp"});
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  google::protobuf::Value v;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ps.out, &v).ok()) << ps.out;
+  std::set<pid_t> listed;
+  for (const auto& e : v.list_value().values()) listed.insert(static_cast<pid_t>(e.number_value()));
+  EXPECT_EQ(listed, (std::set<pid_t>{init, p})) << ps.out;
+
+  RunOutput pa = Run({"pause", "pp"});
+  ASSERT_EQ(pa.exit_code, 0) << pa.err;
+  EXPECT_EQ(StateOf("pp").status, "paused");
+  EXPECT_TRUE(Frozen(init, CgroupPath("pp"))) << "state " << StatOf(init).first;
+  EXPECT_TRUE(Frozen(p, CgroupPath("pp")));
+
+  RunOutput re = Run({"resume", "pp"});
+  ASSERT_EQ(re.exit_code, 0) << re.err;
+  EXPECT_EQ(StateOf("pp").status, "running");
+  EXPECT_FALSE(Frozen(init, CgroupPath("pp")));
+  EXPECT_NE(Run({"resume", "pp"}).exit_code, 0) << "a running container resumed";
+
+  EXPECT_EQ(Run({"delete", "--force", "pp"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+  EXPECT_TRUE(AwaitGone(p));
+}
+
+// ---- terminal, resources -------------------------------------------------------------
+
+TEST_F(Oci, ConsoleSocketReceivesTheTerminal) {
+  ConsoleSocket sock(scratch_.path() + "/console.sock");
+  ASSERT_TRUE(sock.ok()) << strerror(errno);
+  Config c = Cfg("tty");
+  c.terminal = true;
+  c.args = {"sh", "-c", "echo tty=$(tty); exec cat"};
+  pid_t pid = Create(c, "tty", {"--console-socket", scratch_.path() + "/console.sock"});
+  ASSERT_GT(pid, 0);
+  sys::UniqueFd master = sock.ReceiveFd();
+  ASSERT_TRUE(master.valid()) << "no terminal came over --console-socket";
+  struct stat st;
+  ASSERT_EQ(fstat(master.get(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  ASSERT_EQ(Run({"start", "tty"}).exit_code, 0);
+  std::string got = ReadUntil(master.get(), "/dev/pts/0");
+  EXPECT_NE(got.find("tty=/dev/pts/0"), std::string::npos) << "read: " << got;
+  master.Reset();
+  EXPECT_EQ(Run({"delete", "--force", "tty"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+}
+
+TEST_F(Oci, MemoryAndPidsLimitsAreInItsCgroups) {
+  Config c = Cfg("res");
+  c.resources_json = R"({"memory":{"limit":67108864},"pids":{"limit":42}})";
+  pid_t pid = Create(c, "res");
+  ASSERT_GT(pid, 0);
+  std::string mem = ControllerDir("memory", CgroupPath("res"));
+  std::string pids = ControllerDir("pids", CgroupPath("res"));
+  ASSERT_FALSE(mem.empty()) << "no memory controller on this host";
+  ASSERT_FALSE(pids.empty()) << "no pids controller on this host";
+  bool v1 = Exists(mem + "/memory.limit_in_bytes");
+  EXPECT_EQ(Trim(ReadFileOrEmpty(mem + (v1 ? "/memory.limit_in_bytes" : "/memory.max"))),
+            "67108864");
+  EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/pids.max")), "42");
+  std::string procs = ReadFileOrEmpty(mem + "/cgroup.procs");
+  EXPECT_EQ(Trim(procs), std::to_string(pid)) << "the container is not in its memory cgroup";
+  EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/cgroup.procs")), std::to_string(pid));
+  EXPECT_EQ(Run({"delete", "res"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+  EXPECT_FALSE(Exists(mem)) << "delete left " << mem;
+  EXPECT_FALSE(Exists(pids)) << "delete left " << pids;
+}
+
+// ---- attacks -------------------------------------------------------------------------
+
+// The image makes a mount's destination a symlink to a host path: the mount and the
+// directories made for it stay in the rootfs.
+TEST_F(Oci, SymlinkedMountDestinationStaysInTheRootfs) {
+  ScratchDir host;
+  const std::string target = host.path() + "/newdir";
+  Config c = Cfg("sym");
+  c.mounts.push_back({"/mnt/evil", "tmpfs", "tmpfs", {"mode=755"}});
+  std::string b = Bundle(c, "sym");
+  ASSERT_EQ(symlink(target.c_str(), (b + "/rootfs/mnt/evil").c_str()), 0);
+  pid_t pid = CreateFrom(b, "sym");
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(ListDir(host.path()), std::vector<std::string>{}) << "the runtime wrote on the host";
+  for (const std::string& line : Lines(ReadFileOrEmpty("/proc/self/mountinfo"))) {
+    EXPECT_EQ(line.find(host.path()), std::string::npos) << "a mount on the host: " << line;
+  }
+  bool inside = false;
+  for (const std::string& line :
+       Lines(ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/mountinfo"))) {
+    std::istringstream f(line);
+    std::string id, parent, devno, root, point;
+    f >> id >> parent >> devno >> root >> point;
+    if (point == target) inside = true;
+  }
+  EXPECT_TRUE(inside) << "no mount at " << target << " in the container's root";
+  EXPECT_TRUE(Exists(b + "/rootfs" + target)) << "the mount point was not made in the rootfs";
+  EXPECT_EQ(Run({"delete", "sym"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+}
+
+TEST_F(Oci, NoHostFdLeaksIntoTheContainer) {
+  ScratchDir host;
+  int dir = open(host.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  Config c = Cfg("fds");
+  c.args = {"ls", "/proc/self/fd"};
+  // ls's own directory fd is 3.
+  RunOutput r = Run({"run", "--bundle", Bundle(c, "fds"), "fds"}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n") << "fds open in the container's process";
+
+  pid_t init = CreateAndStart(Cfg("fdx"), "fdx", "sleep");
+  ASSERT_GT(init, 0);
+  RunOutput e = Run({"exec", "fdx", "ls", "/proc/self/fd"}, dir);
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out, "0\n1\n2\n3\n") << "fds open in an exec'd process";
+  std::vector<std::string> init_fds = ListDir("/proc/" + std::to_string(init) + "/fd");
+  EXPECT_EQ(init_fds, (std::vector<std::string>{"0", "1", "2"})) << "fds open in its init";
+  close(dir);
+  EXPECT_EQ(Run({"delete", "--force", "fdx"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+}
+
+// A sleeping process of the test's own with the pid `pid` (clone3 with set_tid), as pid
+// reuse after a wrap-around would make; -1 if the pid is taken.
+pid_t SpawnWithPid(pid_t pid) {
+  struct clone_args args = {};
+  args.exit_signal = SIGCHLD;
+  args.set_tid = reinterpret_cast<uint64_t>(&pid);
+  args.set_tid_size = 1;
+  long r = syscall(SYS_clone3, &args, sizeof args);
+  if (r == 0) {
+    execl(kBusybox, "sleep", "1000000", nullptr);
+    _exit(127);
+  }
+  return r > 0 ? static_cast<pid_t>(r) : -1;
+}
+
+// kill and delete of a container whose process exited signal nothing, not even a process
+// that has its pid now (crun #1200: delete --force killed one after a pid wrap-around).
+TEST_F(Oci, KillAndDeleteAfterExitSignalNothing) {
+  Config c = Cfg("done");
+  c.args = {"true"};
+  pid_t pid = Create(c, "done");
+  ASSERT_GT(pid, 0);
+  RunOutput s = Run({"start", "done"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_TRUE(AwaitGone(pid));
+  EXPECT_EQ(StateOf("done").status, "stopped");
+  pid_t decoy = SpawnWithPid(pid);
+  ASSERT_EQ(decoy, pid) << "pid " << pid << " was taken meanwhile: " << strerror(errno);
+  EXPECT_EQ(StateOf("done").status, "stopped") << "the runtime took the decoy for its process";
+  for (std::vector<std::string> args : {std::vector<std::string>{"kill", "done", "KILL"},
+                                        std::vector<std::string>{"kill", "done"}}) {
+    RunOutput k = Run(args);
+    EXPECT_NE(k.exit_code, 0) << "kill of a stopped container succeeded";
+    EXPECT_NE(k.err.find("not running"), std::string::npos) << k.err;
+  }
+  EXPECT_TRUE(Alive(decoy)) << "kill signalled the process that reused the container's pid";
+  RunOutput d = Run({"delete", "--force", "done"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(Alive(decoy)) << "delete signalled the process that reused the container's pid";
+  kill(decoy, SIGKILL);
+  EXPECT_TRUE(AwaitGone(decoy));
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
+}
+
+TEST_F(Oci, DeleteOfACreatedContainerLeavesNothing) {
+  pid_t pid = Create(Cfg("cr"), "cr");
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(GroupsOf("cr").empty()) << "no cgroup was made";
+  RunOutput d = Run({"delete", "cr"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(AwaitGone(pid)) << "its process outlived delete";
+  EXPECT_EQ(GroupsOf("cr"), std::vector<std::string>{});
+  EXPECT_FALSE(StateOf("cr").ok);
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
+}
+
+// ---- failures ------------------------------------------------------------------------
+
+TEST_F(Oci, UnknownNamespaceFailsCleanly) {
+  Config c = Cfg("ns");
+  c.namespaces.push_back("foo");
+  RunOutput r = Run({"create", "--bundle", Bundle(c), "ns"});
+  ExpectCleanFailure(r, "ns");
+  EXPECT_NE(r.err.find("namespace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("foo"), std::string::npos) << r.err;
+  if (IsBrig()) {
+    EXPECT_EQ(r.exit_code, 125);
+  }
+}
+
+TEST_F(Oci, MissingArgsFailsCleanly) {
+  Config c = Cfg("args");
+  c.args.clear();
+  RunOutput r = Run({"create", "--bundle", Bundle(c), "args"});
+  ExpectCleanFailure(r, "args");
+  if (IsBrig()) {
+    EXPECT_EQ(r.exit_code, 125);
+    EXPECT_NE(r.err.find("process.args"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Oci, MissingRootfsFailsCleanly) {
+  Config c = Cfg("rootfs");
+  c.root_path = "no-such-rootfs";
+  RunOutput r = Run({"create", "--bundle", Bundle(c), "rootfs"});
+  ExpectCleanFailure(r, "rootfs");
+  if (IsBrig()) {
+    EXPECT_EQ(r.exit_code, 125);
+    EXPECT_NE(r.err.find("root.path"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Oci, MissingCommandFailsAtCreate) {
+  Config c = Cfg("nocmd");
+  c.args = {"/bin/no-such-command"};
+  RunOutput r = Run({"create", "--bundle", Bundle(c), "nocmd"});
+  ExpectCleanFailure(r, "nocmd");
+  if (IsBrig()) {
+    EXPECT_EQ(r.exit_code, 127);
+  }
+  EXPECT_NE(r.err.find("no-such-command"), std::string::npos) << r.err;
+}
+
+TEST_F(Oci, NonExecutableCommandFailsAtCreate) {
+  Config c = Cfg("noexec");
+  c.args = {"/etc/plain"};
+  std::string b = Bundle(c);
+  std::ofstream(b + "/rootfs/etc/plain") << "#!/bin/sh\necho ran\n";
+  chmod((b + "/rootfs/etc/plain").c_str(), 0644);
+  RunOutput r = Run({"create", "--bundle", b, "noexec"});
+  ExpectCleanFailure(r, "noexec");
+  if (IsBrig()) {
+    EXPECT_EQ(r.exit_code, 126);
+  }
+  EXPECT_NE(r.err.find("/etc/plain"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace brig::testing::oci
