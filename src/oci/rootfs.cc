@@ -18,6 +18,7 @@
 #undef minor
 #include <unistd.h>
 
+#include <climits>
 #include <string_view>
 #include <vector>
 
@@ -36,33 +37,48 @@ std::string FdPath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
 // `path` (absolute, inside the root `root_fd`) opened O_PATH, confined to the root. With
 // `make`, missing directories on the way are made (0755), and a missing last component
-// too: a directory, or an empty file when `as_file`.
+// too: a directory, or an empty file when `as_file`. A dangling symlink on the way (an
+// image's /mnt/x -> /somewhere) is followed inside the root and what it names is made
+// there, as runc does; nothing is ever made outside the root.
 Result<sys::UniqueFd> OpenInRoot(int root_fd, const std::string& path, bool make,
-                                 bool as_file) {
+                                 bool as_file, int links = 0) {
   auto fd = sys::Openat2(root_fd, path, O_PATH | O_CLOEXEC, kInRoot);
   if (fd || !make || fd.error().err != ENOENT) return fd;
-  std::vector<std::string_view> parts;
+  std::vector<std::string> parts;
   for (std::string_view p : util::Split(path, '/')) {
-    if (!p.empty() && p != ".") parts.push_back(p);
+    if (!p.empty() && p != ".") parts.emplace_back(p);
   }
   std::string prefix = "/";
   for (size_t i = 0; i < parts.size(); ++i) {
-    std::string next = prefix + (prefix == "/" ? "" : "/") + std::string(parts[i]);
+    std::string next = prefix + (prefix == "/" ? "" : "/") + parts[i];
     auto here = sys::Openat2(root_fd, next, O_PATH | O_CLOEXEC, kInRoot);
-    if (!here && here.error().err == ENOENT) {
-      sys::UniqueFd parent = BRIG_TRY(sys::Openat2(root_fd, prefix, O_PATH | O_DIRECTORY |
-                                                   O_CLOEXEC, kInRoot));
-      std::string name(parts[i]);
-      int rc;
-      if (as_file && i + 1 == parts.size()) {
-        rc = mknodat(parent.get(), name.c_str(), S_IFREG | 0644, 0);
-      } else {
-        rc = mkdirat(parent.get(), name.c_str(), 0755);
-      }
-      if (rc < 0 && errno != EEXIST) return SysError("mkdir", next);
-    } else if (!here) {
-      return std::move(here).error();
+    if (here) {
+      prefix = next;
+      continue;
     }
+    if (here.error().err != ENOENT) return std::move(here).error();
+    sys::UniqueFd parent = BRIG_TRY(sys::Openat2(root_fd, prefix, O_PATH | O_DIRECTORY |
+                                                 O_CLOEXEC, kInRoot));
+    const std::string& name = parts[i];
+    struct stat st;
+    if (fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode)) {
+      if (links >= 40) return Fail("open", path, "too many symbolic links");
+      char target[PATH_MAX];
+      ssize_t n = readlinkat(parent.get(), name.c_str(), target, sizeof target - 1);
+      if (n < 0) return SysError("readlink", next);
+      std::string followed(target, static_cast<size_t>(n));
+      if (followed.empty() || followed[0] != '/') followed = prefix + "/" + followed;
+      for (size_t j = i + 1; j < parts.size(); ++j) followed += "/" + parts[j];
+      return OpenInRoot(root_fd, followed, make, as_file, links + 1);
+    }
+    int rc;
+    if (as_file && i + 1 == parts.size()) {
+      rc = mknodat(parent.get(), name.c_str(), S_IFREG | 0644, 0);
+    } else {
+      rc = mkdirat(parent.get(), name.c_str(), 0755);
+    }
+    if (rc < 0 && errno != EEXIST) return SysError("mkdir", next);
     prefix = next;
   }
   return sys::Openat2(root_fd, path, O_PATH | O_CLOEXEC, kInRoot);

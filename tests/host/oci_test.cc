@@ -257,17 +257,19 @@ TEST_F(Oci, ExecRunsInTheContainer) {
   EXPECT_TRUE(AwaitGone(init));
 }
 
-// Whether `pid` is frozen as the host's freezer says it (v1: its task state is D and the
-// group FROZEN; v2: the group's cgroup.events).
+// Whether `pid` is frozen as the host's freezer says it: the v2 group's cgroup.events (on a
+// hybrid host too, where brig freezes through cgroup.freeze when the unified group has it),
+// or the v1 freezer (FROZEN, and its task state D), as runc uses on hybrid hosts.
 bool Frozen(pid_t pid, const std::string& path) {
+  for (const CgroupMount& m : CgroupMounts()) {
+    if (m.v2 && Exists(m.point + path + "/cgroup.freeze") &&
+        ReadFileOrEmpty(m.point + path + "/cgroup.events").find("frozen 1") !=
+            std::string::npos) {
+      return true;
+    }
+  }
   if (std::string v1 = ControllerDir("freezer", path); !v1.empty()) {
     return Trim(ReadFileOrEmpty(v1 + "/freezer.state")) == "FROZEN" && StatOf(pid).first == 'D';
-  }
-  for (const CgroupMount& m : CgroupMounts()) {
-    if (m.v2 && Exists(m.point + path)) {
-      return ReadFileOrEmpty(m.point + path + "/cgroup.events").find("frozen 1") !=
-             std::string::npos;
-    }
   }
   return false;
 }
