@@ -523,5 +523,23 @@ TEST_F(Oci, NonExecutableCommandFailsAtCreate) {
   EXPECT_NE(r.err.find("/etc/plain"), std::string::npos) << r.err;
 }
 
+// Until execve, container init is brig's own binary inside the container: a process the
+// container runs meanwhile (an exec into a created container, as root there) can neither
+// read that binary through /proc/1/exe nor follow init's descriptors (runc CVE-2019-5736:
+// it would overwrite the runtime on the host).
+TEST_F(Oci, TheRuntimeBinaryIsOutOfReachBeforeStart) {
+  pid_t pid = Create(Cfg("exe"), "exe");
+  ASSERT_GT(pid, 0);
+  RunOutput e = Run({"exec", "exe", "sh", "-c",
+                     "if cat /proc/1/exe >/dev/null 2>&1; then echo exe=read; else echo "
+                     "exe=denied; fi; if readlink /proc/1/fd/0 >/dev/null 2>&1; then echo "
+                     "fd=read; else echo fd=denied; fi"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("exe=denied"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("fd=denied"), std::string::npos) << e.out;
+  EXPECT_EQ(Run({"delete", "exe"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+}
+
 }  // namespace
 }  // namespace brig::testing::oci
