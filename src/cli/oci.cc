@@ -319,35 +319,22 @@ bool Takes(const Flag& f, const std::string& verb) {
 }
 
 Result<OciRequest> Parse(const std::string& verb, const std::vector<std::string>& args) {
+  std::vector<Flag> table;
+  for (const Flag& f : Flags()) {
+    if (Takes(f, verb)) table.push_back(f);
+  }
   OciRequest r;
+  // Flags in runc's spellings become the table's; their values stay as given.
+  std::vector<std::string> canon = args;
   size_t i = 0;
-  for (; i < args.size(); ++i) {
-    if (args[i] == "--") {
+  for (; i < canon.size(); ++i) {
+    if (canon[i] == "--") {
       ++i;
       break;
     }
-    if (args[i].size() < 2 || args[i][0] != '-') break;
-    std::string name = Canonical(verb, args[i]), value;
-    bool inline_value = false;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      inline_value = true;
-    }
-    const Flag* flag = nullptr;
-    for (const Flag& f : Flags()) {
-      if (name == f.name && Takes(f, verb)) flag = &f;
-    }
-    if (!flag) {
-      return BadInput("brig " + verb, args[i], "unknown option (see brig " + verb + " --help)");
-    }
-    if (flag->metavar && !inline_value) {
-      if (i + 1 >= args.size()) return BadInput(flag->name, "", "needs a value");
-      value = args[++i];
-    } else if (!flag->metavar && inline_value) {
-      return BadInput(flag->name, value, "takes no value");
-    }
-    BRIG_TRY(flag->apply(r, value));
+    if (canon[i].size() < 2 || canon[i][0] != '-') break;
+    canon[i] = Canonical(verb, canon[i]);
+    BRIG_TRY(ApplyFlag(table, canon, i, r, "brig " + verb));
   }
   r.positional.assign(args.begin() + static_cast<ptrdiff_t>(i), args.end());
   return r;

@@ -94,21 +94,6 @@ Status ParseUser(const std::string& user, Process& p) {
   _exit(container::SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid)) ? 0 : 125);
 }
 
-Result<sys::UniqueFd> Connect(const std::string& path) {
-  struct sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    return BadInput("--console-socket", path, "path too long for a unix socket");
-  }
-  memcpy(addr.sun_path, path.data(), path.size());
-  sys::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s.valid()) return SysError("socket", "--console-socket");
-  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
-    return SysError("connect", "--console-socket " + path);
-  }
-  return s;
-}
-
 }  // namespace
 
 Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
@@ -182,7 +167,7 @@ Result<int> Exec(const ExecOptions& o) {
     if (o.console_socket.empty()) {
       return BadInput("--tty", "", "needs --console-socket to hand the terminal to");
     }
-    console = BRIG_TRY(Connect(o.console_socket));
+    console = BRIG_TRY(ConnectConsoleSocket(o.console_socket));
   }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {

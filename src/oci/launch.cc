@@ -124,21 +124,6 @@ Result<sys::UniqueFd> Above(sys::UniqueFd fd, int min) {
   return sys::UniqueFd(moved);
 }
 
-Result<sys::UniqueFd> ConnectConsole(const std::string& path) {
-  struct sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    return BadInput("--console-socket", path, "path too long for a unix socket");
-  }
-  memcpy(addr.sun_path, path.data(), path.size());
-  sys::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s.valid()) return SysError("socket", "--console-socket");
-  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
-    return SysError("connect", "--console-socket " + path);
-  }
-  return s;
-}
-
 // What create has made so far; on any failure it all goes again (design.md, invariant 6).
 struct Making {
   std::optional<ContainerDir> dir;
@@ -312,7 +297,7 @@ Result<pid_t> Create(const CreateOptions& o) {
   fifo_fd = BRIG_TRY(Above(std::move(fifo_fd), min_fd));
   sys::UniqueFd console;
   if (spec.process().terminal()) {
-    console = BRIG_TRY(Above(BRIG_TRY(ConnectConsole(o.console_socket)), min_fd));
+    console = BRIG_TRY(Above(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
   }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {

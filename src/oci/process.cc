@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <linux/capability.h>
 #include <signal.h>
@@ -204,6 +205,21 @@ Status SendFd(int sock, int fd, std::string_view name) {
 }
 
 }  // namespace
+
+Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path) {
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return BadInput("--console-socket", path, "path too long for a unix socket");
+  }
+  memcpy(addr.sun_path, path.data(), path.size());
+  sys::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return SysError("socket", "--console-socket");
+  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+    return SysError("connect", "--console-socket " + path);
+  }
+  return s;
+}
 
 Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
   sys::UniqueFd master(open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));

@@ -16,6 +16,7 @@
 #include "oci/spec.h"
 #include "proto/oci.pb.h"
 #include "security/seccomp.h"
+#include "sys/fd.h"
 
 namespace brig::oci {
 
@@ -55,6 +56,8 @@ Result<PreparedProcess> PrepareProcess(const Process& p,
 Status ApplyCredentials(const PreparedProcess& p);
 // The last steps before execve: no_new_privs and the filter when no_new_privileges is on.
 Status ApplyLastSteps(const PreparedProcess& p);
+// --console-socket's unix socket, connected, for SetupConsole.
+Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path);
 // process.terminal: a pty of the container's own devpts (/dev/ptmx); its master goes to
 // the engine over the connected --console-socket `console_fd` (runc's protocol), its slave
 // becomes stdio and the controlling terminal of this (new session's) process, and, with
