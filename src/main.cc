@@ -64,8 +64,10 @@ int main(int argc, char** argv) {
     return brig::kExitRefused;
   }
   std::vector<std::string> verb_args(args.begin() + 1, args.end());
-  bool oci = (brig::cli::IsOciVerb(args[0]) && (args[0] != "list" || !global.root.empty())) ||
-             (args[0] == "run" && brig::cli::IsOciRun(verb_args));
+  // `run` and `list` are the sandbox verbs but with --bundle and --root respectively.
+  bool oci = args[0] == "run"    ? brig::cli::IsOciRun(verb_args)
+             : args[0] == "list" ? !global.root.empty()
+                                 : brig::cli::IsOciVerb(args[0]);
   // Before brig opens anything: --preserve-fds hands over only what brig was given.
   if (oci && std::any_of(verb_args.begin(), verb_args.end(), [](const std::string& a) {
         return a.rfind("--preserve-fds", 0) == 0 || a.rfind("-preserve-fds", 0) == 0;

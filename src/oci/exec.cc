@@ -218,7 +218,7 @@ Result<int> Exec(const ExecOptions& o) {
     return container::DecodeError(*m);
   }
   if (!o.pid_file.empty()) {
-    BRIG_TRY_CTX(util::WriteFileAtomic(o.pid_file, std::to_string(pid)), "--pid-file");
+    BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(pid)), "--pid-file");
   }
   if (o.detach) return 0;
   int status = WaitForwardingSignals(pid);

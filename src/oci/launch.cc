@@ -210,7 +210,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
         rec.set_start_time(*start);
         BRIG_TRY(mk.dir->Write(rec));
         if (!o.pid_file.empty()) {
-          BRIG_TRY_CTX(util::WriteFileAtomic(o.pid_file, std::to_string(init_pid)), "--pid-file");
+          BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(init_pid)), "--pid-file");
         }
         BRIG_TRY(container::SendMessage(sync, Msg::kStart));
         log::Debug("created: pid ", init_pid);

@@ -215,7 +215,7 @@ Status ContainerDir::Write(const Container& c) const {
   if (!google::protobuf::util::MessageToJsonString(c, &json).ok()) {
     return Fail("write", Path(kRecord), "protobuf JSON encoding failed", ErrorKind::kInternal);
   }
-  return util::WriteFileAtomic(Path(kRecord), json + "\n", 0600);
+  return util::ReplaceFile(Path(kRecord), json + "\n", 0600);
 }
 
 Status ContainerDir::Remove() {

@@ -107,7 +107,8 @@ Status WriteFile(const std::string& path, const std::string& data) {
 namespace {
 
 // Writes `data` to the new file `fd` (`tmp` names it) with `mode`, and syncs it.
-Status FillTemp(int fd, const std::string& tmp, const std::string& data, mode_t mode) {
+Status FillTemp(int fd, const std::string& tmp, const std::string& data, mode_t mode,
+                bool flush = true) {
   if (fchmod(fd, mode) < 0) return SysError("chmod", tmp);
   size_t off = 0;
   while (off < data.size()) {
@@ -116,7 +117,7 @@ Status FillTemp(int fd, const std::string& tmp, const std::string& data, mode_t 
     if (n < 0) return SysError("write", tmp);
     off += static_cast<size_t>(n);
   }
-  if (fsync(fd) < 0) return SysError("fsync", tmp);
+  if (flush && fsync(fd) < 0) return SysError("fsync", tmp);
   return {};
 }
 
@@ -142,6 +143,13 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t 
   sys::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) return SysError("open", tmp);
   return RenameOrDrop(FillTemp(fd.get(), tmp, data, mode), tmp, path);
+}
+
+Status ReplaceFile(const std::string& path, const std::string& data, mode_t mode) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  sys::UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) return SysError("open", tmp);
+  return RenameOrDrop(FillTemp(fd.get(), tmp, data, mode, false), tmp, path);
 }
 
 Status WriteUserFileAtomic(const std::string& path, const std::string& data,

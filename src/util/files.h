@@ -43,6 +43,10 @@ Status WriteFile(const std::string& path, const std::string& data);
 // Writes `data` to `path` atomically: a temporary file beside it, fsync, rename. Concurrent
 // writers of the same path each rename a complete file; the last one wins.
 Status WriteFileAtomic(const std::string& path, const std::string& data, mode_t mode = 0644);
+// The same, without flushing to disk: what a reboot ends anyway (an OCI container's
+// record and pid files under /run) needs a reader never to see half a file, not durability;
+// an fsync on every record write costs milliseconds on a busy disk.
+Status ReplaceFile(const std::string& path, const std::string& data, mode_t mode = 0644);
 // Called with the path of a temporary file before it is created, to note it where brig gc
 // finds it (the sandbox's record) if brig is killed before it is renamed or removed.
 using NoteTemp = std::function<Status(const std::string& temp)>;
