@@ -388,7 +388,10 @@ std::unique_ptr<Cgroups> Cgroups::FromRecord(const Container& c) {
   for (const auto& d : c.cgroups()) all.push_back({d, true});
   for (const auto& d : c.joined_cgroups()) all.push_back({d, false});
   auto layout = cgroup::ProbeLayout();
-  for (const auto& [dir, owned] : all) {
+  for (const auto& entry : all) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const std::string& dir = entry.first;
+    bool owned = entry.second;
     // An ancestor made on the way to another group is no group of the container's.
     bool ancestor = std::any_of(all.begin(), all.end(), [&](const auto& other) {
       return other.first != dir && util::PathWithin(other.first, dir);
