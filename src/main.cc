@@ -79,15 +79,7 @@ int main(int argc, char** argv) {
     return brig::kExitRefused;
   }
   brig::log::Debug("brig ", BRIG_VERSION, ": ", args[0]);
-  if (oci && global.systemd_cgroup) {
-    std::string line =
-        "--systemd-cgroup: brig has no systemd cgroup driver; give cgroupsPath as a path "
-        "(the cgroupfs driver)";
-    fprintf(stderr, "brig: %s\n", line.c_str());
-    brig::log::Mirror(brig::log::Level::kError, line);
-    return brig::kExitRefused;
-  }
-  if (oci) return brig::cli::OciMain(args[0], global.root, verb_args);
+  if (oci) return brig::cli::OciMain(args[0], global, verb_args);
   if (args[0] == "run") return brig::cli::RunMain({args.begin() + 1, args.end()});
   if (args[0] == "gc") return brig::cli::GcMain({args.begin() + 1, args.end()});
   if (args[0] == "list") return brig::cli::ListMain({args.begin() + 1, args.end()});

@@ -7,6 +7,7 @@
 
 #include "brig/exit.h"
 #include "brig/result.h"
+#include "cli/global.h"
 #include "config/overrides.h"
 #include "config/sandbox.h"
 
@@ -43,11 +44,12 @@ int GcMain(const std::vector<std::string>& args);
 // `brig list`: the running sandboxes (cli/list.cc).
 int ListMain(const std::vector<std::string>& args);
 // The OCI runtime verbs with runc's command line (cli/oci.cc): `verb` is one that
-// IsOciVerb names, `root` the global --root (empty: /run/brig/oci).
+// IsOciVerb names; of the global options, --root (empty: /run/brig/oci) and
+// --systemd-cgroup (refused) are theirs.
 bool IsOciVerb(const std::string& verb);
 // Whether `brig run ARGS` is the OCI verb: it names a bundle (--bundle, -b) before "--".
 bool IsOciRun(const std::vector<std::string>& args);
-int OciMain(const std::string& verb, const std::string& root,
+int OciMain(const std::string& verb, const GlobalFlags& global,
             const std::vector<std::string>& args);
 
 }  // namespace brig::cli

@@ -625,8 +625,13 @@ bool IsOciRun(const std::vector<std::string>& args) {
   return false;
 }
 
-int OciMain(const std::string& verb, const std::string& root,
+int OciMain(const std::string& verb, const GlobalFlags& global,
             const std::vector<std::string>& args) {
+  if (global.systemd_cgroup) {
+    return Refuse(BadInput("--systemd-cgroup", "",
+                           "brig has no systemd cgroup driver; give cgroupsPath as a path "
+                           "(the cgroupfs driver)"));
+  }
   const Verb* v = nullptr;
   for (const Verb& k : kVerbs) {
     if (verb == k.name) v = &k;
@@ -637,7 +642,7 @@ int OciMain(const std::string& verb, const std::string& root,
     fputs(Usage(verb, v->synopsis, v->what).c_str(), stdout);
     return 0;
   }
-  r->root = root.empty() ? oci::kDefaultRoot : root;
+  r->root = global.root.empty() ? oci::kDefaultRoot : global.root;
   auto rc = Dispatch(verb, *r);
   if (!rc) return Refuse(rc.error());
   return *rc;

@@ -61,7 +61,7 @@ std::vector<Verb> Verbs() {
   };
   for (std::string verb : kOciVerbs) {
     verbs.push_back({verb,
-                     [verb] { return Captured([verb] { return OciMain(verb, "", {"--help"}); }); },
+                     [verb] { return Captured([verb] { return OciMain(verb, GlobalFlags{}, {"--help"}); }); },
                      kOciPage, true});
   }
   return verbs;
