@@ -60,9 +60,8 @@ std::vector<Verb> Verbs() {
       {"list", main_of(ListMain), "brig-list.1"},
   };
   for (std::string verb : kOciVerbs) {
-    verbs.push_back({verb,
-                     [verb] { return Captured([verb] { return OciMain(verb, GlobalFlags{}, {"--help"}); }); },
-                     kOciPage, true});
+    auto help = [verb] { return OciMain(verb, GlobalFlags{}, {"--help"}); };
+    verbs.push_back({verb, [help] { return Captured(help); }, kOciPage, true});
   }
   return verbs;
 }
