@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "container/command.h"
+#include "security/seccomp_cache.h"
 #include "sys/fd.h"
 
 namespace brig::oci {
@@ -126,7 +127,15 @@ Result<PreparedProcess> PrepareProcess(const Process& p,
   out.no_new_privileges = p.no_new_privileges();
   if (p.has_oom_score_adj()) out.oom_score_adj = p.oom_score_adj();
   if (seccomp) {
-    out.seccomp = BRIG_TRY_CTX(security::CompileSeccomp(AsLibseccompResolves(*seccomp)), "linux.seccomp");
+    // Compiling an engine's policy for three architectures costs several milliseconds of
+    // every create and exec; the cache makes that once per policy and libseccomp version.
+    out.seccomp = BRIG_TRY_CTX(
+        security::CompileSeccompCached(
+            *seccomp, security::kSeccompCacheDir,
+            [](const brig::v1::SeccompPolicy& s) {
+              return security::CompileSeccomp(AsLibseccompResolves(s));
+            }),
+        "linux.seccomp");
   }
   return out;
 }

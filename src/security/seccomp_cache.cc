@@ -8,7 +8,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <optional>
+#include <string_view>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "sys/fd.h"
 #include "util/files.h"
@@ -18,14 +23,15 @@ namespace {
 
 constexpr char kMagic[8] = {'B', 'R', 'I', 'G', 'B', 'P', 'F', '1'};
 
-// FNV-1a over the text and what shapes the output: only a file name.
-std::string EntryName(const std::string& text) {
+// FNV-1a over the text and what shapes the output: only a file name. `kind` keeps a
+// policy file's text and a serialized policy message apart.
+std::string EntryName(std::string_view kind, const std::string& text) {
   const scmp_version* v = seccomp_version();
   // The build of brig too (a rebuild may compile or check differently at one version):
   // its executable's identity and change time.
   struct stat self = {};
   (void)stat("/proc/self/exe", &self);
-  std::string salt = std::string(BRIG_VERSION) + "/" + std::to_string(v->major) + "." +
+  std::string salt = std::string(kind) + "/" + BRIG_VERSION + "/" + std::to_string(v->major) + "." +
                      std::to_string(v->minor) + "." + std::to_string(v->micro) + "/" +
                      std::to_string(self.st_dev) + ":" + std::to_string(self.st_ino) + ":" +
                      std::to_string(self.st_ctim.tv_sec) + "." +
@@ -103,25 +109,47 @@ sys::UniqueFd OpenCacheDir(const std::string& dir) {
   return fd;
 }
 
+// The program for `text` from `cache_dir`, or compile()'s, stored for the next time.
+Result<SeccompProgram> Cached(std::string_view kind, const std::string& text,
+                              const std::string& cache_dir,
+                              const std::function<Result<SeccompProgram>()>& compile) {
+  std::string name = EntryName(kind, text);
+  sys::UniqueFd dir;
+  if (!cache_dir.empty()) dir = OpenCacheDir(cache_dir);
+  if (dir) {
+    if (auto hit = Lookup(dir.get(), name, text)) return std::move(*hit);
+  }
+  SeccompProgram p = BRIG_TRY(compile());
+  if (dir) Store(cache_dir, name, text, p);
+  return p;
+}
+
 }  // namespace
 
 Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
                                           const std::string& cache_dir) {
   std::string text = BRIG_TRY_CTX(util::ReadUserFile(policy_path), "seccomp policy");
-  std::string name = EntryName(text);
-  sys::UniqueFd dir;
-  if (!cache_dir.empty()) dir = OpenCacheDir(cache_dir);
-  if (dir) {
-    if (auto hit = Lookup(dir.get(), name, text)) {
-      hit->text = text;
-      return std::move(*hit);
-    }
-  }
-  auto policy = BRIG_TRY(ParseSeccompPolicy(text, policy_path));
-  SeccompProgram p = BRIG_TRY_CTX(CompileSeccomp(policy), "seccomp policy " + policy_path);
-  if (dir) Store(cache_dir, name, text, p);
+  SeccompProgram p = BRIG_TRY(Cached("file", text, cache_dir, [&]() -> Result<SeccompProgram> {
+    auto policy = BRIG_TRY(ParseSeccompPolicy(text, policy_path));
+    return BRIG_TRY_CTX(CompileSeccomp(policy), "seccomp policy " + policy_path);
+  }));
   p.text = std::move(text);
   return p;
+}
+
+Result<SeccompProgram> CompileSeccompCached(
+    const v1::SeccompPolicy& policy, const std::string& cache_dir,
+    const std::function<Result<SeccompProgram>(const v1::SeccompPolicy&)>& compile) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    if (!policy.SerializeToCodedStream(&coded)) {
+      return Fail("seccomp policy", "", "cannot be serialized");
+    }
+  }
+  return Cached("message", bytes, cache_dir, [&] { return compile(policy); });
 }
 
 }  // namespace brig::security

@@ -5,6 +5,7 @@
 // root-owned directory that nobody else can write.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "brig/result.h"
@@ -20,5 +21,13 @@ inline constexpr const char* kSeccompCacheDir = "/run/brig/seccomp";
 // written (brig run --dry-run).
 Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
                                           const std::string& cache_dir);
+
+// The program compile(policy) makes of a policy given as a message (an OCI bundle's), from
+// `cache_dir` when an entry for the same policy exists; the entry is keyed by the policy's
+// deterministic serialization, and holds it. What compile() does beyond CompileSeccomp
+// must depend on the policy and on libseccomp's version only (both are part of the key).
+Result<SeccompProgram> CompileSeccompCached(
+    const v1::SeccompPolicy& policy, const std::string& cache_dir,
+    const std::function<Result<SeccompProgram>(const v1::SeccompPolicy&)>& compile);
 
 }  // namespace brig::security

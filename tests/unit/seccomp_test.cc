@@ -119,6 +119,41 @@ TEST_F(SeccompCache, BadPolicyIsNotCached) {
   EXPECT_TRUE(Entries().empty());
 }
 
+TEST_F(SeccompCache, APolicyMessageIsCompiledOncePerPolicy) {
+  v1::SeccompPolicy narrow = ParseSeccompPolicy(
+      "default_action: SCMP_ACT_ERRNO\nsyscalls { names: \"read\" action: SCMP_ACT_ALLOW }\n",
+      "narrow").value();
+  v1::SeccompPolicy wide = ParseSeccompPolicy("default_action: SCMP_ACT_ALLOW\n", "wide").value();
+  int compiles = 0;
+  auto compile = [&](const v1::SeccompPolicy& p) {
+    ++compiles;
+    return CompileSeccomp(p);
+  };
+  auto first = CompileSeccompCached(narrow, cache_, compile);
+  ASSERT_TRUE(first) << first.error().Render();
+  auto second = CompileSeccompCached(narrow, cache_, compile);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(compiles, 1);
+  EXPECT_TRUE(SameProgram(*first, *second));
+  // Another policy is compiled, and gets its own program, not the cached one.
+  auto other = CompileSeccompCached(wide, cache_, compile);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(compiles, 2);
+  EXPECT_FALSE(SameProgram(*first, *other));
+  EXPECT_EQ(Entries().size(), 2u);
+}
+
+TEST_F(SeccompCache, AFileIsNeverGivenAMessagesEntry) {
+  // A policy file holding exactly the bytes of a serialized policy message, whose entry is
+  // in the cache: the file is read as text (and refused), not given the message's program.
+  v1::SeccompPolicy allow = ParseSeccompPolicy("default_action: SCMP_ACT_ALLOW\n", "a").value();
+  ASSERT_TRUE(CompileSeccompCached(allow, cache_, CompileSeccomp));
+  std::string bytes;
+  ASSERT_TRUE(allow.SerializeToString(&bytes));
+  WritePolicy(bytes);
+  EXPECT_FALSE(CompileSeccompFile(policy_, cache_));
+}
+
 TEST(SeccompPolicy, ParseErrorsNameFileLineColumn) {
   auto p = ParseSeccompPolicy("default_action: SCMP_ACT_ERRNO\n  bogus_field: 1\n", "p.textproto");
   ASSERT_FALSE(p);
