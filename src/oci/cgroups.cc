@@ -236,16 +236,21 @@ const Cgroups::Group* Cgroups::V2() const {
   return nullptr;
 }
 
-Status Cgroups::Make(Group& g, const Note& note) {
-  if (!g.owned) return note(g.dir, false);
+std::vector<std::string> Cgroups::Missing(const Group& g) {
   std::vector<std::string> missing;
+  if (!g.owned) return missing;
   for (std::string d = g.dir; !Exists(d); d = ParentOf(d)) missing.insert(missing.begin(), d);
+  return missing;
+}
+
+Status Cgroups::Make(Group& g, const std::vector<std::string>& missing) {
   bool cpuset = !g.v2 && g.Has("cpuset");
   for (const auto& d : missing) {
-    BRIG_TRY(note(d, true));
     if (mkdir(d.c_str(), 0755) < 0) {
       // Another container's create may have made a shared ancestor meanwhile.
       if (errno == EEXIST && d != g.dir) continue;
+      // The group itself made meanwhile by someone else is not brig's to remove.
+      if (errno == EEXIST) g.owned = false;
       return SysError("mkdir", d).Wrap("cgroup");
     }
     if (d != g.dir) parents_.push_back(d);
@@ -361,9 +366,18 @@ Result<std::unique_ptr<Cgroups>> Cgroups::Create(const Spec& spec, const std::st
   // Refused before anything is made: what the host cannot honour (the facts of the groups
   // themselves only pick files, they refuse nothing).
   BRIG_TRY(PlanWrites(r, RoutesOf(cg->groups_, false), HostFacts{}));
+  // Everything it will make or join is noted at once, before anything is made.
+  std::vector<std::vector<std::string>> missing;
+  std::vector<Noted> noted;
+  for (const auto& g : cg->groups_) {
+    missing.push_back(Missing(g));
+    if (!g.owned) noted.push_back({g.dir, false});
+    for (const auto& d : missing.back()) noted.push_back({d, true});
+  }
+  BRIG_TRY(note(noted));
   Status s;
-  for (auto& g : cg->groups_) {
-    if (s) s = cg->Make(g, note);
+  for (size_t i = 0; i < cg->groups_.size(); ++i) {
+    if (s) s = cg->Make(cg->groups_[i], missing[i]);
   }
   if (s && layout.v2) {
     cg->v2_fd_.Reset(open(cg->V2()->dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -5,7 +5,7 @@
 // under the group brig itself runs in, in each hierarchy (runc); an empty one is
 // /brig/ID. One directory per hierarchy that exists (v1: cpu,cpuacct, cpuset, memory,
 // pids, blkio, devices, freezer, hugetlb, whichever are mounted; v2: the unified mount),
-// each noted in the record (Container.cgroups) before it is made. brig writes only to the
+// all noted in the record (Container.cgroups) before any is made. brig writes only to the
 // directories it made, and to a v2 parent's cgroup.subtree_control only where the
 // controllers are not yet enabled there (as runc and crun do on pure v2).
 #pragma once
@@ -44,16 +44,22 @@ std::string StatsJson(const std::string& id, const CgroupStats& s);
 class Cgroups {
  public:
   // Makes the container's groups for `spec` (cgroupsPath, resources) and writes its
-  // resources. Every directory is passed to `note` before it is made or joined (owned:
-  // made by brig), and the caller writes it into the record (Container.cgroups or
-  // joined_cgroups) before this goes on; an error from `note` stops it. A resource this host cannot
+  // resources. The directories it will make (owned) or join are passed to `note` at once,
+  // before any is made, and the caller writes them into the record (Container.cgroups or
+  // joined_cgroups) before this goes on; an error from `note` stops it. One noted that
+  // another create makes meanwhile is left to that one (delete removes only what is there
+  // and empty). A resource this host cannot
   // honour (its controller is not mounted, or the value is refused by the kernel) is an error
   // naming the property
   // ("linux.resources.memory.limit: ..."), and what was made is removed again.
   // Directories that already exist are joined, not made: `owned` then stays false for them
   // and they are never removed (runc joins an existing cgroupsPath too); brig writes no
   // resource to them (one set for a joined group is refused), nor kills through them.
-  using Note = std::function<brig::Status(const std::string& dir, bool owned)>;
+  struct Noted {
+    std::string dir;
+    bool owned;
+  };
+  using Note = std::function<brig::Status(const std::vector<Noted>&)>;
   static Result<std::unique_ptr<Cgroups>> Create(const Spec& spec, const std::string& id,
                                                  const Note& note);
   // The groups a record names, for verbs after create.
@@ -93,8 +99,10 @@ class Cgroups {
   // The group that freezes the container: the v2 one brig made (cgroup.freeze, 5.2), else
   // the v1 freezer group brig made; null without either.
   const Group* Freezer() const;
-  // Makes `g`'s directory and its missing ancestors, each noted first.
-  Status Make(Group& g, const Note& note);
+  // `g`'s directory and its ancestors that do not exist, outermost first; none if joined.
+  static std::vector<std::string> Missing(const Group& g);
+  // Makes `missing` (Missing(g), noted); a group someone else made meanwhile is not owned.
+  Status Make(Group& g, const std::vector<std::string>& missing);
   // Enables those of `want` that cgroup v2 offers for the owned v2 group, from the nearest
   // ancestor that has them down to its parent, wherever they are not enabled yet;
   // `required`: a write that fails is an error.

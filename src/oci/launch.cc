@@ -281,8 +281,8 @@ Result<pid_t> Create(const CreateOptions& o) {
   rec.set_created(log::Timestamp(log::Now()));
   *rec.mutable_config() = spec;
   BRIG_TRY(mk.dir->Write(rec));
-  mk.cgroups = BRIG_TRY(Cgroups::Create(spec, o.id, [&](const std::string& dir, bool owned) {
-    *(owned ? rec.add_cgroups() : rec.add_joined_cgroups()) = dir;
+  mk.cgroups = BRIG_TRY(Cgroups::Create(spec, o.id, [&](const std::vector<Cgroups::Noted>& dirs) {
+    for (const auto& d : dirs) *(d.owned ? rec.add_cgroups() : rec.add_joined_cgroups()) = d.dir;
     return mk.dir->Write(rec);
   }));
 

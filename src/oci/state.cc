@@ -23,7 +23,7 @@ namespace brig::oci {
 namespace {
 
 constexpr size_t kMaxId = 1024;
-constexpr char kRecord[] = "state.json";
+constexpr char kRecord[] = "state.pb";
 // The prefix of the directory Create makes before renaming it to the id. '~' is in no id,
 // so no verb ever names it and ListIds skips it.
 constexpr char kTempPrefix[] = "~new.";
@@ -56,13 +56,13 @@ Error Missing(const std::string& id) {
   return BadInput("container '" + id + "' does not exist", "", "");
 }
 
-// Paths brig writes into the record come from the host and may hold any byte; protobuf's
-// JSON would drop those that are not UTF-8 (and log it), and the record would name another
-// path than the one a later verb must find.
+// Paths brig writes into the record come from the host and may hold any byte; a protobuf
+// string must be UTF-8 (a record holding other bytes would not parse again), and so must
+// the state JSON that names the bundle.
 Status CheckUtf8(const Container& c) {
   auto check = [](const std::string& what, const std::string& v) -> Status {
     if (util::IsUtf8(v)) return {};
-    return BadInput(what, v, "not UTF-8, which the container's record (JSON) cannot hold");
+    return BadInput(what, v, "not UTF-8, which the container's record cannot hold");
   };
   BRIG_TRY(check("bundle", c.bundle()));
   BRIG_TRY(check("rootfs", c.rootfs()));
@@ -200,22 +200,20 @@ Result<Container> ContainerDir::Read() const {
   std::string path = Path(kRecord);
   sys::UniqueFd fd(openat(fd_.get(), kRecord, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return SysError("open", path);
-  auto json = util::ReadFd(fd.get(), 0);
-  if (!json) return SysError("read", path);
+  auto bytes = util::ReadFd(fd.get(), 0);
+  if (!bytes) return SysError("read", path);
   Container c;
-  if (auto st = google::protobuf::util::JsonStringToMessage(*json, &c); !st.ok()) {
-    return Fail("read", path, "not a container record: " + std::string(st.message()));
-  }
+  if (!c.ParseFromString(*bytes)) return Fail("read", path, "not a container record");
   return c;
 }
 
 Status ContainerDir::Write(const Container& c) const {
   BRIG_TRY(CheckUtf8(c));
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(c, &json).ok()) {
-    return Fail("write", Path(kRecord), "protobuf JSON encoding failed", ErrorKind::kInternal);
+  std::string bytes;
+  if (!c.SerializeToString(&bytes)) {
+    return Fail("write", Path(kRecord), "protobuf encoding failed", ErrorKind::kInternal);
   }
-  return util::ReplaceFile(Path(kRecord), json + "\n", 0600);
+  return util::ReplaceFile(Path(kRecord), bytes, 0600);
 }
 
 Status ContainerDir::Remove() {

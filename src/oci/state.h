@@ -1,7 +1,8 @@
 // The state of OCI containers that survives brig's exit (runtime.md "State"): under --root
 // (default /run/brig/oci) one directory per container, made atomically by `create`, held
-// under an exclusive flock by every verb that acts on it, with the record state.json
-// (proto/oci.proto Container) written by tmp + rename (util::ReplaceFile: a reader never
+// under an exclusive flock by every verb that acts on it, with the record state.pb
+// (proto/oci.proto Container in protobuf's binary encoding: every verb reads it, and
+// parsing it as JSON cost a verb milliseconds) written by tmp + rename (util::ReplaceFile: a reader never
 // sees half of it; a reboot ends the container anyway, so it is not flushed to disk). A
 // container's status is not stored but read from the host each time: its process (the pid
 // and the start time the record names, so a reused pid is not it), whether `start` let it

@@ -131,8 +131,13 @@ class OciCgroups : public HostTest {
   }
 
   Result<std::unique_ptr<Cgroups>> Create(const oci::Spec& spec) {
-    return Cgroups::Create(spec, "c1", [this](const std::string& dir, bool owned) -> Status {
-      notes_.push_back({dir, owned});
+    return Cgroups::Create(spec, "c1", [this](const std::vector<Cgroups::Noted>& dirs) -> Status {
+      ++note_calls_;
+      for (const auto& d : dirs) {
+        notes_.push_back({d.dir, d.owned});
+        // Noted before it is made: a crash after the mkdir leaves it in the record.
+        if (d.owned && Exists(d.dir)) made_before_noted_.push_back(d.dir);
+      }
       return {};
     });
   }
@@ -170,6 +175,8 @@ class OciCgroups : public HostTest {
   std::string parent_ = "/brig-oci-test-" + std::to_string(getpid());
   std::vector<std::string> made_;
   std::vector<std::pair<std::string, bool>> notes_;
+  int note_calls_ = 0;
+  std::vector<std::string> made_before_noted_;
   std::vector<pid_t> children_;
 };
 
@@ -193,6 +200,8 @@ TEST_F(OciCgroups, LimitsHoldAndTheContainerIsFrozenCountedAndKilled) {
         << d << " was not noted as made";
   }
   EXPECT_EQ(notes_.size(), cg.dirs().size()) << "the parent existed: joined, not noted";
+  EXPECT_EQ(note_calls_, 1) << "one record write for every group";
+  EXPECT_TRUE(made_before_noted_.empty()) << made_before_noted_.front() << " made before noted";
   EXPECT_EQ(cg.v2_fd() >= 0, layout_.v2.has_value());
 
   // The limits, as the kernel now has them.
