@@ -440,9 +440,21 @@ std::unique_ptr<Cgroups> Cgroups::FromRecord(const Container& c) {
 
 int Cgroups::v2_fd() const { return v2_fd_.get(); }
 
-Status Cgroups::Enter(pid_t pid) const {
+Result<std::vector<Cgroups::TasksFile>> Cgroups::OpenV1Tasks() const {
+  std::vector<TasksFile> out;
   for (const auto& g : groups_) {
-    BRIG_TRY_CTX(util::WriteFile(g.dir + "/cgroup.procs", std::to_string(pid)), "cgroup");
+    if (g.v2) continue;
+    std::string path = g.dir + "/tasks";
+    sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return SysError("open", path).Wrap("cgroup");
+    out.push_back({std::move(fd), std::move(path)});
+  }
+  return out;
+}
+
+Status Cgroups::JoinV1(const std::vector<TasksFile>& tasks) {
+  for (const auto& t : tasks) {
+    if (write(t.fd.get(), "0", 1) != 1) return SysError("write", t.path).Wrap("cgroup");
   }
   return {};
 }

@@ -1,16 +1,18 @@
-// `brig exec` (exec.h). brig forks a child that joins the container's namespaces through
-// its process's pidfd (setns(2) with every namespace at once); since a pid namespace is
-// entered only by children, that child forks the process, reports its pid and exits.
+// `brig exec` (exec.h). brig clones a child into the container's v2 group, which joins its
+// v1 groups itself (oci/cgroups.h) and the container's namespaces through its process's
+// pidfd (setns(2) with every namespace at once); since a pid namespace is entered only by
+// children, that child forks the process, reports its pid and exits.
 //
 //   brig exec                          child                           process
-//                  ◀── kNeedIdMap
-//   into the cgroups ─ kIdMapDone ──▶ setns(pidfd, namespaces)
+//   clone3(CLONE_INTO_CGROUP) ───────▶ "0" to each v1 tasks file
+//                                      setns(pidfd, namespaces)
 //                                      fork ──────────────────────────▶ setsid, terminal,
 //                  ◀── kPid {pid}      exits                            credentials, seccomp,
 //                  ◀── kError, or EOF at execve                         execve
 #include "oci/exec.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -76,16 +78,15 @@ Status ParseUser(const std::string& user, Process& p) {
 
 [[noreturn]] void JoinAndFork(int pidfd, int ns_flags, const PreparedProcess& p, bool terminal,
                               const ConsoleSize& size, int console_fd, int sync_fd,
-                              int preserve_fds) {
+                              int preserve_fds, const std::vector<Cgroups::TasksFile>& tasks) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   // brig's own binary is about to enter the container's namespaces: none of its processes
   // may ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
-  if (auto s = container::SendMessage(sync_fd, Msg::kNeedIdMap); !s) _exit(125);
-  auto m = container::RecvMessage(sync_fd, -1);
-  if (!m || m->type != Msg::kIdMapDone) _exit(125);
+  // Before the container's cgroup namespace, and before the process is forked.
+  if (auto s = Cgroups::JoinV1(tasks); !s) Die(sync_fd, std::move(s).error());
   if (setns(pidfd, ns_flags) < 0) Die(sync_fd, SysError("setns", "the container's namespaces"));
   pid_t pid = fork();
   if (pid < 0) Die(sync_fd, SysError("fork", "exec"));
@@ -183,29 +184,24 @@ Result<int> Exec(const ExecOptions& o) {
       return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
     }
   }
-  pid_t child = fork();
-  if (child < 0) return SysError("fork", "exec");
+  std::vector<Cgroups::TasksFile> tasks = BRIG_TRY(cg->OpenV1Tasks());
+  sys::CloneArgs ca;
+  ca.exit_signal = SIGCHLD;
+  if (cg->v2_fd() >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup_fd = cg->v2_fd();
+  }
+  pid_t child = BRIG_TRY_CTX(sys::Clone3(ca), "exec");
   if (child == 0) {
     parent_end.Reset();
     JoinAndFork(pidfd->get(), ns_flags, prep, p.terminal(), p.console_size(), console.get(),
-                child_end.get(), o.preserve_fds);
+                child_end.get(), o.preserve_fds, tasks);
   }
   child_end.Reset();
   console.Reset();
-  auto reap_child = [&] { waitpid(child, nullptr, 0); };
+  tasks.clear();
   auto m = container::RecvMessage(parent_end.get(), -1);
-  if (!m || m->type != Msg::kNeedIdMap) {
-    reap_child();
-    return m ? container::DecodeError(*m) : std::move(m).error().Wrap("exec");
-  }
-  if (auto s = cg->Enter(child); !s) {
-    kill(child, SIGKILL);
-    reap_child();
-    return std::move(s).error().Wrap("cgroups");
-  }
-  BRIG_TRY(container::SendMessage(parent_end.get(), Msg::kIdMapDone));
-  m = container::RecvMessage(parent_end.get(), -1);
-  reap_child();
+  waitpid(child, nullptr, 0);
   if (!m) return std::move(m).error().Wrap("exec");
   if (m->type == Msg::kError) return container::DecodeError(*m);
   if (m->type != Msg::kPid) return Fail("exec", o.id, "unexpected message from its child");

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "oci/cgroups.h"
 #include "oci/process.h"
 #include "oci/rootfs.h"
 #include "proto/oci.pb.h"
@@ -21,7 +22,10 @@ struct InitArgs {
   int fifo_fd = -1;     // exec.fifo's read end: a byte on it is `start`
   int console_fd = -1;  // --console-socket, connected; -1 without a terminal
   int preserve_fds = 0;
-  bool new_cgroupns = false;  // unshared once the parent has put init into its groups
+  // The v1 groups' `tasks` files, which init writes itself into first (Cgroups::JoinV1);
+  // the v2 group it was cloned into.
+  const std::vector<Cgroups::TasksFile>* cgroup_tasks = nullptr;
+  bool new_cgroupns = false;  // unshared once init is in its groups
   bool no_pivot = false;
   bool new_keyring = true;  // a session keyring of its own (runc's default)
   // The stage path (namespaces joined by path): init is cloned into no new namespace,

@@ -2,13 +2,16 @@
 // sync.h's wire, OCI's own sequence):
 //
 //   brig create                                     container init (init.cc)
-//   record and cgroups made, exec.fifo (read end held by init), sync socketpair
+//   record and cgroups made, exec.fifo (read end held by init), sync socketpair,
+//   the v1 groups' tasks files opened
 //   [a pid namespace joined by path: setns here, for the child]
-//   clone3(new namespaces | CLONE_INTO_CGROUP) ───▶ [stage path: setns by path, user
+//   clone3(new namespaces | CLONE_INTO_CGROUP) ───▶ "0" to each v1 tasks file (into
+//                                                    its groups, oci/cgroups.h)
+//                                                    [stage path: setns by path, user
 //                                                    first; unshare the new ones]
 //                          ◀── kLog ...              (with --debug, until kCreated)
 //                          ◀── kNeedIdMap
-//   uid_map/gid_map, init into its v1 groups
+//   uid_map/gid_map
 //                          ─── kIdMapDone ──▶
 //                          ◀── kPid {pid}            [stage path with a new pid ns: the
 //                                                    stage child forks pid 1 and exits]
@@ -171,8 +174,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
       case Msg::kNeedIdMap:
         if (stage != kStarted) break;
         if (ns.new_user) BRIG_TRY(WriteIdMaps(mk.clone_pid, spec));
-        BRIG_TRY_CTX(mk.cgroups->Enter(mk.clone_pid), "cgroups");
-        log::Debug("id map written, init in its cgroups");
+        log::Debug("init in its cgroups, id map written");
         BRIG_TRY(container::SendMessage(sync, Msg::kIdMapDone));
         stage = kMapped;
         continue;
@@ -324,6 +326,8 @@ Result<pid_t> Create(const CreateOptions& o) {
   args.fifo_fd = fifo_fd.get();
   args.console_fd = console.get();
   args.preserve_fds = o.preserve_fds;
+  std::vector<Cgroups::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
+  args.cgroup_tasks = &tasks;
   args.fs.userns = ns.new_user || std::any_of(ns.joins.begin(), ns.joins.end(), [](const auto& j) {
                   return j.first == CLONE_NEWUSER;
                 });
@@ -356,6 +360,7 @@ Result<pid_t> Create(const CreateOptions& o) {
   child_end.Reset();
   fifo_fd.Reset();
   console.Reset();
+  tasks.clear();
   BRIG_TRY(Handshake(mk, rec, spec, ns, parent_end.get(), o));
   mk.done = true;
   return rec.pid();

@@ -5,6 +5,7 @@
 // test did not make is written to.
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -19,6 +20,7 @@
 #include "host/host_fixture.h"
 #include "oci/cgroups.h"
 #include "oci/device_filter.h"
+#include "sys/syscalls.h"
 #include "util/files.h"
 
 namespace brig::testing {
@@ -49,11 +51,23 @@ char StateOf(pid_t pid) {
 // frozen, it is no longer running.
 class SpinningChild {
  public:
-  SpinningChild() {
+  // Born in the v2 group of `cg` and joining its v1 groups itself, as create's init does.
+  explicit SpinningChild(const Cgroups& cg) {
     int go[2], ready[2];
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) return;
-    pid_ = fork();
+    auto tasks = cg.OpenV1Tasks();
+    if (!tasks) return;
+    sys::CloneArgs ca;
+    ca.exit_signal = SIGCHLD;
+    if (cg.v2_fd() >= 0) {
+      ca.flags |= CLONE_INTO_CGROUP;
+      ca.cgroup_fd = cg.v2_fd();
+    }
+    auto pid = sys::Clone3(ca);
+    if (!pid) return;
+    pid_ = *pid;
     if (pid_ == 0) {
+      if (!Cgroups::JoinV1(*tasks)) _exit(1);
       char c;
       if (read(go[0], &c, 1) != 1) _exit(1);
       static char memory[4 << 20];
@@ -220,12 +234,11 @@ TEST_F(OciCgroups, LimitsHoldAndTheContainerIsFrozenCountedAndKilled) {
     EXPECT_EQ(Trimmed(cpu + "/cpu.max"), "50000 100000");
   }
 
-  SpinningChild spinner;
+  SpinningChild spinner(cg);
   pid_t child = spinner.pid();
   ASSERT_GT(child, 0);
   children_.push_back(child);
-  ASSERT_TRUE(cg.Enter(child)) << "enter";
-  ASSERT_TRUE(spinner.Started());
+  ASSERT_TRUE(spinner.Started()) << "it could not join its groups";
   auto listed = cg.Pids();
   ASSERT_TRUE(listed) << listed.error().Render();
   EXPECT_EQ(*listed, std::vector<pid_t>{child});
@@ -294,11 +307,10 @@ TEST_F(OciCgroups, WithoutCgroupV2TheV1FreezerFreezesAndKills) {
   }
   auto v1 = Cgroups::FromRecord(v1_only);
   EXPECT_EQ(v1->v2_fd(), -1);
-  SpinningChild spinner;
+  SpinningChild spinner(**created);
   pid_t child = spinner.pid();
   ASSERT_GT(child, 0);
   children_.push_back(child);
-  ASSERT_TRUE((*created)->Enter(child));
   ASSERT_TRUE(spinner.Started());
   ASSERT_TRUE(Eventually([&] { return StateOf(child) == 'R'; }));
   auto frozen = v1->Freeze(true);

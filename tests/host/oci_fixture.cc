@@ -281,6 +281,19 @@ std::vector<CgroupMount> CgroupMounts() {
   return out;
 }
 
+std::string GroupsNotAt(pid_t pid, const std::string& path) {
+  std::string out;
+  std::istringstream lines(ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/cgroup"));
+  for (std::string line; std::getline(lines, line);) {
+    size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) return "unreadable: " + line;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    if (controllers.rfind("name=", 0) == 0) continue;
+    if (line.substr(second + 1) != path) out += line + "\n";
+  }
+  return out;
+}
+
 std::string ControllerDir(const std::string& controller, const std::string& path) {
   std::vector<CgroupMount> mounts = CgroupMounts();
   for (bool v2 : {false, true}) {

@@ -100,6 +100,9 @@ std::vector<CgroupMount> CgroupMounts();
 // The directory of cgroup `path` (absolute) in the hierarchy that holds `controller`
 // (a v1 one bound to it, else the unified one if it is enabled there); empty if none.
 std::string ControllerDir(const std::string& controller, const std::string& path);
+// The lines of /proc/PID/cgroup whose group is not `path`, but for named v1 hierarchies
+// (name=systemd), which no runtime manages: empty when `pid` is in every group at `path`.
+std::string GroupsNotAt(pid_t pid, const std::string& path);
 
 // A unix socket the runtime connects to with --console-socket.
 class ConsoleSocket {

@@ -238,8 +238,7 @@ TEST_F(Oci, ExecRunsInTheContainer) {
   EXPECT_NE(NsOf(p, "pid"), HostNs("pid"));
   EXPECT_EQ(NsOf(p, "mnt"), NsOf(init, "mnt"));
   EXPECT_EQ(NsOf(p, "net"), NsOf(init, "net"));
-  std::string cg = ReadFileOrEmpty("/proc/" + std::to_string(p) + "/cgroup");
-  EXPECT_NE(cg.find(CgroupPath("ex")), std::string::npos) << "exec is not in its cgroup: " << cg;
+  EXPECT_EQ(GroupsNotAt(p, CgroupPath("ex")), "") << "exec is not in all its groups";
 
   RunOutput u =
       Run({"exec", "--env", "A=b c", "--cwd", "/tmp", "--user", "1000:1000", "ex", "sh", "-c",
@@ -346,6 +345,7 @@ TEST_F(Oci, MemoryAndPidsLimitsAreInItsCgroups) {
   std::string procs = ReadFileOrEmpty(mem + "/cgroup.procs");
   EXPECT_EQ(Trim(procs), std::to_string(pid)) << "the container is not in its memory cgroup";
   EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/cgroup.procs")), std::to_string(pid));
+  EXPECT_EQ(GroupsNotAt(pid, CgroupPath("res")), "") << "init is not in all its groups";
   EXPECT_EQ(Run({"delete", "res"}).exit_code, 0);
   EXPECT_TRUE(AwaitGone(pid));
   EXPECT_FALSE(Exists(mem)) << "delete left " << mem;
