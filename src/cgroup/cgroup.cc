@@ -450,11 +450,32 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
   return g;
 }
 
+Result<TasksFile> OpenTasks(const std::string& dir) {
+  std::string path = dir + "/tasks";
+  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysError("open", path).Wrap("cgroup");
+  return TasksFile{std::move(fd), std::move(path)};
+}
+
+Status JoinV1(const std::vector<TasksFile>& tasks) {
+  for (const auto& t : tasks) {
+    if (write(t.fd.get(), "0", 1) != 1) return SysError("write", t.path).Wrap("cgroup");
+  }
+  return {};
+}
+
 Status Group::AttachV1(pid_t pid) {
   std::string p = std::to_string(pid);
   for (const auto& [c, dir] : v1_) BRIG_TRY_CTX(util::WriteFile(dir + "/cgroup.procs", p), "cgroup");
   if (!freezer_.empty()) BRIG_TRY_CTX(util::WriteFile(freezer_ + "/cgroup.procs", p), "cgroup");
   return {};
+}
+
+Result<std::vector<TasksFile>> Group::OpenV1Tasks() const {
+  std::vector<TasksFile> out;
+  for (const auto& [c, dir] : v1_) out.push_back(BRIG_TRY(OpenTasks(dir)));
+  if (!freezer_.empty()) out.push_back(BRIG_TRY(OpenTasks(freezer_)));
+  return out;
 }
 
 bool Group::Kill() {

@@ -5,7 +5,8 @@
 //
 // The v2 group, when a cgroup2 mount exists at all, holds the sandbox from its first
 // instruction (CLONE_INTO_CGROUP) and provides cgroup.kill even if it has no controllers;
-// v1 groups get init written into them before init lets the workload start. Where the v2
+// init moves itself into the v1 groups first thing (JoinV1), before the workload exists
+// (an ISOLATION_NONE command is put into them by brig before it may exec). Where the v2
 // group has no cgroup.kill (no cgroup2 mount, or a kernel before 5.14), the v1 freezer
 // makes the kill: freeze, SIGKILL every member, thaw.
 #pragma once
@@ -103,6 +104,21 @@ struct Usage {
   std::optional<uint64_t> cpu_usec, peak_memory, peak_pids;
 };
 
+// Joining v1 groups without waiting on the kernel. Writing a pid to cgroup.procs takes
+// the global threadgroup lock, whose writer waits for an RCU grace period (8-11 ms on a
+// hybrid host, again for every sandbox that is not right behind another); a thread that
+// moves itself (it writes "0" to a v1 group's `tasks`) takes no such lock. The fds are
+// opened by brig, as root, before the new process exists; the kernel checks a migration
+// against the credentials of whoever opened the file. (v2 has no such door: cgroup.procs
+// always takes the lock, and a new process joins v2 at birth with CLONE_INTO_CGROUP.)
+struct TasksFile {
+  sys::UniqueFd fd;  // DIR/tasks, open for writing
+  std::string path;
+};
+Result<TasksFile> OpenTasks(const std::string& dir);
+// In the new process, before it has a second thread or a child: into every group.
+Status JoinV1(const std::vector<TasksFile>& tasks);
+
 // One sandbox's groups. Create() refuses (exit 125) a needed limit whose controller is
 // missing, unless that limit is optional; on any failure what it made is removed again.
 class Group {
@@ -117,7 +133,10 @@ class Group {
 
   // The v2 group's directory fd, for CLONE_INTO_CGROUP; -1 without a cgroup2 mount.
   int v2_fd() const { return v2_fd_.get(); }
-  // Puts `pid` (the sandbox's init, not yet running anything) into the v1 groups.
+  // The v1 groups' tasks files, for init to join them itself (JoinV1).
+  Result<std::vector<TasksFile>> OpenV1Tasks() const;
+  // Puts `pid` into the v1 groups (an ISOLATION_NONE command, which runs no brig code of
+  // its own to join them; it pays the grace period).
   Status AttachV1(pid_t pid);
   // An eventfd that becomes readable on an OOM kill in a v1 memory group; -1 otherwise (v2
   // kills the whole group itself: memory.oom.group).

@@ -192,6 +192,9 @@ Status Setup(const InitArgs& a) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   (void)prctl(PR_SET_NAME, "brig-init", 0, 0, 0);
   ScrubProcessArgs();
+  // Into the v1 groups at once (the clone put it into the v2 one), before the workload
+  // exists and before the cgroup namespace below.
+  BRIG_TRY(cgroup::JoinV1(*a.cgroup_tasks));
   BRIG_TRY(SendMessage(a.sync_fd, Msg::kNeedIdMap));
   Message m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for id map");
   if (m.type != Msg::kIdMapDone) return Fail("sync", std::string(MsgName(m.type)), "unexpected");
@@ -217,14 +220,10 @@ Status Setup(const InitArgs& a) {
   BRIG_TRY_CTX(fs::EnterNewRoot(*a.plan), "filesystem");
   if (sethostname("sandbox", 7) < 0) return SysError("sethostname", "sandbox");
   log::Debug("hostname: sandbox");
-  // Meanwhile brig has put init into its v1 groups, after the clone made the cgroup
-  // namespace; a second one roots those too, so the sandbox sees "/" in every hierarchy.
-  m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for cgroups");
-  if (m.type != Msg::kGroupsJoined) {
-    return Fail("sync", std::string(MsgName(m.type)), "unexpected");
-  }
+  // Init joined its v1 groups after the clone made the cgroup namespace; a second one roots
+  // those too, so the sandbox sees "/" in every hierarchy.
   if (unshare(CLONE_NEWCGROUP) < 0) return SysError("unshare", "cgroup namespace");
-  log::Debug("cgroups joined; a cgroup namespace of its own");
+  log::Debug("a cgroup namespace of its own");
   BRIG_TRY_CTX(security::DropPrivileges(), "privileges");
   log::Debug("capabilities dropped, no_new_privs set");
   return {};

@@ -3,6 +3,7 @@
 // workload's exit. Never returns.
 #pragma once
 
+#include "cgroup/cgroup.h"
 #include "config/sandbox.h"
 #include "fs/mount_plan.h"
 #include "net/network.h"
@@ -17,6 +18,8 @@ struct InitArgs {
   const security::SeccompProgram* init_filter;  // init's own, before the workload goes on
   int sync_fd;
   const net::SandboxAddress* address;  // eth0's, with posture allowlist or open; else null
+  // The v1 groups' tasks files: init moves itself into them first (cgroup::JoinV1).
+  const std::vector<cgroup::TasksFile>* cgroup_tasks;
 };
 
 [[noreturn]] void InitMain(const InitArgs& args);

@@ -174,13 +174,14 @@ Result<sys::Child> Session::CloneInit() {
   if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
     return SysError("setgroups", "supervisor");
   }
+  std::vector<cgroup::TasksFile> tasks = BRIG_TRY(group_->OpenV1Tasks());
   int pidfd = -1;
   pid_t pid = BRIG_TRY(sys::Clone3(CloneArgs(kNamespaces, &pidfd)));
   if (pid == 0) {
     sync_.Reset();
     stdio_->ApplyInChild();
     InitMain(InitArgs{&sb_, &plan_, &seccomp_, &init_filter_, child_end.get(),
-                      net_ ? &net_->address() : nullptr});
+                      net_ ? &net_->address() : nullptr, &tasks});
   }
   plan_.steps.clear();  // the detached trees now live on only in the child
   log::Debug("clone: brig init is pid ", pid);
@@ -210,17 +211,13 @@ bool Session::LaunchInit() {
   return true;
 }
 
-// The id maps (and eth0) while init waits; then, while it sets itself up, init into the v1
-// groups. It waits for kGroupsJoined before it drops its privileges, so it is in every
-// group before the workload exists.
+// The id maps (and eth0) while init waits (it is in all its groups by then: it joined
+// the v1 ones itself before it asked).
 Status Session::AnswerIdMap() {
   BRIG_TRY(WriteIdMaps(child_.pid(), sb_));
   log::Debug("id map written: ", config::kSandboxUid, " -> ", sb_.host_uid);
   if (net_) BRIG_TRY(net_->Attach(child_.pid()));
-  BRIG_TRY(SendMessage(sync_.get(), Msg::kIdMapDone));
-  BRIG_TRY(group_->AttachV1(child_.pid()));
-  log::Debug("sync: init in its v1 groups; GroupsJoined");
-  return SendMessage(sync_.get(), Msg::kGroupsJoined);
+  return SendMessage(sync_.get(), Msg::kIdMapDone);
 }
 
 // The handshake up to Ready (sync.h). Returns an Error reported by init, if any. Init may

@@ -42,7 +42,6 @@ std::string_view MsgName(Msg m) {
     case Msg::kStart: return "Start";
     case Msg::kWorkloadExit: return "WorkloadExit";
     case Msg::kError: return "Error";
-    case Msg::kGroupsJoined: return "GroupsJoined";
     case Msg::kLog: return "Log";
     case Msg::kPid: return "Pid";
     case Msg::kCreated: return "Created";

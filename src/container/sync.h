@@ -2,18 +2,19 @@
 // Every message is one packet: a fixed header and at most kMaxPayload bytes.
 //
 //   supervisor (session.cc)                        brig init (init.cc), pid 1 inside
-//   socketpair(SEQPACKET|CLOEXEC), compile seccomp, block signals
-//   clone3(CLONE_NEW*|CLONE_PIDFD) ───────────────▶ PDEATHSIG; close the parent end
+//   socketpair(SEQPACKET|CLOEXEC), compile seccomp, block signals, open the v1 groups'
+//   tasks files
+//   clone3(CLONE_NEW*|CLONE_PIDFD|                  PDEATHSIG; close the parent end;
+//          CLONE_INTO_CGROUP) ────────────────────▶ "0" to each tasks file (into its v1
+//                                                   groups: cgroup::JoinV1)
 //                          ◀── kLog {payload = level, time, text}  (any number, until kReady;
 //                                  only with --debug: brig init's setup steps)
 //                          ◀── kNeedIdMap
 //   write uid_map, gid_map ─── kIdMapDone ──▶
 //   (and eth0)                                      setgroups/setresgid/setresuid, lo up,
 //                                                   eth0, mounts, pivot_root, hostname
-//   init into the v1 cgroups ─ kGroupsJoined ──▶
-//   (overlaps init's setup: a                       a second cgroup namespace, caps
-//    migration waits out an                         dropped, no_new_privs, resolve CMD
-//    RCU grace period)
+//                                                   a second cgroup namespace, caps
+//                                                   dropped, no_new_privs, resolve CMD
 //                          ◀── kReady
 //   (run: at once)         ─── kStart ──▶
 //                                                   fork the workload: setsid, rlimits,
@@ -46,11 +47,10 @@ enum class Msg : uint32_t {
   kStart = 4,
   kWorkloadExit = 5,
   kError = 6,
-  kGroupsJoined = 7,  // parent to init only
-  kLog = 8,           // init to parent, before kReady only
+  kLog = 7,  // init to parent, before kReady only
   // OCI containers only (oci/launch.cc draws their order):
-  kPid = 9,       // init to parent: the container process's host pid, from a stage child
-  kCreated = 10,  // init to parent: set up, waiting for `start`
+  kPid = 8,      // init to parent: the container process's host pid, from a stage child
+  kCreated = 9,  // init to parent: set up, waiting for `start`
 };
 // The highest type on the wire: a packet with another type is malformed.
 inline constexpr Msg kLastMsg = Msg::kCreated;

@@ -440,23 +440,12 @@ std::unique_ptr<Cgroups> Cgroups::FromRecord(const Container& c) {
 
 int Cgroups::v2_fd() const { return v2_fd_.get(); }
 
-Result<std::vector<Cgroups::TasksFile>> Cgroups::OpenV1Tasks() const {
-  std::vector<TasksFile> out;
+Result<std::vector<cgroup::TasksFile>> Cgroups::OpenV1Tasks() const {
+  std::vector<cgroup::TasksFile> out;
   for (const auto& g : groups_) {
-    if (g.v2) continue;
-    std::string path = g.dir + "/tasks";
-    sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd) return SysError("open", path).Wrap("cgroup");
-    out.push_back({std::move(fd), std::move(path)});
+    if (!g.v2) out.push_back(BRIG_TRY(cgroup::OpenTasks(g.dir)));
   }
   return out;
-}
-
-Status Cgroups::JoinV1(const std::vector<TasksFile>& tasks) {
-  for (const auto& t : tasks) {
-    if (write(t.fd.get(), "0", 1) != 1) return SysError("write", t.path).Wrap("cgroup");
-  }
-  return {};
 }
 
 Status Cgroups::Update(const Resources& r) const {

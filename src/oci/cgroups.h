@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "brig/result.h"
+#include "cgroup/cgroup.h"
 #include "proto/oci.pb.h"
 #include "sys/fd.h"
 
@@ -65,23 +66,13 @@ class Cgroups {
   // The groups a record names, for verbs after create.
   static std::unique_ptr<Cgroups> FromRecord(const Container& c);
 
-  // A new process joins the groups itself, never by a pid written for it: a write to
-  // cgroup.procs takes the kernel's global threadgroup lock and waits for an RCU grace
-  // period (8-11 ms on a hybrid host, tools/bench-oci), where a thread that moves itself
-  // ("0" to a v1 group's `tasks`) takes no such lock. So the v2 group is joined at birth
-  // (clone3 CLONE_INTO_CGROUP with v2_fd()), and each v1 group by the new process,
-  // single-threaded, writing "0" through the fds OpenV1Tasks() opened (JoinV1): the kernel
-  // checks a migration against the credentials of whoever opened the file, here root.
+  // A new process joins the groups itself, never by a pid written for it
+  // (cgroup::JoinV1 says why): the v2 group at birth (clone3 CLONE_INTO_CGROUP with
+  // v2_fd()), each v1 group through the fds OpenV1Tasks() opened (cgroup::JoinV1).
   //
   // The v2 directory's fd for CLONE_INTO_CGROUP; -1 without one.
   int v2_fd() const;
-  struct TasksFile {
-    sys::UniqueFd fd;  // the v1 group's `tasks`, open for writing
-    std::string path;
-  };
-  Result<std::vector<TasksFile>> OpenV1Tasks() const;
-  // In the new process, before it has a second thread or a child: into every v1 group.
-  static Status JoinV1(const std::vector<TasksFile>& tasks);
+  Result<std::vector<cgroup::TasksFile>> OpenV1Tasks() const;
   // linux.resources again (`brig update`): only what `r` sets is written.
   Status Update(const Resources& r) const;
   // Freezes or thaws every process (v2 cgroup.freeze, or the v1 freezer) and waits until

@@ -78,7 +78,7 @@ Status ParseUser(const std::string& user, Process& p) {
 
 [[noreturn]] void JoinAndFork(int pidfd, int ns_flags, const PreparedProcess& p, bool terminal,
                               const ConsoleSize& size, int console_fd, int sync_fd,
-                              int preserve_fds, const std::vector<Cgroups::TasksFile>& tasks) {
+                              int preserve_fds, const std::vector<cgroup::TasksFile>& tasks) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -86,7 +86,7 @@ Status ParseUser(const std::string& user, Process& p) {
   // may ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
   // Before the container's cgroup namespace, and before the process is forked.
-  if (auto s = Cgroups::JoinV1(tasks); !s) Die(sync_fd, std::move(s).error());
+  if (auto s = cgroup::JoinV1(tasks); !s) Die(sync_fd, std::move(s).error());
   if (setns(pidfd, ns_flags) < 0) Die(sync_fd, SysError("setns", "the container's namespaces"));
   pid_t pid = fork();
   if (pid < 0) Die(sync_fd, SysError("fork", "exec"));
@@ -184,7 +184,7 @@ Result<int> Exec(const ExecOptions& o) {
       return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
     }
   }
-  std::vector<Cgroups::TasksFile> tasks = BRIG_TRY(cg->OpenV1Tasks());
+  std::vector<cgroup::TasksFile> tasks = BRIG_TRY(cg->OpenV1Tasks());
   sys::CloneArgs ca;
   ca.exit_signal = SIGCHLD;
   if (cg->v2_fd() >= 0) {

@@ -95,7 +95,7 @@ Status WriteSysctls(const Spec& spec) {
 Status SetUp(const InitArgs& a) {
   // Into its v1 groups before anything else: before the namespaces it joins or makes (a
   // cgroup namespace's root is the group init is in) and before pid 1 is forked.
-  if (a.cgroup_tasks) BRIG_TRY(Cgroups::JoinV1(*a.cgroup_tasks));
+  if (a.cgroup_tasks) BRIG_TRY(cgroup::JoinV1(*a.cgroup_tasks));
   if (!a.joins.empty() || a.unshare_flags) BRIG_TRY(JoinAndUnshare(a));
   BRIG_TRY(container::SendMessage(a.sync_fd, Msg::kNeedIdMap));
   BRIG_TRY_CTX(Expect(a.sync_fd, Msg::kIdMapDone), "wait for id map");

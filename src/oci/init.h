@@ -22,9 +22,9 @@ struct InitArgs {
   int fifo_fd = -1;     // exec.fifo's read end: a byte on it is `start`
   int console_fd = -1;  // --console-socket, connected; -1 without a terminal
   int preserve_fds = 0;
-  // The v1 groups' `tasks` files, which init writes itself into first (Cgroups::JoinV1);
+  // The v1 groups' `tasks` files, which init writes itself into first (cgroup::JoinV1);
   // the v2 group it was cloned into.
-  const std::vector<Cgroups::TasksFile>* cgroup_tasks = nullptr;
+  const std::vector<cgroup::TasksFile>* cgroup_tasks = nullptr;
   bool new_cgroupns = false;  // unshared once init is in its groups
   bool no_pivot = false;
   bool new_keyring = true;  // a session keyring of its own (runc's default)

@@ -326,7 +326,7 @@ Result<pid_t> Create(const CreateOptions& o) {
   args.fifo_fd = fifo_fd.get();
   args.console_fd = console.get();
   args.preserve_fds = o.preserve_fds;
-  std::vector<Cgroups::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
+  std::vector<cgroup::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
   args.cgroup_tasks = &tasks;
   args.fs.userns = ns.new_user || std::any_of(ns.joins.begin(), ns.joins.end(), [](const auto& j) {
                   return j.first == CLONE_NEWUSER;

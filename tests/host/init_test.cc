@@ -268,7 +268,7 @@ TEST_F(BrigInit, ALostInitIsReportedByItsOwnErrorNotTheBrokenPipe) {
     child.Reset();
     siginfo_t si = {};
     ASSERT_EQ(syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | WNOWAIT, nullptr), 0);
-    auto sent = container::SendMessage(parent.get(), container::Msg::kGroupsJoined);
+    auto sent = container::SendMessage(parent.get(), container::Msg::kStart);
     ASSERT_FALSE(sent) << "the send should meet the dead child's closed end";
     std::optional<Error> why = container::WhyInitIsGone(parent.get(), pidfd, sent.error());
     ASSERT_TRUE(why.has_value()) << sent.error().Render();

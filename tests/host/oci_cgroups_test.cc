@@ -67,7 +67,7 @@ class SpinningChild {
     if (!pid) return;
     pid_ = *pid;
     if (pid_ == 0) {
-      if (!Cgroups::JoinV1(*tasks)) _exit(1);
+      if (!cgroup::JoinV1(*tasks)) _exit(1);
       char c;
       if (read(go[0], &c, 1) != 1) _exit(1);
       static char memory[4 << 20];
