@@ -49,11 +49,6 @@ constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2
   _exit(ExitCode(e.kind));
 }
 
-void ScrubProcessArgs() {
-  if (g_args_begin == nullptr) return;
-  memset(g_args_begin, 0, static_cast<size_t>(g_args_end - g_args_begin));
-  strncpy(g_args_begin, "brig-init", static_cast<size_t>(g_args_end - g_args_begin) - 1);
-}
 
 Status BecomeSandboxUser() {
   // No supplementary groups: the supervisor dropped them before the clone, and setgroups
@@ -230,6 +225,12 @@ Status Setup(const InitArgs& a) {
 }
 
 }  // namespace
+
+void ScrubProcessArgs() {
+  if (g_args_begin == nullptr) return;
+  memset(g_args_begin, 0, static_cast<size_t>(g_args_end - g_args_begin));
+  strncpy(g_args_begin, "brig-init", static_cast<size_t>(g_args_end - g_args_begin) - 1);
+}
 
 void RecordProcessArgs(int argc, char** argv) {
   if (argc < 1) return;

@@ -27,5 +27,8 @@ struct InitArgs {
 // Hides the supervisor's command line and environment from /proc/1 inside (they are
 // inherited memory): main() records where they are, init overwrites them.
 void RecordProcessArgs(int argc, char** argv);
+// Overwrites them with "brig-init": brig's own processes that enter a sandbox or an OCI
+// container (its init, exec's child) call it first.
+void ScrubProcessArgs();
 
 }  // namespace brig::container

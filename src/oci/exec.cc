@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "brig/exit.h"
+#include "container/init.h"
 #include "container/sync.h"
 #include "oci/cgroups.h"
 #include "oci/process.h"
@@ -85,6 +86,8 @@ Status ParseUser(const std::string& user, Process& p) {
   // brig's own binary is about to enter the container's namespaces: none of its processes
   // may ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  // Nor its command line, which /proc/PID/cmdline shows without ptrace access.
+  container::ScrubProcessArgs();
   // Before the container's cgroup namespace, and before the process is forked.
   if (auto s = cgroup::JoinV1(tasks); !s) Die(sync_fd, std::move(s).error());
   if (setns(pidfd, ns_flags) < 0) Die(sync_fd, SysError("setns", "the container's namespaces"));

@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "brig/exit.h"
+#include "container/init.h"
 #include "container/sync.h"
 #include "log/log.h"
 #include "oci/hooks.h"
@@ -202,6 +203,9 @@ void ContainerInit(const InitArgs& a) {
   // the container may ptrace it or reach the binary through /proc/PID/exe (runc
   // CVE-2019-5736). execve makes the process dumpable again.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  // Nor is brig's command line (the bundle's and the state's host paths) the container's
+  // to read in /proc/1/cmdline, which needs no ptrace access.
+  container::ScrubProcessArgs();
   // The caller's blocked signals are not the container's.
   sigset_t none;
   sigemptyset(&none);

@@ -541,5 +541,18 @@ TEST_F(Oci, TheRuntimeBinaryIsOutOfReachBeforeStart) {
   EXPECT_TRUE(AwaitGone(pid));
 }
 
+// Until `start`, pid 1 is brig's own process: its command line (the runtime's flags, the
+// bundle's and the state directory's host paths) is not the container's to read.
+TEST_F(Oci, TheRuntimesCommandLineIsNotShownBeforeStart) {
+  pid_t pid = Create(Cfg("argv"), "argv");
+  ASSERT_GT(pid, 0);
+  RunOutput e = Run({"exec", "argv", "cat", "/proc/1/cmdline"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out.find(scratch_.path()), std::string::npos) << "host paths in: " << e.out;
+  EXPECT_EQ(e.out.find("--bundle"), std::string::npos) << e.out;
+  EXPECT_EQ(Run({"delete", "argv"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+}
+
 }  // namespace
 }  // namespace brig::testing::oci
