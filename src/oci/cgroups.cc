@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "cgroup/cgroup.h"
+#include "log/log.h"
 #include "oci/cgroup_plan.h"
 #include "oci/device_filter.h"
 #include "util/files.h"
@@ -645,23 +646,8 @@ std::string MemoryEntry(std::optional<uint64_t> limit, std::optional<uint64_t> u
   return out + "}";
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+// A JSON string: log::JsonEscape's escaping, in quotes.
+std::string JsonString(std::string_view s) { return "\"" + log::JsonEscape(s) + "\""; }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "log/log.h"
 #include "oci/spec_tables.h"
 
 namespace brig::oci {
@@ -17,23 +18,8 @@ namespace {
 
 using google::protobuf::EnumDescriptor;
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[(c >> 4) & 15];
-      out += kHex[c & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+// A JSON string: log::JsonEscape's escaping, in quotes.
+std::string JsonString(std::string_view s) { return "\"" + log::JsonEscape(s) + "\""; }
 
 class JsonWriter {
  public:
