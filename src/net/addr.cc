@@ -73,6 +73,20 @@ Result<Lease> Lease::Take(const std::string& dir, const Subnet& subnet) {
   return Fail("address", subnet.Str(), "every address of the subnet is in use");
 }
 
+Result<sys::UniqueFd> TakePortSlot(const std::string& dir, const std::string& bridge) {
+  BRIG_TRY(util::MakeDirs(dir));
+  uint32_t start = 0;
+  if (getrandom(&start, sizeof start, 0) != sizeof start) start = static_cast<uint32_t>(getpid());
+  for (uint32_t i = 0; i < kBridgePorts; ++i) {
+    auto fd = LockPath(dir + "/" + std::to_string((start + i) % kBridgePorts), true);
+    if (fd || fd.error().err != EWOULDBLOCK) return fd;
+  }
+  return Fail("add a port to", bridge,
+              std::to_string(kBridgePorts) +
+                  " sandboxes with a network interface are running in this network namespace,"
+                  " the most a bridge has ports for");
+}
+
 Status Lease::Note(const std::string& text) {
   if (ftruncate(fd_.get(), 0) < 0) return SysError("truncate", path_);
   if (pwrite(fd_.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {

@@ -39,6 +39,17 @@ class Lease {
   sys::UniqueFd fd_;
 };
 
+// The most ports the kernel gives one bridge (BR_MAX_PORTS, 1024, less port 0, which it
+// never hands out), and so the most sandboxes with an interface at one time in one network
+// namespace: all of them hang off its one bridge.
+inline constexpr uint32_t kBridgePorts = 1023;
+
+// Holds one of `bridge`'s ports for a sandbox: a file `dir`/N (N below kBridgePorts, made
+// if missing) locked with flock(2) while the returned fd is open, the search starting at a
+// random N. With every one held the run is refused, naming the limit, before anything is
+// made; so a sandbox is never refused by the kernel halfway, after its process started.
+Result<sys::UniqueFd> TakePortSlot(const std::string& dir, const std::string& bridge);
+
 // Takes the lease file `path` (made if missing) for brig gc, so that no sandbox can take
 // the address while gc decides; fails with EWOULDBLOCK if a live sandbox holds it.
 Result<sys::UniqueFd> LockLease(const std::string& path);

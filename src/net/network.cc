@@ -51,9 +51,10 @@ Result<uint64_t> NotedCookie(const std::string& dir) {
   return ParseNumber(*text).value_or(0);
 }
 
-// Drops the leases in `addr` whose holders are gone (all of them, in a directory left by
-// a namespace that is gone). Returns false if one is held.
-Result<bool> DropLeases(const std::string& addr) {
+// Drops the locked files in `addr` (address leases, bridge port slots) whose holders are
+// gone: all of them, in a directory left by a namespace that is gone. Returns false if one
+// is held.
+Result<bool> DropUnheld(const std::string& addr) {
   std::vector<std::string> names;
   if (DIR* d = opendir(addr.c_str())) {
     while (struct dirent* de = readdir(d)) {
@@ -79,7 +80,7 @@ Status ClaimStateDir(const std::string& dir, const NetnsKey& ns) {
   if (ns.cookie == 0) return {};
   uint64_t noted = BRIG_TRY(NotedCookie(dir));
   if (noted == ns.cookie) return {};
-  if (noted != 0) BRIG_TRY(DropLeases(dir + "/addr"));
+  if (noted != 0) BRIG_TRY(DropUnheld(dir + "/addr"));
   return util::WriteFileAtomic(dir + "/netns", std::to_string(ns.cookie), 0600);
 }
 
@@ -118,6 +119,7 @@ Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
     n->bridge_index_ = BRIG_TRY_CTX(EnsureBridge(kBridge, subnet), "network");
     BRIG_TRY_CTX(EnsureBaseRules(), "network");
   }
+  n->port_slot_ = BRIG_TRY_CTX(TakePortSlot(dir + "/ports", kBridge), "network");
   n->lease_ = BRIG_TRY_CTX(Lease::Take(dir + "/addr", subnet), "network");
   // The address of a crashed run that brig gc has not seen yet: its rules go first.
   if (!n->lease_.previous().empty()) {
@@ -264,11 +266,13 @@ Result<std::string> RemoveStateDir(const NetnsKey& gone) {
   if (flock(lock.get(), LOCK_EX | LOCK_NB) < 0) return std::string();  // a brig is in it
   // Under the lock: a namespace that took the inode since notes its own cookie first.
   if (BRIG_TRY(NotedCookie(dir)) != gone.cookie) return std::string();
-  if (!BRIG_TRY(DropLeases(dir + "/addr"))) return std::string();
-  // A lease made meanwhile keeps the directory (ENOTEMPTY).
-  if (rmdir((dir + "/addr").c_str()) < 0 && errno != ENOENT) {
-    if (errno == ENOTEMPTY) return std::string();
-    return SysError("rmdir", dir + "/addr");
+  for (const char* sub : {"/addr", "/ports"}) {
+    if (!BRIG_TRY(DropUnheld(dir + sub))) return std::string();
+    // A lease or a port taken meanwhile keeps the directory (ENOTEMPTY).
+    if (rmdir((dir + sub).c_str()) < 0 && errno != ENOENT) {
+      if (errno == ENOTEMPTY) return std::string();
+      return SysError("rmdir", dir + sub);
+    }
   }
   std::string noted = dir + "/netns";
   if (unlink(noted.c_str()) < 0 && errno != ENOENT) return SysError("unlink", noted);

@@ -54,6 +54,7 @@ class SandboxNet {
  private:
   SandboxNet() = default;
   SandboxAddress address_;
+  sys::UniqueFd port_slot_;  // net/addr.h's TakePortSlot
   Lease lease_;
   Listeners listeners_;
   PortRules rules_;

@@ -9,7 +9,9 @@
 //
 // The clients are real programs inside the sandbox: curl, busybox nslookup, and a short
 // python script (netprobe.py, below) for plain TCP and UDP, which busybox nc cannot do.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -767,6 +769,55 @@ TEST_F(Network, SubnetOverlappingARouteIsRefusedAndLeavesNothing) {
   EXPECT_TRUE(Contains(Eth0Address(ok.out), "10.77.0.")) << ok.out;
   EXPECT_TRUE(
       Contains(world_.InWorld({"ip", "-o", "addr", "show", "dev", "brig0"}).out, "10.77.0.1/24"));
+}
+
+// The kernel gives a bridge at most 1023 ports, and every sandbox of a network namespace
+// hangs off its one bridge. With 1023 held, the next run is refused before anything is
+// made, naming the limit (not the kernel's bare "Exchange full" after the sandbox's
+// process started); with one free again, a run goes on.
+TEST_F(Network, ABridgesPortLimitIsARefusalThatNamesIt) {
+  // 1023 is the kernel's figure: a bridge takes that many ports, and the next fails (in a
+  // network namespace of its own, gone with the process, its 2,047 links with it).
+  ScratchDir scratch;
+  std::string add;
+  for (int i = 0; i <= 1023; ++i) {
+    add += "link add bxq" + std::to_string(i) + " master bxp type veth peer name bxr" +
+           std::to_string(i) + "\n";
+  }
+  auto filled = RunCommand({"unshare", "--net", "sh", "-c",
+                            "ip link add bxp type bridge && exec ip -batch \"$0\"",
+                            scratch.Write("add", add)});
+  EXPECT_TRUE(Contains(filled.err, "Exchange full") && Contains(filled.err, ":1024"))
+      << "the 1024th port was not the first refused:\n"
+      << filled.err;
+
+  std::string ports = world_.StateDir() + "/ports";
+  ASSERT_EQ(RunCommand({"mkdir", "-p", ports}).exit_code, 0);
+  std::vector<sys::UniqueFd> held;
+  for (int i = 0; i < 1023; ++i) {
+    std::string path = ports + "/" + std::to_string(i);
+    held.emplace_back(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_TRUE(held.back()) << path;
+    ASSERT_EQ(flock(held.back().get(), LOCK_EX | LOCK_NB), 0) << path;
+  }
+  auto refused = NetSh("echo ran");
+  EXPECT_EQ(refused.exit_code, 125) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_TRUE(Contains(refused.err,
+                       "add a port to 'brig0': 1023 sandboxes with a network interface are "
+                       "running in this network namespace, the most a bridge has ports for"))
+      << refused.err;
+  EXPECT_EQ(Lines(world_.Links("bv")), "");
+  EXPECT_EQ(PerSandboxNft(), "");
+  EXPECT_EQ(Lines(world_.Leases()), "");
+
+  held.pop_back();
+  auto ran = NetSh("echo ran");
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "ran\n");
+  held.clear();
+  EXPECT_TRUE(Eventually([&] { return world_.Links("bv").empty(); })) << Lines(world_.Links("bv"));
+  EXPECT_EQ(Lines(world_.Leases()), "");
 }
 
 TEST_F(Network, WithoutAnInterfaceOnlyLoopbackAndNoSubnet) {
