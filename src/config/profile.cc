@@ -14,6 +14,7 @@
 #include "proto/textproto.h"
 #include "util/files.h"
 #include "util/parse.h"
+#include "util/trusted_cache.h"
 
 namespace brig::config {
 namespace {
@@ -326,11 +327,18 @@ void FillDefaults(v1::Profile& p) {
   *p.mutable_limits() = WithDefaults(p.limits(), p.isolation() != v1::ISOLATION_NONE);
 }
 
-Result<LoadedProfile> LoadProfileFile(const std::string& dir, const std::string& name_or_path) {
+Result<LoadedProfile> LoadProfileFile(const std::string& dir, const std::string& name_or_path,
+                                      const std::string& cache_dir) {
   LoadedProfile l;
   l.path = BRIG_TRY(PolicyFilePath(dir, "profiles", name_or_path));
   l.text = BRIG_TRY_CTX(util::ReadUserFile(l.path), "profile");
-  l.profile = BRIG_TRY(ParseProfile(l.text, l.path));
+  util::TrustedCache cache(cache_dir, "profile");
+  std::optional<std::string> hit = cache.Get(l.text);
+  if (!hit || !l.profile.ParseFromString(*hit) || !Validate(l.profile, l.path).empty()) {
+    l.profile = BRIG_TRY(ParseProfile(l.text, l.path));
+    std::string bytes;
+    if (l.profile.SerializeToString(&bytes)) cache.Put(l.text, bytes);
+  }
   FillDefaults(l.profile);
   return l;
 }

@@ -48,7 +48,13 @@ struct LoadedProfile {
   v1::Profile profile;
   std::string path, text;
 };
-Result<LoadedProfile> LoadProfileFile(const std::string& dir, const std::string& name_or_path);
+// With a `cache_dir`, the parsed profile comes from there when an entry holds exactly
+// this text (util/trusted_cache.h), and is stored there otherwise: parsing text builds
+// protobuf's descriptors, most of a millisecond of every start. Validated either way.
+Result<LoadedProfile> LoadProfileFile(const std::string& dir, const std::string& name_or_path,
+                                      const std::string& cache_dir = "");
+// brig run's profile cache (not --dry-run's, which writes nothing).
+inline constexpr const char* kProfileCacheDir = "/run/brig/profiles";
 // The built-in defaults of Limits (limits.h), filled into unset fields.
 void FillDefaults(v1::Profile& profile);
 

@@ -1,0 +1,85 @@
+// Entry layout, native byte order: "BRIGCAC1" | u32 text_len | text | value.
+#include "util/trusted_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "util/files.h"
+
+namespace brig::util {
+namespace {
+
+constexpr char kMagic[8] = {'B', 'R', 'I', 'G', 'C', 'A', 'C', '1'};
+
+// Only root may have written it: owned by root, not writable by group or others.
+bool Trusted(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+}  // namespace
+
+TrustedCache::TrustedCache(const std::string& dir, std::string_view salt) : dir_(dir) {
+  if (dir.empty()) return;
+  // A rebuild may derive differently at one version: the executable's identity and change
+  // time are part of every name.
+  struct stat self = {};
+  (void)stat("/proc/self/exe", &self);
+  salt_ = std::string(salt) + "/" + BRIG_VERSION + "/" + std::to_string(self.st_dev) + ":" +
+          std::to_string(self.st_ino) + ":" + std::to_string(self.st_ctim.tv_sec) + "." +
+          std::to_string(self.st_ctim.tv_nsec) + "/";
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  (void)mkdir(parent.c_str(), 0700);
+  (void)mkdir(dir.c_str(), 0700);
+  fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd_ && !Trusted(fd_.get())) fd_.Reset();
+}
+
+// FNV-1a over the salt and the text: only a file name, never trusted alone.
+std::string TrustedCache::EntryName(const std::string& text) const {
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string* s : {&salt_, &text}) {
+    for (unsigned char c : *s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  }
+  char buf[32];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::optional<std::string> TrustedCache::Get(const std::string& text) const {
+  if (!fd_) return std::nullopt;
+  sys::UniqueFd fd(openat(fd_.get(), EntryName(text).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd || !Trusted(fd.get())) return std::nullopt;
+  auto bytes = ReadFd(fd.get(), 0);
+  if (!bytes) return std::nullopt;
+  uint32_t text_len;
+  size_t head = sizeof kMagic + sizeof text_len;
+  if (bytes->size() < head || memcmp(bytes->data(), kMagic, sizeof kMagic) != 0) {
+    return std::nullopt;
+  }
+  memcpy(&text_len, bytes->data() + sizeof kMagic, sizeof text_len);
+  if (text_len != text.size() || bytes->size() - head < text_len ||
+      bytes->compare(head, text_len, text) != 0) {
+    return std::nullopt;
+  }
+  return bytes->substr(head + text_len);
+}
+
+void TrustedCache::Put(const std::string& text, std::string_view value) const {
+  if (!fd_) return;
+  std::string entry(kMagic, sizeof kMagic);
+  uint32_t text_len = static_cast<uint32_t>(text.size());
+  entry.append(reinterpret_cast<const char*>(&text_len), sizeof text_len);
+  entry += text;
+  entry += value;
+  (void)WriteFileAtomic(dir_ + "/" + EntryName(text), entry, 0600);
+}
+
+}  // namespace brig::util
