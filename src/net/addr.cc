@@ -88,10 +88,13 @@ Result<sys::UniqueFd> TakePortSlot(const std::string& dir, const std::string& br
 }
 
 Status Lease::Note(const std::string& text) {
-  if (ftruncate(fd_.get(), 0) < 0) return SysError("truncate", path_);
+  // Written, then cut to its length: never truncated to 0 first, which on ext4 (a /run that
+  // is no tmpfs) makes close flush the file, and removing it at the end of the run then
+  // waits for that write and for a synchronous discard of its block.
   if (pwrite(fd_.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
     return SysError("write", path_);
   }
+  if (ftruncate(fd_.get(), static_cast<off_t>(text.size())) < 0) return SysError("truncate", path_);
   return {};
 }
 
