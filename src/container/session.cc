@@ -63,7 +63,7 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   if (sb.isolated) {
     s->seccomp_ = BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy,
                                                         security::kSeccompCacheDir));
-    s->init_filter_ = BRIG_TRY(security::CompileInitFilter());
+    s->init_filter_ = BRIG_TRY(security::CompileInitFilter(security::kSeccompCacheDir));
     log::Debug("seccomp: '", sb.seccomp_policy, "' and init's filter compiled");
   }
   s->signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));

@@ -3,6 +3,8 @@
 // line names the code in container/init.cc that needs the call.
 #include "security/init_filter.h"
 
+#include "security/seccomp_cache.h"
+
 namespace brig::security {
 namespace {
 
@@ -43,8 +45,12 @@ v1::SeccompPolicy InitFilterPolicy() {
   return policy;
 }
 
-Result<SeccompProgram> CompileInitFilter() {
-  return BRIG_TRY_CTX(CompileSeccomp(InitFilterPolicy()), "brig init's seccomp filter");
+Result<SeccompProgram> CompileInitFilter(const std::string& cache_dir) {
+  return BRIG_TRY_CTX(CompileSeccompCached(InitFilterPolicy(), cache_dir,
+                                           [](const v1::SeccompPolicy& p) {
+                                             return CompileSeccomp(p);
+                                           }),
+                      "brig init's seccomp filter");
 }
 
 }  // namespace brig::security

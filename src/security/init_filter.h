@@ -14,7 +14,8 @@ namespace brig::security {
 // outside it kills init, and with it the whole sandbox.
 v1::SeccompPolicy InitFilterPolicy();
 
-// Compiled with libseccomp, in the parent like the workload's filter.
-Result<SeccompProgram> CompileInitFilter();
+// Compiled with libseccomp, in the parent like the workload's filter, or taken from
+// `cache_dir` (seccomp_cache.h; empty: no cache).
+Result<SeccompProgram> CompileInitFilter(const std::string& cache_dir);
 
 }  // namespace brig::security

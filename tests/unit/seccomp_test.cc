@@ -290,7 +290,7 @@ TEST(InitFilter, CompilesKillsByDefaultAndSaysWhyForEachCall) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"read", "close", "wait4", "kill", "sendmsg",
                                              "exit_group", "brk", "munmap"}));
-  auto prog = CompileInitFilter();
+  auto prog = CompileInitFilter("");
   ASSERT_TRUE(prog) << prog.error().Render();
   EXPECT_GT(prog->insns.size(), 4u);
   auto pfc = ExportPfc(policy);
