@@ -3,6 +3,8 @@
 // ends in reaping brig init (sys::Child), so no process of the sandbox survives brig.
 #include "container/session.h"
 
+#include <malloc.h>
+
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
@@ -207,6 +209,9 @@ bool Session::LaunchInit() {
   if (auto s = StartServices(); !s) return Failed(std::move(s).error());
   if (auto s = SendMessage(sync_.get(), Msg::kStart); !s) return InitFailed(std::move(s).error());
   log::Debug("sync: Start sent; serving");
+  // What setting up used and freed (the profile, the plan, libnftables' scripts) goes back
+  // to the kernel: the supervisor lives as long as the sandbox, one per sandbox.
+  malloc_trim(0);
   started_workload_ = true;
   return true;
 }
