@@ -1,4 +1,5 @@
-// Entry layout, native byte order: "BRIGCAC1" | u32 text_len | text | value.
+// Entry layout, native byte order: "BRIGCAC2" | u32 key_len | key | value, where the key
+// is the salt and the text: an entry matches only both, byte for byte.
 #include "util/trusted_cache.h"
 
 #include <fcntl.h>
@@ -13,7 +14,7 @@
 namespace brig::util {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'R', 'I', 'G', 'C', 'A', 'C', '1'};
+constexpr char kMagic[8] = {'B', 'R', 'I', 'G', 'C', 'A', 'C', '2'};
 
 // Only root may have written it: owned by root, not writable by group or others.
 bool Trusted(int fd) {
@@ -59,24 +60,26 @@ std::optional<std::string> TrustedCache::Get(const std::string& text) const {
   if (!fd || !Trusted(fd.get())) return std::nullopt;
   auto bytes = ReadFd(fd.get(), 0);
   if (!bytes) return std::nullopt;
-  uint32_t text_len;
-  size_t head = sizeof kMagic + sizeof text_len;
+  uint32_t key_len;
+  size_t head = sizeof kMagic + sizeof key_len;
   if (bytes->size() < head || memcmp(bytes->data(), kMagic, sizeof kMagic) != 0) {
     return std::nullopt;
   }
-  memcpy(&text_len, bytes->data() + sizeof kMagic, sizeof text_len);
-  if (text_len != text.size() || bytes->size() - head < text_len ||
-      bytes->compare(head, text_len, text) != 0) {
+  memcpy(&key_len, bytes->data() + sizeof kMagic, sizeof key_len);
+  if (key_len != salt_.size() + text.size() || bytes->size() - head < key_len ||
+      bytes->compare(head, salt_.size(), salt_) != 0 ||
+      bytes->compare(head + salt_.size(), text.size(), text) != 0) {
     return std::nullopt;
   }
-  return bytes->substr(head + text_len);
+  return bytes->substr(head + key_len);
 }
 
 void TrustedCache::Put(const std::string& text, std::string_view value) const {
   if (!fd_) return;
   std::string entry(kMagic, sizeof kMagic);
-  uint32_t text_len = static_cast<uint32_t>(text.size());
-  entry.append(reinterpret_cast<const char*>(&text_len), sizeof text_len);
+  uint32_t key_len = static_cast<uint32_t>(salt_.size() + text.size());
+  entry.append(reinterpret_cast<const char*>(&key_len), sizeof key_len);
+  entry += salt_;
   entry += text;
   entry += value;
   (void)WriteFileAtomic(dir_ + "/" + EntryName(text), entry, 0600);

@@ -2,8 +2,8 @@
 // compiled seccomp filter, a parsed profile), kept in a directory that only root writes.
 // An entry is named by a hash of the text and of what shapes the derived bytes (the kind
 // of entry, brig's version and build, a library version the caller names), and it holds
-// the whole text: it is used only when that text matches byte for byte, so a hash
-// collision can never select another text's entry. A directory or an entry that anyone
+// all of them whole: it is used only when they match byte for byte, so a hash collision
+// can never select another text's entry, nor another kind's or build's. A directory or an entry that anyone
 // but root could have written is not used.
 #pragma once
 

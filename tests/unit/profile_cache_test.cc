@@ -150,5 +150,23 @@ TEST_F(ProfileCache, ABadProfileIsNotCachedAndKeepsItsErrorPosition) {
   EXPECT_TRUE(Entries().empty());
 }
 
+// The cache under both: an entry holds what it was keyed by besides the text (its kind,
+// brig's build), so one kind's entry put under another kind's name for the same text is
+// refused, not taken on the name alone.
+TEST_F(ProfileCache, AnotherKindsEntryIsNeverUsed) {
+  util::TrustedCache a(cache_, "a"), b(cache_, "b");
+  a.Put("same text", "a's value");
+  std::string a_entry = Entries().at(0);
+  b.Put("same text", "b's value");
+  ASSERT_EQ(Entries().size(), 2u);
+  for (const auto& e : Entries()) {
+    if (e != a_entry) {
+      ASSERT_EQ(rename(a_entry.c_str(), e.c_str()), 0);
+    }
+  }
+  EXPECT_EQ(b.Get("same text"), std::nullopt);
+  EXPECT_EQ(a.Get("same text"), std::nullopt) << "a's entry is no longer at a's name";
+}
+
 }  // namespace
 }  // namespace brig::config
