@@ -217,6 +217,18 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return s;
 }
 
+std::vector<std::string> PathsIn(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (struct dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') out.push_back(dir + "/" + e->d_name);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::string HostNs(const std::string& name) {
   char buf[256];
   ssize_t n = readlink(("/proc/self/ns/" + name).c_str(), buf, sizeof buf - 1);

@@ -102,6 +102,8 @@ void SettleUntilGone(const std::string& needle);
 std::string ScratchPrefix();
 
 std::string ReadFileOrEmpty(const std::string& path);
+// The paths of `dir`'s entries that do not begin with a dot, sorted; none if it is missing.
+std::vector<std::string> PathsIn(const std::string& dir);
 
 // The test process's own namespace of that kind, as readlink(/proc/self/ns/NAME) says.
 std::string HostNs(const std::string& name);

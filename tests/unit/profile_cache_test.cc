@@ -4,20 +4,22 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "config/profile.h"
+#include "testlib/testlib.h"
 #include "util/files.h"
 #include "util/trusted_cache.h"
 
 namespace brig::config {
 namespace {
+
+using brig::testing::PathsIn;
+using brig::testing::ScratchDir;
 
 const std::string kPolicyDir = BRIG_SOURCE_POLICY_DIR;
 
@@ -33,30 +35,14 @@ class ProfileCache : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "cache entries are trusted only when owned by root";
-    char tmpl[] = "/tmp/brig-test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    cache_ = dir_ + "/cache";
-    profile_ = dir_ + "/p.textproto";
-  }
-  void TearDown() override {
-    if (!dir_.empty()) (void)!system(("rm -rf " + dir_).c_str());
   }
   void WriteProfile(const std::string& text) {
     ASSERT_TRUE(util::WriteFileAtomic(profile_, text));
   }
-  std::vector<std::string> Entries() {
-    std::vector<std::string> out;
-    if (DIR* d = opendir(cache_.c_str())) {
-      while (auto* e = readdir(d)) {
-        if (e->d_name[0] != '.') out.push_back(cache_ + "/" + e->d_name);
-      }
-      closedir(d);
-    }
-    return out;
-  }
+  std::vector<std::string> Entries() { return PathsIn(cache_); }
   Result<LoadedProfile> Load() { return LoadProfileFile(kPolicyDir, profile_, cache_); }
-  std::string dir_, cache_, profile_;
+  ScratchDir dir_;
+  std::string cache_ = dir_.path() + "/cache", profile_ = dir_.path() + "/p.textproto";
 };
 
 bool Same(const v1::Profile& a, const v1::Profile& b) {

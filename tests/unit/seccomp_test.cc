@@ -3,7 +3,6 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,10 +11,14 @@
 #include "security/init_filter.h"
 #include "security/seccomp.h"
 #include "security/seccomp_cache.h"
+#include "testlib/testlib.h"
 #include "util/files.h"
 
 namespace brig::security {
 namespace {
+
+using brig::testing::PathsIn;
+using brig::testing::ScratchDir;
 
 const std::string kDefaultPolicy =
     std::string(BRIG_SOURCE_POLICY_DIR) + "/seccomp/default.textproto";
@@ -34,27 +37,11 @@ class SeccompCache : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "cache entries are trusted only when owned by root";
-    char tmpl[] = "/tmp/brig-test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    cache_ = dir_ + "/cache";
-    policy_ = dir_ + "/p.textproto";
-  }
-  void TearDown() override {
-    if (!dir_.empty()) (void)!system(("rm -rf " + dir_).c_str());
   }
   void WritePolicy(const std::string& text) { ASSERT_TRUE(util::WriteFileAtomic(policy_, text)); }
-  std::vector<std::string> Entries() {
-    std::vector<std::string> out;
-    if (DIR* d = opendir(cache_.c_str())) {
-      while (auto* e = readdir(d)) {
-        if (e->d_name[0] != '.') out.push_back(cache_ + "/" + e->d_name);
-      }
-      closedir(d);
-    }
-    return out;
-  }
-  std::string dir_, cache_, policy_;
+  std::vector<std::string> Entries() { return PathsIn(cache_); }
+  ScratchDir dir_;
+  std::string cache_ = dir_.path() + "/cache", policy_ = dir_.path() + "/p.textproto";
 };
 
 bool SameProgram(const SeccompProgram& a, const SeccompProgram& b) {
