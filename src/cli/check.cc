@@ -58,7 +58,9 @@ std::string Usage() {
          "the path it takes on this host: v2, v1 (a hybrid host's v1 hierarchy) or missing,\n"
          "with the directory its sandbox groups go under; then how brig kills a sandbox;\n"
          "then each kernel feature the profiles need, probed in throwaway namespaces, as\n"
-         "\"NAME ok|missing WHY\"; then, for each profile, whether it can run here.\n"
+         "\"NAME ok|missing WHY\"; then, measured, how long a run with a network interface\n"
+         "waits at its end for the kernel (\"exit wait\"); then, for each profile, whether it\n"
+         "can run here.\n"
          "Needs root, as brig run does.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {

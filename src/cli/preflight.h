@@ -26,8 +26,8 @@ std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy);
 // How long a process that added and removed a sandbox's nftables elements, as a run does,
 // waits to exit, in milliseconds (the median of three, each in a network namespace of its
 // own): closing its netfilter socket waits for the kernel to finish the removal, an RCU
-// grace period. A run with
-// an interface pays it at its end. An error if the probe could not run.
+// grace period. A run with an interface pays it at its end. An error if the probe could
+// not run.
 Result<double> MeasureNftExitWait();
 
 // What keeps `profile` from running here: the names of the missing features it needs and
