@@ -3,11 +3,10 @@
 // ends in reaping brig init (sys::Child), so no process of the sandbox survives brig.
 #include "container/session.h"
 
-#include <malloc.h>
-
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>

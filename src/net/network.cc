@@ -51,19 +51,19 @@ Result<uint64_t> NotedCookie(const std::string& dir) {
   return ParseNumber(*text).value_or(0);
 }
 
-// Drops the locked files in `addr` (address leases, bridge port slots) whose holders are
+// Drops the locked files in `dir` (address leases, bridge port slots) whose holders are
 // gone: all of them, in a directory left by a namespace that is gone. Returns false if one
 // is held.
-Result<bool> DropUnheld(const std::string& addr) {
+Result<bool> DropUnheld(const std::string& dir) {
   std::vector<std::string> names;
-  if (DIR* d = opendir(addr.c_str())) {
+  if (DIR* d = opendir(dir.c_str())) {
     while (struct dirent* de = readdir(d)) {
       if (de->d_name[0] != '.') names.push_back(de->d_name);
     }
     closedir(d);
   }
   for (const auto& name : names) {
-    std::string path = addr + "/" + name;
+    std::string path = dir + "/" + name;
     auto lease = LockLease(path);
     if (!lease) {
       if (lease.error().err == EWOULDBLOCK) return false;

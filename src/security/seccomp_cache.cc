@@ -29,9 +29,10 @@ Result<SeccompProgram> Cached(std::string_view kind, const std::string& text,
                                           std::to_string(v->minor) + "." +
                                           std::to_string(v->micro));
   // The value: u32 flags | sock_filter[...], native byte order.
-  if (std::optional<std::string> hit = cache.Get(text)) {
+  std::optional<std::string> hit = cache.Get(text);
+  if (hit && hit->size() > sizeof(uint32_t)) {
     size_t n = hit->size() - sizeof(uint32_t);
-    if (hit->size() > sizeof(uint32_t) && n % sizeof(sock_filter) == 0) {
+    if (n % sizeof(sock_filter) == 0) {
       SeccompProgram p;
       memcpy(&p.flags, hit->data(), sizeof(uint32_t));
       p.insns.resize(n / sizeof(sock_filter));

@@ -22,17 +22,24 @@ bool Trusted(int fd) {
   return fstat(fd, &st) == 0 && st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
+// brig's version and its executable's identity and change time: a rebuild may derive
+// differently at one version. Read once a process (a run makes three caches).
+const std::string& Build() {
+  static const std::string build = [] {
+    struct stat self = {};
+    (void)stat("/proc/self/exe", &self);
+    return std::string(BRIG_VERSION) + "/" + std::to_string(self.st_dev) + ":" +
+           std::to_string(self.st_ino) + ":" + std::to_string(self.st_ctim.tv_sec) + "." +
+           std::to_string(self.st_ctim.tv_nsec) + "/";
+  }();
+  return build;
+}
+
 }  // namespace
 
 TrustedCache::TrustedCache(const std::string& dir, std::string_view salt) : dir_(dir) {
   if (dir.empty()) return;
-  // A rebuild may derive differently at one version: the executable's identity and change
-  // time are part of every name.
-  struct stat self = {};
-  (void)stat("/proc/self/exe", &self);
-  salt_ = std::string(salt) + "/" + BRIG_VERSION + "/" + std::to_string(self.st_dev) + ":" +
-          std::to_string(self.st_ino) + ":" + std::to_string(self.st_ctim.tv_sec) + "." +
-          std::to_string(self.st_ctim.tv_nsec) + "/";
+  salt_ = std::string(salt) + "/" + Build();
   std::string parent = dir.substr(0, dir.rfind('/'));
   (void)mkdir(parent.c_str(), 0700);
   (void)mkdir(dir.c_str(), 0700);
