@@ -120,9 +120,10 @@ void PrintFeatures(const std::vector<Feature>& features) {
   }
 }
 
-// What a run with an interface waits for at its end, measured, and the host setting that
-// shortens it: kernel.rcu_expedited makes every grace period of the host expedited, at the
-// cost of an interrupt to each CPU for each; brig does not set it.
+// What a run with an interface waits for at its end, measured. Where the kernel cannot
+// expire elements early, brig deletes them and waits for a grace period; the host setting
+// that shortens it is kernel.rcu_expedited, which makes every grace period of the host
+// expedited, at the cost of an interrupt to each CPU for each: brig does not set it.
 void PrintNftExitWait(const std::vector<Feature>& features) {
   for (const Feature& f : features) {
     if (f.name == "nftables" && !f.result) return;
@@ -135,15 +136,19 @@ void PrintNftExitWait(const std::vector<Feature>& features) {
   auto expedited = util::ReadFile("/sys/kernel/rcu_expedited");
   bool on = expedited && !expedited->empty() && (*expedited)[0] == '1';
   char figure[32];
-  snprintf(figure, sizeof figure, "%.1f ms", *wait);
-  printf("%-19s %-8s %s\n", "exit wait", figure,
-         on ? "a run with an interface waits this long at its end for the kernel to finish its "
-              "last nftables transaction (an RCU grace period; expedited, as "
-              "/sys/kernel/rcu_expedited is 1)"
-            : "a run with an interface waits this long at its end for the kernel to finish its "
-              "last nftables transaction (an RCU grace period); 1 in /sys/kernel/rcu_expedited "
-              "makes grace periods expedited, host-wide, and this wait a fraction of a "
-              "millisecond");
+  snprintf(figure, sizeof figure, "%.1f ms", wait->ms);
+  const char* why =
+      wait->removal == net::Removal::kExpire
+          ? "a run with an interface waits this long at its end for the kernel: its nftables "
+            "elements are expired, not deleted, so no RCU grace period is waited for"
+      : on ? "a run with an interface waits this long at its end for the kernel to finish "
+             "deleting its nftables elements (an RCU grace period; this kernel cannot expire "
+             "them early; expedited, as /sys/kernel/rcu_expedited is 1)"
+           : "a run with an interface waits this long at its end for the kernel to finish "
+             "deleting its nftables elements (an RCU grace period; this kernel cannot expire "
+             "them early); 1 in /sys/kernel/rcu_expedited makes grace periods expedited, "
+             "host-wide, and this wait a fraction of a millisecond";
+  printf("%-19s %-8s %s\n", "exit wait", figure, why);
 }
 
 // One line per profile of `dir`; returns whether the default profile can run.

@@ -172,7 +172,8 @@ Status ProbeIdmap() {
 
 Status ProbeNftables() {
   BRIG_TRY(Unshare(CLONE_NEWNET, "network namespace"));
-  return net::EnsureBaseRules();
+  BRIG_TRY(net::EnsureBaseRules(""));
+  return {};
 }
 
 Status ProbeBridgeVeth() {
@@ -186,8 +187,9 @@ Status ProbeBridgeVeth() {
 
 }  // namespace
 
-Result<double> MeasureNftExitWait() {
+Result<NftExitWait> MeasureNftExitWait() {
   std::vector<double> waits;
+  char removal = 0;
   for (int i = 0; i < 3; ++i) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0) return SysError("pipe2", "probe");
@@ -199,11 +201,17 @@ Result<double> MeasureNftExitWait() {
       // As a run: the base tables, a sandbox's elements, and their removal last.
       net::Ipv4 gateway{0x0ad50001}, addr{0x0ad50002};  // 10.213.0.1, .2
       net::PortRules rules{"probe", "bvprobe", addr, net::MacFor(addr), {1, 2, 3, 4}};
-      bool made = Unshare(CLONE_NEWNET, "network namespace") && net::EnsureBaseRules() &&
-                  net::AddPortRules(rules, gateway) && net::RemovePortRules(rules, gateway);
+      char made = '0';
+      if (Unshare(CLONE_NEWNET, "network namespace")) {
+        auto how = net::EnsureBaseRules("");
+        if (how && net::AddPortRules(rules, gateway, *how) &&
+            net::RemovePortRules(rules, gateway, *how)) {
+          made = *how == net::Removal::kExpire ? 'e' : 'd';
+        }
+      }
       // The transaction is done: what is left is the exit, the socket's close among it.
-      (void)!write(write_end.get(), made ? "1" : "0", 1);
-      _exit(made ? 0 : 1);
+      (void)!write(write_end.get(), &made, 1);
+      _exit(made != '0' ? 0 : 1);
     }
     write_end.Reset();
     char made = 0;
@@ -214,11 +222,14 @@ Result<double> MeasureNftExitWait() {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (n != 1 || made != '1') return Fail("probe", "nftables", "no transaction was made");
+    if (n != 1 || (made != 'e' && made != 'd')) {
+      return Fail("probe", "nftables", "no transaction was made");
+    }
+    removal = made;
     waits.push_back((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
   }
   std::sort(waits.begin(), waits.end());
-  return waits[1];
+  return NftExitWait{waits[1], removal == 'e' ? net::Removal::kExpire : net::Removal::kDelete};
 }
 
 std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy) {

@@ -9,6 +9,7 @@
 
 #include "brig/result.h"
 #include "cgroup/cgroup.h"
+#include "net/nft.h"
 #include "proto/brig.pb.h"
 
 namespace brig::cli {
@@ -25,10 +26,14 @@ std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy);
 
 // How long a process that added and removed a sandbox's nftables elements, as a run does,
 // waits to exit, in milliseconds (the median of three, each in a network namespace of its
-// own): closing its netfilter socket waits for the kernel to finish the removal, an RCU
-// grace period. A run with an interface pays it at its end. An error if the probe could
-// not run.
-Result<double> MeasureNftExitWait();
+// own), and how this kernel lets it remove them. Deleted elements are freed after an RCU
+// grace period, and closing the netfilter socket waits for it: a run with an interface
+// pays it at its end. Expired ones are not waited for. An error if the probe could not run.
+struct NftExitWait {
+  double ms;
+  net::Removal removal;
+};
+Result<NftExitWait> MeasureNftExitWait();
 
 // What keeps `profile` from running here: the names of the missing features it needs and
 // the cgroup controllers its limits need that `plan` lacks. Empty: it can run.

@@ -117,7 +117,7 @@ Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
     sys::UniqueFd lock = BRIG_TRY(LockStateDir(dir, ns));
     BRIG_TRY_CTX(CheckNoRouteOverlap(subnet, kBridge), "network");
     n->bridge_index_ = BRIG_TRY_CTX(EnsureBridge(kBridge, subnet), "network");
-    BRIG_TRY_CTX(EnsureBaseRules(), "network");
+    n->removal_ = BRIG_TRY_CTX(EnsureBaseRules(dir + "/removal"), "network");
   }
   n->port_slot_ = BRIG_TRY_CTX(TakePortSlot(dir + "/ports", kBridge), "network");
   n->lease_ = BRIG_TRY_CTX(Lease::Take(dir + "/addr", subnet), "network");
@@ -133,7 +133,15 @@ Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
   std::string entry = n->RecordEntry();
   BRIG_TRY(record.Add("net", entry));
   BRIG_TRY_CTX(n->lease_.Note(entry), "network");
-  BRIG_TRY_CTX(AddPortRules(n->rules_, subnet.Gateway()), "network");
+  Status added = AddPortRules(n->rules_, subnet.Gateway(), n->removal_);
+  // Elements with our keys (the address is leased to us, the port named for our id) can
+  // only be leftovers: most often the address's last holder's, which expire at the tick
+  // after it ended (nft.h's Removal), and this run may come before that tick.
+  if (!added && added.error().err == EEXIST) {
+    BRIG_TRY_CTX(RemoveStalePortRules(n->rules_, subnet.Gateway()), "network");
+    added = AddPortRules(n->rules_, subnet.Gateway(), n->removal_);
+  }
+  BRIG_TRY_CTX(std::move(added), "network");
   n->rules_added_ = true;
   return n;
 }
@@ -152,7 +160,8 @@ Status SandboxNet::Teardown() {
     return {};
   }
   rules_added_ = false;
-  Status s = RemovePortRules(rules_, address_.subnet.Gateway());
+  // Expiring ones are made, expired, if missing: only deletion finds some gone.
+  Status s = RemovePortRules(rules_, address_.subnet.Gateway(), removal_);
   // Some were gone (removed by hand, or the tables flushed): remove the rest one by one.
   if (!s && s.error().err == ENOENT) {
     auto piecewise = RemoveStalePortRules(rules_, address_.subnet.Gateway());
@@ -274,8 +283,10 @@ Result<std::string> RemoveStateDir(const NetnsKey& gone) {
       return SysError("rmdir", dir + sub);
     }
   }
-  std::string noted = dir + "/netns";
-  if (unlink(noted.c_str()) < 0 && errno != ENOENT) return SysError("unlink", noted);
+  for (const char* file : {"/removal", "/netns"}) {
+    std::string path = dir + file;
+    if (unlink(path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", path);
+  }
   // The lock goes last: a brig waiting for it sees it unlinked and makes the directory anew.
   if (unlink(lock_path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", lock_path);
   if (rmdir(dir.c_str()) < 0) {

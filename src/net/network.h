@@ -60,6 +60,7 @@ class SandboxNet {
   PortRules rules_;
   NetnsKey netns_;
   int bridge_index_ = 0;
+  Removal removal_ = Removal::kDelete;
   bool rules_added_ = false;
 };
 

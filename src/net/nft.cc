@@ -6,11 +6,15 @@
 #include <netinet/in.h>
 // After netinet/in.h, which it must not redefine.
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+
+#include "util/files.h"
 
 namespace brig::net {
 namespace {
@@ -88,9 +92,9 @@ namespace {
 std::string InetTable() {
   std::string br = kBridge;
   return "table inet brig {\n"
-         "  map redirect_tcp { type ipv4_addr . inet_service : inet_service; }\n"
-         "  map redirect_udp { type ipv4_addr . inet_service : inet_service; }\n"
-         "  set listeners { type ipv4_addr . inet_proto . inet_service; }\n"
+         "  map redirect_tcp { type ipv4_addr . inet_service : inet_service; flags timeout; }\n"
+         "  map redirect_udp { type ipv4_addr . inet_service : inet_service; flags timeout; }\n"
+         "  set listeners { type ipv4_addr . inet_proto . inet_service; flags timeout; }\n"
          "  chain nat_redirect {\n"
          "    type nat hook prerouting priority dstnat; policy accept;\n"
          "    iifname \"" + br + "\" tcp dport { 53, 80, 443 } redirect to :ip saddr . tcp dport "
@@ -126,9 +130,9 @@ std::string InetTable() {
 std::string BridgeTable() {
   std::string port = std::string("\"") + kPortPrefix + "*\"";
   return "table bridge brig {\n"
-         "  set ports_mac { type ifname . ether_addr; }\n"
-         "  set ports_ip { type ifname . ipv4_addr; }\n"
-         "  set ports_arp { type ifname . ether_addr . ipv4_addr . ipv4_addr; }\n"
+         "  set ports_mac { type ifname . ether_addr; flags timeout; }\n"
+         "  set ports_ip { type ifname . ipv4_addr; flags timeout; }\n"
+         "  set ports_arp { type ifname . ether_addr . ipv4_addr . ipv4_addr; flags timeout; }\n"
          "  chain prerouting {\n"
          "    type filter hook prerouting priority -200; policy accept;\n"
          "    iifname != " + port + " accept\n"
@@ -238,15 +242,56 @@ std::vector<std::string> RenderElements(const SetElements& set) {
   return out;
 }
 
-Status EnsureBaseRules() {
-  // A table that exists was made whole by an earlier brig, in one transaction.
-  if (!BRIG_TRY(TableExists(NFPROTO_INET, "brig"))) {
+namespace {
+
+// Whether this kernel updates an element's expiry, tried on an element of the listeners set
+// no sandbox has (address 0.0.0.0, port 0). Older kernels keep the expiry an element was
+// made with (or refuse the update, or the query): the probe's element is then deleted.
+Result<bool> ExpiryUpdates() {
+  SetElements probe{NFPROTO_INET,
+                    "brig",
+                    "listeners",
+                    {{Ipv4Field(0) + ProtoField(IPPROTO_TCP) + PortField(0), ""}}};
+  Status added = ApplyElements(ElementOp::kAdd, {probe}, kElementTimeoutMs);
+  if (!added && added.error().err != EEXIST) return std::move(added).error();
+  if (ApplyElements(ElementOp::kExpire, {probe}, kElementTimeoutMs)) {
+    auto left = ElementExpiry(probe);
+    if (left && *left && **left <= 1000) return true;
+  }
+  (void)ApplyElements(ElementOp::kDelete, {probe});
+  return false;
+}
+
+constexpr char kExpireNote[] = "expire", kDeleteNote[] = "delete";
+
+}  // namespace
+
+Result<Removal> EnsureBaseRules(const std::string& note) {
+  // A table that exists was made whole by a brig, in one transaction.
+  std::optional<uint32_t> inet = BRIG_TRY(SetFlags(NFPROTO_INET, "brig", "redirect_tcp"));
+  std::optional<uint32_t> bridge = BRIG_TRY(SetFlags(NFPROTO_BRIDGE, "brig", "ports_mac"));
+  bool made = !inet || !bridge;
+  if (!inet) {
     BRIG_TRY_CTX(RunNft(InetTable()), "inet table");
+    inet = NFT_SET_TIMEOUT;
   }
-  if (!BRIG_TRY(TableExists(NFPROTO_BRIDGE, "brig"))) {
+  if (!bridge) {
     BRIG_TRY_CTX(RunNft(BridgeTable()), "bridge table");
+    bridge = NFT_SET_TIMEOUT;
   }
-  return {};
+  // An older brig's tables have no timeouts: their elements can only be deleted.
+  if (!(*inet & *bridge & NFT_SET_TIMEOUT)) return Removal::kDelete;
+  // The kernel's answer, noted when the tables were made (they go with a reboot).
+  if (!made && !note.empty()) {
+    auto noted = util::ReadFile(note);
+    if (noted && *noted == kExpireNote) return Removal::kExpire;
+    if (noted && *noted == kDeleteNote) return Removal::kDelete;
+  }
+  bool updates = BRIG_TRY_CTX(ExpiryUpdates(), "nftables probe");
+  if (!note.empty()) {
+    BRIG_TRY(util::WriteFileAtomic(note, updates ? kExpireNote : kDeleteNote, 0600));
+  }
+  return updates ? Removal::kExpire : Removal::kDelete;
 }
 
 std::vector<SetElements> PortElements(const PortRules& r, Ipv4 gateway) {
@@ -271,12 +316,16 @@ std::vector<SetElements> PortElements(const PortRules& r, Ipv4 gateway) {
   };
 }
 
-Status AddPortRules(const PortRules& r, Ipv4 gateway) {
-  return ApplyElements(true, PortElements(r, gateway));
+Status AddPortRules(const PortRules& r, Ipv4 gateway, Removal removal) {
+  return ApplyElements(ElementOp::kAdd, PortElements(r, gateway),
+                       removal == Removal::kExpire ? kElementTimeoutMs : 0);
 }
 
-Status RemovePortRules(const PortRules& r, Ipv4 gateway) {
-  return ApplyElements(false, PortElements(r, gateway));
+Status RemovePortRules(const PortRules& r, Ipv4 gateway, Removal removal) {
+  if (removal == Removal::kExpire) {
+    return ApplyElements(ElementOp::kExpire, PortElements(r, gateway), kElementTimeoutMs);
+  }
+  return ApplyElements(ElementOp::kDelete, PortElements(r, gateway));
 }
 
 Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway, uint16_t family) {
@@ -287,7 +336,7 @@ Result<bool> RemoveStalePortRules(const PortRules& r, Ipv4 gateway, uint16_t fam
     if (family != 0 && set.family != family) continue;
     for (auto& e : set.elems) {
       SetElements one{set.family, set.table, set.set, {e}};
-      auto s = ApplyElements(false, {one});
+      auto s = ApplyElements(ElementOp::kDelete, {one});
       if (s) {
         any = true;
       } else if (s.error().err != ENOENT) {

@@ -44,8 +44,27 @@ struct PortRules {
 // Runs one nft script (libnftables) as a single transaction: the base tables.
 Status RunNft(const std::string& script);
 
-// Creates brig's tables if they are missing. Call under the network lock.
-Status EnsureBaseRules();
+// How a sandbox's elements leave the sets when it ends.
+enum class Removal {
+  // Updated to expire at the next tick: a transaction that frees nothing, so neither it nor
+  // the close of brig's netlink socket waits for an RCU grace period. An expired element
+  // matches no packet and is not listed; the set's garbage collection frees it within a
+  // second. Needs a kernel that updates an element's expiry (older ones ignore it).
+  kExpire,
+  // Deleted: the kernel frees them after a grace period, and closing the socket that
+  // deleted them (brig's exit) waits for it, ~10 ms.
+  kDelete,
+};
+
+// The timeout a sandbox's elements get under Removal::kExpire: never reached.
+inline constexpr uint64_t kElementTimeoutMs = 36500ull * 24 * 3600 * 1000;
+
+// Creates brig's tables if they are missing (their sets made with timeouts) and says how
+// this host's elements are removed: kExpire if the sets have timeouts and the kernel
+// updates an element's expiry (probed once, when the tables are made, and noted in
+// `note`, a file), kDelete otherwise (tables an older brig made, or an older kernel). Call
+// under the network lock.
+Result<Removal> EnsureBaseRules(const std::string& note);
 
 // The script of brig's base tables, as EnsureBaseRules installs it.
 std::string BaseRules();
@@ -57,8 +76,8 @@ std::vector<std::string> RenderElements(const SetElements& set);
 // One sandbox's rules are set elements only, added and removed in one batch each
 // (nft_batch.h). Pure; unit-tested.
 std::vector<SetElements> PortElements(const PortRules& r, Ipv4 gateway);
-Status AddPortRules(const PortRules& r, Ipv4 gateway);
-Status RemovePortRules(const PortRules& r, Ipv4 gateway);
+Status AddPortRules(const PortRules& r, Ipv4 gateway, Removal removal);
+Status RemovePortRules(const PortRules& r, Ipv4 gateway, Removal removal);
 // brig gc: removes whichever of them still exist, those of `family` only if it is not 0
 // (NFPROTO_BRIDGE: the port's, keyed by its name; NFPROTO_INET: the address's). Returns
 // whether any did.

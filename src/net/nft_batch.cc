@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 namespace brig::net {
@@ -29,8 +30,9 @@ struct BatchStop {
 using Socket = std::unique_ptr<mnl_socket, MnlClose>;
 
 // One socket for the process's life: closing a netfilter netlink socket waits for the
-// kernel to finish destroying the last transaction (an RCU grace period, ~10 ms here),
-// so brig pays that once, at exit, not after every batch.
+// kernel to finish destroying what its transactions deleted (an RCU grace period, ~10 ms
+// here), so a brig that deletes elements pays that once, at exit, not after every batch;
+// one that only adds and expires them (nft.h's Removal) pays nothing.
 Result<mnl_socket*> Shared() {
   static mnl_socket* nl = nullptr;
   if (nl) return nl;
@@ -44,12 +46,15 @@ Result<mnl_socket*> Shared() {
   return nl;
 }
 
-// Reads acks for sequence numbers [first, last]; the first error wins.
-Status ReadAcks(mnl_socket* nl, uint32_t first, uint32_t last, const std::string& what) {
-  uint32_t port = mnl_socket_get_portid(nl);
+// Reads acks for sequence numbers [first, first + sets.size()), one message per set; the
+// first error wins, and names its set.
+Status ReadAcks(mnl_socket* nl, uint32_t first, const std::vector<SetElements>& sets,
+                const char* verb) {
+  uint32_t port = mnl_socket_get_portid(nl), last = first + sets.size() - 1;
   char buf[MNL_SOCKET_BUFFER_SIZE];
   uint32_t pending = last - first + 1;
   int err = 0;
+  size_t failed = 0;
   while (pending > 0) {
     ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
     if (n < 0) return SysError("recv", "netlink netfilter");
@@ -58,7 +63,10 @@ Status ReadAcks(mnl_socket* nl, uint32_t first, uint32_t last, const std::string
       if (nlh->nlmsg_pid != port || nlh->nlmsg_seq < first || nlh->nlmsg_seq > last) continue;
       if (nlh->nlmsg_type == NLMSG_ERROR) {
         auto* e = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(nlh));
-        if (e->error != 0 && err == 0) err = -e->error;
+        if (e->error != 0 && err == 0) {
+          err = -e->error;
+          failed = nlh->nlmsg_seq - first;
+        }
         --pending;
       }
     }
@@ -67,9 +75,30 @@ Status ReadAcks(mnl_socket* nl, uint32_t first, uint32_t last, const std::string
   }
   if (err != 0) {
     errno = err;
-    return SysError("nftables", what);
+    return SysError("nftables", std::string(verb) + " elements of " + sets[failed].set);
   }
   return {};
+}
+
+// Sends request `req` on the shared socket and calls `each` for every message of its answer
+// before the ack. Returns the ack's error number, 0 for none.
+Result<int> Query(nlmsghdr* req, const std::function<void(const nlmsghdr*)>& each) {
+  mnl_socket* nl = BRIG_TRY(Shared());
+  if (mnl_socket_sendto(nl, req, req->nlmsg_len) < 0) return SysError("send", "netlink");
+  uint32_t port = mnl_socket_get_portid(nl), seq = req->nlmsg_seq;
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  for (;;) {
+    ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
+    if (n < 0) return SysError("recv", "netlink netfilter");
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(h, static_cast<int>(n));
+         h = mnl_nlmsg_next(h, reinterpret_cast<int*>(&n))) {
+      if (h->nlmsg_pid != port || h->nlmsg_seq != seq) continue;
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        return -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h))->error;
+      }
+      each(h);
+    }
+  }
 }
 
 }  // namespace
@@ -104,7 +133,8 @@ std::string PortData(uint16_t port) {
   return std::string(reinterpret_cast<const char*>(&be), 2);
 }
 
-Status ApplyElements(bool add, const std::vector<SetElements>& sets) {
+Status ApplyElements(ElementOp op, const std::vector<SetElements>& sets, uint64_t timeout_ms) {
+  if (sets.empty()) return {};
   mnl_socket* nl = BRIG_TRY(Shared());
   std::vector<char> buf(2 * MNL_SOCKET_BUFFER_SIZE);
   std::unique_ptr<mnl_nlmsg_batch, BatchStop> batch(
@@ -113,6 +143,11 @@ Status ApplyElements(bool add, const std::vector<SetElements>& sets) {
   nftnl_batch_begin(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())), seq++);
   mnl_nlmsg_batch_next(batch.get());
   uint32_t first = seq;
+  // An update is a "new" message without NLM_F_EXCL.
+  uint16_t type = op == ElementOp::kDelete ? NFT_MSG_DELSETELEM : NFT_MSG_NEWSETELEM;
+  uint16_t flags = op == ElementOp::kAdd      ? NLM_F_CREATE | NLM_F_EXCL
+                   : op == ElementOp::kExpire ? NLM_F_CREATE
+                                              : 0;
   for (const auto& s : sets) {
     std::unique_ptr<nftnl_set, SetFree> set(nftnl_set_alloc());
     if (!set) return Fail("nftables", s.set, "out of memory");
@@ -126,54 +161,93 @@ Status ApplyElements(bool add, const std::vector<SetElements>& sets) {
         nftnl_set_elem_set(el, NFTNL_SET_ELEM_DATA, e.data.data(),
                            static_cast<uint32_t>(e.data.size()));
       }
+      if (timeout_ms != 0 && op != ElementOp::kDelete) {
+        nftnl_set_elem_set_u64(el, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+      }
+      if (op == ElementOp::kExpire) nftnl_set_elem_set_u64(el, NFTNL_SET_ELEM_EXPIRATION, 1);
       nftnl_set_elem_add(set.get(), el);
     }
-    nlmsghdr* nlh = nftnl_nlmsg_build_hdr(
-        static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
-        add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, s.family,
-        static_cast<uint16_t>((add ? NLM_F_CREATE | NLM_F_EXCL : 0) | NLM_F_ACK), seq++);
+    nlmsghdr* nlh = nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
+                                          type, s.family, flags | NLM_F_ACK, seq++);
     nftnl_set_elems_nlmsg_build_payload(nlh, set.get());
     if (!mnl_nlmsg_batch_next(batch.get())) {
       return Fail("nftables", s.set, "batch too large", ErrorKind::kInternal);
     }
   }
-  uint32_t last = seq - 1;
   nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())), seq++);
   mnl_nlmsg_batch_next(batch.get());
   if (mnl_socket_sendto(nl, mnl_nlmsg_batch_head(batch.get()),
                         mnl_nlmsg_batch_size(batch.get())) < 0) {
     return SysError("send", "netlink netfilter");
   }
-  return ReadAcks(nl, first, last,
-                  std::string(add ? "add" : "delete") + " elements of " +
-                      (sets.empty() ? std::string() : sets[0].set));
+  const char* verb = op == ElementOp::kAdd ? "add" : op == ElementOp::kExpire ? "expire" : "delete";
+  return ReadAcks(nl, first, sets, verb);
 }
 
-Result<bool> TableExists(uint16_t family, const std::string& name) {
-  mnl_socket* nl = BRIG_TRY(Shared());
+Result<std::optional<uint32_t>> SetFlags(uint16_t family, const std::string& table,
+                                         const std::string& set) {
+  std::unique_ptr<nftnl_set, SetFree> s(nftnl_set_alloc());
+  if (!s) return Fail("nftables", set, "out of memory");
+  nftnl_set_set_str(s.get(), NFTNL_SET_TABLE, table.c_str());
+  nftnl_set_set_str(s.get(), NFTNL_SET_NAME, set.c_str());
   char buf[MNL_SOCKET_BUFFER_SIZE];
   uint32_t seq = static_cast<uint32_t>(time(nullptr));
-  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, family, NLM_F_ACK, seq);
-  mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, name.c_str());
-  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) return SysError("send", "netlink");
-  uint32_t port = mnl_socket_get_portid(nl);
-  bool found = false;
-  for (;;) {
-    ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
-    if (n < 0) return SysError("recv", "netlink netfilter");
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(h, static_cast<int>(n));
-         h = mnl_nlmsg_next(h, reinterpret_cast<int*>(&n))) {
-      if (h->nlmsg_pid != port || h->nlmsg_seq != seq) continue;
-      if (h->nlmsg_type == NLMSG_ERROR) {
-        int e = -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h))->error;
-        if (e == 0) return found;
-        if (e == ENOENT) return false;
-        errno = e;
-        return SysError("nftables", "get table " + name);
-      }
-      found = true;
+  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSET, family, NLM_F_ACK, seq);
+  nftnl_set_nlmsg_build_payload(nlh, s.get());
+  std::optional<uint32_t> flags;
+  int err = BRIG_TRY(Query(nlh, [&](const nlmsghdr* h) {
+    std::unique_ptr<nftnl_set, SetFree> got(nftnl_set_alloc());
+    if (got && nftnl_set_nlmsg_parse(h, got.get()) >= 0) {
+      flags = nftnl_set_is_set(got.get(), NFTNL_SET_FLAGS)
+                  ? nftnl_set_get_u32(got.get(), NFTNL_SET_FLAGS)
+                  : 0;
     }
+  }));
+  if (err == ENOENT) return std::optional<uint32_t>();
+  if (err != 0) {
+    errno = err;
+    return SysError("nftables", "get set " + table + " " + set);
   }
+  return flags;
+}
+
+Result<std::optional<uint64_t>> ElementExpiry(const SetElements& one) {
+  std::unique_ptr<nftnl_set, SetFree> s(nftnl_set_alloc());
+  nftnl_set_elem* el = nftnl_set_elem_alloc();
+  if (!s || !el || one.elems.size() != 1) {
+    if (el) nftnl_set_elem_free(el);
+    return Fail("nftables", one.set, "cannot build an element query", ErrorKind::kInternal);
+  }
+  nftnl_set_set_str(s.get(), NFTNL_SET_TABLE, one.table.c_str());
+  nftnl_set_set_str(s.get(), NFTNL_SET_NAME, one.set.c_str());
+  const std::string& key = one.elems[0].key;
+  nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, key.data(), static_cast<uint32_t>(key.size()));
+  nftnl_set_elem_add(s.get(), el);
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  uint32_t seq = static_cast<uint32_t>(time(nullptr));
+  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, one.family, NLM_F_ACK, seq);
+  nftnl_set_elems_nlmsg_build_payload(nlh, s.get());
+  std::optional<uint64_t> expiry;
+  int err = BRIG_TRY(Query(nlh, [&](const nlmsghdr* h) {
+    std::unique_ptr<nftnl_set, SetFree> got(nftnl_set_alloc());
+    if (!got || nftnl_set_elems_nlmsg_parse(h, got.get()) < 0) return;
+    nftnl_set_elem_foreach(
+        got.get(),
+        [](nftnl_set_elem* e, void* out) {
+          if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_EXPIRATION)) {
+            *static_cast<std::optional<uint64_t>*>(out) =
+                nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION);
+          }
+          return 0;
+        },
+        &expiry);
+  }));
+  if (err == ENOENT) return std::optional<uint64_t>(0);
+  if (err != 0) {
+    errno = err;
+    return SysError("nftables", "get an element of " + one.set);
+  }
+  return expiry;
 }
 
 }  // namespace brig::net

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,26 @@ struct SetElements {
   std::vector<Elem> elems;
 };
 
-// Adds (or deletes) every element in one transaction: all or nothing.
-Status ApplyElements(bool add, const std::vector<SetElements>& sets);
+// What a batch does to the elements it names.
+enum class ElementOp {
+  kAdd,     // makes them; fails with EEXIST if one is there
+  kExpire,  // updates them to expire 1 ms ahead (in a set with timeouts), made if missing
+  kDelete,  // removes them; fails with ENOENT if one is missing
+};
 
-// Whether table `name` of `family` exists.
-Result<bool> TableExists(uint16_t family, const std::string& name);
+// Applies `op` to every element in one transaction: all or nothing. With `timeout_ms` not 0
+// (kAdd, kExpire), the elements get that timeout: their set must have been made with
+// timeouts.
+Status ApplyElements(ElementOp op, const std::vector<SetElements>& sets, uint64_t timeout_ms = 0);
+
+// The flags (NFT_SET_*) of set `set` in `family`'s table `table`; nullopt if either is
+// missing.
+Result<std::optional<uint32_t>> SetFlags(uint16_t family, const std::string& table,
+                                         const std::string& set);
+
+// The expiry, in ms from now, of the element of `one` (a single element): nullopt if it has
+// none; 0 if it is missing (an expired element is, to the kernel).
+Result<std::optional<uint64_t>> ElementExpiry(const SetElements& one);
 
 // Key fields in the kernel's layout.
 std::string IfnameField(const std::string& name);  // 16 bytes, NUL-padded

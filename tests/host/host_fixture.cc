@@ -15,6 +15,16 @@
 
 namespace brig::testing {
 
+bool KernelUpdatesElementExpiry() {
+  auto r = RunCommand(
+      {"unshare", "--net", "sh", "-c",
+       "nft add table inet t && nft add set inet t s '{ type ipv4_addr; flags timeout; }' && "
+       "nft add element inet t s '{ 10.0.0.1 timeout 1d }' && "
+       "nft add element inet t s '{ 10.0.0.1 timeout 1d expires 1ms }' && "
+       "nft list set inet t s"});
+  return r.exit_code == 0 && r.out.find("expires 23h") == std::string::npos;
+}
+
 std::vector<v1::AuditEvent> ReadAuditEvents(const std::string& path) {
   std::vector<v1::AuditEvent> events;
   std::istringstream in(ReadFileOrEmpty(path));

@@ -27,6 +27,10 @@ inline std::string RwProfile() {
 // The events of a JSON-lines audit log (--audit-log), each line checked to parse.
 std::vector<v1::AuditEvent> ReadAuditEvents(const std::string& path);
 
+// Whether this kernel updates a set element's expiry (net/nft.h's Removal::kExpire), tried
+// with nft in a network namespace of its own: older kernels keep the one it was made with.
+bool KernelUpdatesElementExpiry();
+
 // What a host process keeps in a directory a sandbox sees: a unix socket it listens on at
 // `dir`/`socket` and a FIFO it reads at `dir`/`fifo`, both open to everyone (0777, 0666),
 // as an agent's socket or a dev server's control pipe is. Whether anything from inside
