@@ -19,10 +19,40 @@ Result<LocalRoutes> LocalRoutes::Open() {
   if (mnl_socket_bind(r.nl_.get(), 0, MNL_SOCKET_AUTOPID) < 0) {
     return SysError("bind", "netlink route");
   }
+  r.changes_.reset(mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (!r.changes_) return SysError("socket", "netlink route");
+  // Not links: sandboxes come and go as links all the time, and a link's state does not
+  // make its addresses' local routes come or go (they outlive it being down).
+  unsigned groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV4_RULE;
+  if (mnl_socket_bind(r.changes_.get(), groups, MNL_SOCKET_AUTOPID) < 0) {
+    return SysError("bind", "netlink route notices");
+  }
   return r;
 }
 
+void LocalRoutes::Forget() {
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  for (;;) {
+    ssize_t n = recv(mnl_socket_get_fd(changes_.get()), buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    // A notice, or notices lost (ENOBUFS), or anything else: nothing kept can be trusted.
+    known_.clear();
+    if (n < 0 && errno != ENOBUFS && errno != EINTR) return;
+  }
+}
+
 Result<bool> LocalRoutes::IsLocal(Ipv4 addr) {
+  Forget();
+  if (auto it = known_.find(addr.v); it != known_.end()) return it->second;
+  bool local = BRIG_TRY(Ask(addr));
+  // Bounded: a sandbox resolves at most its name pool's worth of addresses, but a proxy
+  // may be asked for more.
+  if (known_.size() >= 4096) known_.clear();
+  known_[addr.v] = local;
+  return local;
+}
+
+Result<bool> LocalRoutes::Ask(Ipv4 addr) {
   char buf[MNL_SOCKET_BUFFER_SIZE];
   nlmsghdr* req = mnl_nlmsg_put_header(buf);
   req->nlmsg_type = RTM_GETROUTE;

@@ -87,10 +87,15 @@ class HostAddress : public HostTest {
     HostTest::TearDown();
   }
 
-  // The host's own address, on the world's interface towards the fake internet, and the
-  // host's own web service on it.
-  void AddHostAddress() {
-    auto r = world_.InWorld({"ip", "addr", "add", std::string(kHostAddr) + "/32", "dev", "wi0"});
+  // The host's own address, on the world's interface towards the fake internet, or routed
+  // to the host as a local route alone ("AnyIP", no interface has it), and the host's own
+  // web service on it.
+  enum class Local { kAddress, kRoute };
+  void AddHostAddress(Local how = Local::kAddress) {
+    std::string a = std::string(kHostAddr) + "/32";
+    auto r = how == Local::kAddress
+                 ? world_.InWorld({"ip", "addr", "add", a, "dev", "wi0"})
+                 : world_.InWorld({"ip", "route", "add", "local", a, "dev", "lo", "table", "local"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     host_ = world_.ServeHttp(TestWorld::kWorld, kHostAddr, 80, kHostBody);
     ASSERT_NE(host_, nullptr);
@@ -105,6 +110,8 @@ class HostAddress : public HostTest {
     args.insert(args.end(), {"--", "sh", "-c", script});
     return args;
   }
+
+  void AddedWhileRunningIsRefused(Local how);
 
   TestWorld world_;
   CountingServer* host_ = nullptr;
@@ -146,9 +153,18 @@ TEST_F(HostAddress, AnAllowedNameThatResolvesToTheHostIsRefused) {
 }
 
 // The address appears on the host only after the sandbox resolved the name (and brig
-// cached the answer): the proxy refuses to connect to it all the same, and the resolver
-// stops answering for it.
+// cached the answer, and that the address was not the host's): the proxy refuses to
+// connect to it all the same, and the resolver stops answering for it.
 TEST_F(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
+  AddedWhileRunningIsRefused(Local::kAddress);
+}
+
+// The same with a local route and no address: only the kernel's route notice says so.
+TEST_F(HostAddress, ALocalRouteAddedWhileTheSandboxRunsIsRefusedToo) {
+  AddedWhileRunningIsRefused(Local::kRoute);
+}
+
+void HostAddress::AddedWhileRunningIsRefused(Local how) {
   // Resolve while the address is nobody's, say so, wait for the test, then connect by the
   // pool address brig gave out, and ask again.
   std::string script = std::string(kFetch) + "a=$(getent ahostsv4 " + kName +
@@ -164,7 +180,7 @@ TEST_F(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
   EXPECT_TRUE(Contains(ReadFileOrEmpty(stdout_path), "resolved 198.1"))
       << "the name did not resolve while it was nobody's:\n"
       << ReadFileOrEmpty(stdout_path);
-  AddHostAddress();
+  AddHostAddress(how);
   ws_.Write("go", "");
   EXPECT_EQ(world_.Wait(brig), 0) << ReadFileOrEmpty(out_.path() + "/stderr");
   std::string out = ReadFileOrEmpty(stdout_path);
