@@ -4,6 +4,7 @@
 // here. Writes to no cgroup and leaves nothing behind.
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "cgroup/cgroup.h"
 #include "cli/cli.h"
@@ -137,18 +138,18 @@ void PrintNftExitWait(const std::vector<Feature>& features) {
   bool on = expedited && !expedited->empty() && (*expedited)[0] == '1';
   char figure[32];
   snprintf(figure, sizeof figure, "%.1f ms", wait->ms);
-  const char* why =
-      wait->removal == net::Removal::kExpire
-          ? "a run with an interface waits this long at its end for the kernel: its nftables "
-            "elements are expired, not deleted, so no RCU grace period is waited for"
-      : on ? "a run with an interface waits this long at its end for the kernel to finish "
-             "deleting its nftables elements (an RCU grace period; this kernel cannot expire "
-             "them early; expedited, as /sys/kernel/rcu_expedited is 1)"
-           : "a run with an interface waits this long at its end for the kernel to finish "
-             "deleting its nftables elements (an RCU grace period; this kernel cannot expire "
-             "them early); 1 in /sys/kernel/rcu_expedited makes grace periods expedited, "
-             "host-wide, and this wait a fraction of a millisecond";
-  printf("%-19s %-8s %s\n", "exit wait", figure, why);
+  std::string why = "a run with an interface waits this long at its end for the kernel";
+  if (wait->removal == net::Removal::kExpire) {
+    why += ": its nftables elements are expired, not deleted, so no RCU grace period is "
+           "waited for";
+  } else {
+    why += " to finish deleting its nftables elements (an RCU grace period; this kernel "
+           "cannot expire them early";
+    why += on ? "; expedited, as /sys/kernel/rcu_expedited is 1)"
+              : "); 1 in /sys/kernel/rcu_expedited makes grace periods expedited, host-wide, "
+                "and this wait a fraction of a millisecond";
+  }
+  printf("%-19s %-8s %s\n", "exit wait", figure, why.c_str());
 }
 
 // One line per profile of `dir`; returns whether the default profile can run.

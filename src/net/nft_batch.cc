@@ -46,59 +46,70 @@ Result<mnl_socket*> Shared() {
   return nl;
 }
 
-// Reads acks for sequence numbers [first, first + sets.size()), one message per set; the
-// first error wins, and names its set.
-Status ReadAcks(mnl_socket* nl, uint32_t first, const std::vector<SetElements>& sets,
-                const char* verb) {
-  uint32_t port = mnl_socket_get_portid(nl), last = first + sets.size() - 1;
+// The first request of a batch the kernel refused, by offset from the batch's first
+// sequence number, and why; err 0 if it refused none.
+struct Refusal {
+  uint32_t at = 0;
+  int err = 0;
+};
+
+// Reads the answers to requests [first, last] until each is acked or one is refused (which
+// aborts a batch: the kernel acks only the failing message); `each`, if given, sees every
+// message of them that is not an ack.
+Result<Refusal> ReadAnswers(mnl_socket* nl, uint32_t first, uint32_t last,
+                            const std::function<void(const nlmsghdr*)>& each = {}) {
+  uint32_t port = mnl_socket_get_portid(nl);
   char buf[MNL_SOCKET_BUFFER_SIZE];
   uint32_t pending = last - first + 1;
-  int err = 0;
-  size_t failed = 0;
   while (pending > 0) {
     ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
     if (n < 0) return SysError("recv", "netlink netfilter");
     for (auto* nlh = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(nlh, static_cast<int>(n));
          nlh = mnl_nlmsg_next(nlh, reinterpret_cast<int*>(&n))) {
       if (nlh->nlmsg_pid != port || nlh->nlmsg_seq < first || nlh->nlmsg_seq > last) continue;
-      if (nlh->nlmsg_type == NLMSG_ERROR) {
-        auto* e = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(nlh));
-        if (e->error != 0 && err == 0) {
-          err = -e->error;
-          failed = nlh->nlmsg_seq - first;
-        }
-        --pending;
+      if (nlh->nlmsg_type != NLMSG_ERROR) {
+        if (each) each(nlh);
+        continue;
       }
+      int err = -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(nlh))->error;
+      if (err != 0) return Refusal{nlh->nlmsg_seq - first, err};
+      --pending;
     }
-    // An error aborts the batch: the kernel acks the failing message only.
-    if (err != 0) break;
   }
-  if (err != 0) {
-    errno = err;
-    return SysError("nftables", std::string(verb) + " elements of " + sets[failed].set);
-  }
-  return {};
+  return Refusal{};
 }
 
-// Sends request `req` on the shared socket and calls `each` for every message of its answer
-// before the ack. Returns the ack's error number, 0 for none.
+// Sends request `req` on the shared socket and calls `each` for every message of its answer.
+// Returns the ack's error number, 0 for none.
 Result<int> Query(nlmsghdr* req, const std::function<void(const nlmsghdr*)>& each) {
   mnl_socket* nl = BRIG_TRY(Shared());
   if (mnl_socket_sendto(nl, req, req->nlmsg_len) < 0) return SysError("send", "netlink");
-  uint32_t port = mnl_socket_get_portid(nl), seq = req->nlmsg_seq;
-  char buf[MNL_SOCKET_BUFFER_SIZE];
-  for (;;) {
-    ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof buf);
-    if (n < 0) return SysError("recv", "netlink netfilter");
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(h, static_cast<int>(n));
-         h = mnl_nlmsg_next(h, reinterpret_cast<int*>(&n))) {
-      if (h->nlmsg_pid != port || h->nlmsg_seq != seq) continue;
-      if (h->nlmsg_type == NLMSG_ERROR) {
-        return -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h))->error;
-      }
-      each(h);
+  Refusal r = BRIG_TRY(ReadAnswers(nl, req->nlmsg_seq, req->nlmsg_seq, each));
+  return r.err;
+}
+
+// `s` as libnftnl's set (its table, its name, its elements' keys and data), each element
+// given `timeout_ms` if not 0 and, with `expire`, an expiry 1 ms ahead. Null if out of
+// memory.
+std::unique_ptr<nftnl_set, SetFree> NewSet(const SetElements& s, uint64_t timeout_ms = 0,
+                                           bool expire = false) {
+  std::unique_ptr<nftnl_set, SetFree> set(nftnl_set_alloc());
+  if (!set) return set;
+  nftnl_set_set_str(set.get(), NFTNL_SET_TABLE, s.table.c_str());
+  nftnl_set_set_str(set.get(), NFTNL_SET_NAME, s.set.c_str());
+  for (const auto& e : s.elems) {
+    nftnl_set_elem* el = nftnl_set_elem_alloc();
+    if (!el) return nullptr;
+    nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, e.key.data(), static_cast<uint32_t>(e.key.size()));
+    if (!e.data.empty()) {
+      nftnl_set_elem_set(el, NFTNL_SET_ELEM_DATA, e.data.data(),
+                         static_cast<uint32_t>(e.data.size()));
     }
+    if (timeout_ms != 0) nftnl_set_elem_set_u64(el, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+    if (expire) nftnl_set_elem_set_u64(el, NFTNL_SET_ELEM_EXPIRATION, 1);
+    nftnl_set_elem_add(set.get(), el);
   }
+  return set;
 }
 
 }  // namespace
@@ -149,24 +160,8 @@ Status ApplyElements(ElementOp op, const std::vector<SetElements>& sets, uint64_
                    : op == ElementOp::kExpire ? NLM_F_CREATE
                                               : 0;
   for (const auto& s : sets) {
-    std::unique_ptr<nftnl_set, SetFree> set(nftnl_set_alloc());
+    auto set = NewSet(s, op == ElementOp::kDelete ? 0 : timeout_ms, op == ElementOp::kExpire);
     if (!set) return Fail("nftables", s.set, "out of memory");
-    nftnl_set_set_str(set.get(), NFTNL_SET_TABLE, s.table.c_str());
-    nftnl_set_set_str(set.get(), NFTNL_SET_NAME, s.set.c_str());
-    for (const auto& e : s.elems) {
-      nftnl_set_elem* el = nftnl_set_elem_alloc();
-      if (!el) return Fail("nftables", s.set, "out of memory");
-      nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, e.key.data(), static_cast<uint32_t>(e.key.size()));
-      if (!e.data.empty()) {
-        nftnl_set_elem_set(el, NFTNL_SET_ELEM_DATA, e.data.data(),
-                           static_cast<uint32_t>(e.data.size()));
-      }
-      if (timeout_ms != 0 && op != ElementOp::kDelete) {
-        nftnl_set_elem_set_u64(el, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
-      }
-      if (op == ElementOp::kExpire) nftnl_set_elem_set_u64(el, NFTNL_SET_ELEM_EXPIRATION, 1);
-      nftnl_set_elem_add(set.get(), el);
-    }
     nlmsghdr* nlh = nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
                                           type, s.family, flags | NLM_F_ACK, seq++);
     nftnl_set_elems_nlmsg_build_payload(nlh, set.get());
@@ -180,16 +175,17 @@ Status ApplyElements(ElementOp op, const std::vector<SetElements>& sets, uint64_
                         mnl_nlmsg_batch_size(batch.get())) < 0) {
     return SysError("send", "netlink netfilter");
   }
+  Refusal r = BRIG_TRY(ReadAnswers(nl, first, first + sets.size() - 1));
+  if (r.err == 0) return {};
   const char* verb = op == ElementOp::kAdd ? "add" : op == ElementOp::kExpire ? "expire" : "delete";
-  return ReadAcks(nl, first, sets, verb);
+  errno = r.err;
+  return SysError("nftables", std::string(verb) + " elements of " + sets[r.at].set);
 }
 
 Result<std::optional<uint32_t>> SetFlags(uint16_t family, const std::string& table,
                                          const std::string& set) {
-  std::unique_ptr<nftnl_set, SetFree> s(nftnl_set_alloc());
+  auto s = NewSet({family, table, set, {}});
   if (!s) return Fail("nftables", set, "out of memory");
-  nftnl_set_set_str(s.get(), NFTNL_SET_TABLE, table.c_str());
-  nftnl_set_set_str(s.get(), NFTNL_SET_NAME, set.c_str());
   char buf[MNL_SOCKET_BUFFER_SIZE];
   uint32_t seq = static_cast<uint32_t>(time(nullptr));
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSET, family, NLM_F_ACK, seq);
@@ -212,17 +208,10 @@ Result<std::optional<uint32_t>> SetFlags(uint16_t family, const std::string& tab
 }
 
 Result<std::optional<uint64_t>> ElementExpiry(const SetElements& one) {
-  std::unique_ptr<nftnl_set, SetFree> s(nftnl_set_alloc());
-  nftnl_set_elem* el = nftnl_set_elem_alloc();
-  if (!s || !el || one.elems.size() != 1) {
-    if (el) nftnl_set_elem_free(el);
+  auto s = NewSet(one);
+  if (!s || one.elems.size() != 1) {
     return Fail("nftables", one.set, "cannot build an element query", ErrorKind::kInternal);
   }
-  nftnl_set_set_str(s.get(), NFTNL_SET_TABLE, one.table.c_str());
-  nftnl_set_set_str(s.get(), NFTNL_SET_NAME, one.set.c_str());
-  const std::string& key = one.elems[0].key;
-  nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, key.data(), static_cast<uint32_t>(key.size()));
-  nftnl_set_elem_add(s.get(), el);
   char buf[MNL_SOCKET_BUFFER_SIZE];
   uint32_t seq = static_cast<uint32_t>(time(nullptr));
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, one.family, NLM_F_ACK, seq);
