@@ -2,6 +2,10 @@
 // that brig originates itself (OpenSSL, verified against the host's CA store, SNI and the
 // host name checked), so the sandbox speaks plain HTTP and never holds a key. Nonblocking:
 // every call returns at once, and Wanted() says which epoll events it waits for.
+//
+// OpenSSL is opened (dlopen libssl.so.3) when the first context is made, not linked in:
+// linked statically, the loader's 17,000 relocations of its tables wrote 99 pages of
+// every brig process at start, and only a run with an https broker uses it.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -16,7 +20,7 @@
 namespace brig::broker {
 
 struct SslCtxFree {
-  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+  void operator()(SSL_CTX* c) const;
 };
 using SslCtx = std::unique_ptr<SSL_CTX, SslCtxFree>;
 

@@ -480,6 +480,25 @@ s.serve_forever()
       << untrusted.out;
 }
 
+// OpenSSL is opened only when an https broker starts (broker/tls.h). A host where it
+// cannot be (here libssl.so.3 is /dev/null, in a mount namespace of the test's own) refuses
+// the run before the workload starts, naming the library, and leaves nothing behind.
+TEST_F(BrokerTest, AnHttpsBrokerWithoutOpenSslIsRefusedBeforeTheWorkloadStarts) {
+  RunOutput found =
+      RunCommand({"sh", "-c", "ldconfig -p | awk '/libssl\\.so\\.3 /{print $NF; exit}'"});
+  std::string lib = found.out.substr(0, found.out.find('\n'));
+  if (lib.empty()) GTEST_SKIP() << "ldconfig knows no libssl.so.3";
+  HostSecret secret;
+  RunOutput r = RunCommand(
+      {"unshare", "--mount", "--propagation", "private", "sh", "-c",
+       "mount --bind /dev/null \"$0\" && exec \"$@\"", lib, BrigBinary(), "run", "--broker",
+       "m=port=8080,to=https://localhost:1,header=x-api-key:env:BRIG_TEST_BROKER_KEY", "--", "echo",
+       "started"});
+  EXPECT_EQ(r.exit_code, 125) << r.err;
+  EXPECT_EQ(r.out, "") << "the workload started";
+  EXPECT_TRUE(Contains(r.err, "libssl.so.3")) << r.err;
+}
+
 // A target that refuses the connection (a port bound but not listening, held for the
 // test): the request gets brig's 502, and the result says the broker failed, with the
 // reason and count, as does a line on stderr at exit (issue 16, item 3).
