@@ -1,12 +1,13 @@
 #include "broker/tls.h"
 
-#include <dlfcn.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+
+#include "sys/library.h"
 
 namespace brig::broker {
 namespace {
@@ -33,24 +34,15 @@ Result<const Libssl*> OpenLibssl() {
   static const Libssl* lib = nullptr;
   static std::string error;
   if (!lib && error.empty()) {
-    void* h = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = dlerror();
-      error = why ? why : "cannot be loaded";
-    } else {
-      static Libssl l;
-      auto sym = [&](const char* name) {
-        void* f = dlsym(h, name);
-        if (!f && error.empty()) error = std::string("libssl.so.3 has no ") + name;
-        return f;
-      };
-#define BRIG_LIBSSL_LOOKUP(f) l.f = reinterpret_cast<decltype(l.f)>(sym(#f));
-      BRIG_LIBSSL_FUNCTIONS(BRIG_LIBSSL_LOOKUP)
+    static Libssl l;
+    sys::Library so("libssl.so.3");
+#define BRIG_LIBSSL_LOOKUP(f) so.Find(l.f, #f);
+    BRIG_LIBSSL_FUNCTIONS(BRIG_LIBSSL_LOOKUP)
 #undef BRIG_LIBSSL_LOOKUP
-      if (error.empty()) lib = &l;
-    }
+    error = so.error();
+    if (error.empty()) lib = &l;
   }
-  if (!lib) return Fail("TLS", "OpenSSL", error);
+  if (!lib) return Fail("TLS", "libssl.so.3", error);
   return lib;
 }
 

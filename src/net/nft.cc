@@ -2,7 +2,6 @@
 
 #include <nftables/libnftables.h>
 
-#include <dlfcn.h>
 #include <netinet/in.h>
 // After netinet/in.h, which it must not redefine.
 #include <linux/netfilter.h>
@@ -14,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "sys/library.h"
 #include "util/files.h"
 
 namespace brig::net {
@@ -35,27 +35,16 @@ Result<const Libnftables*> OpenLibnftables() {
   static const Libnftables* lib = nullptr;
   static std::string error;
   if (!lib && error.empty()) {
-    void* h = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = dlerror();
-      error = why ? why : "cannot be loaded";
-    } else {
-      static Libnftables l;
-      auto sym = [&](const char* name) {
-        void* f = dlsym(h, name);
-        if (!f && error.empty()) error = std::string("has no ") + name;
-        return f;
-      };
-      l.ctx_new = reinterpret_cast<decltype(l.ctx_new)>(sym("nft_ctx_new"));
-      l.ctx_free = reinterpret_cast<decltype(l.ctx_free)>(sym("nft_ctx_free"));
-      l.buffer_output = reinterpret_cast<decltype(l.buffer_output)>(sym("nft_ctx_buffer_output"));
-      l.buffer_error = reinterpret_cast<decltype(l.buffer_error)>(sym("nft_ctx_buffer_error"));
-      l.run_cmd_from_buffer =
-          reinterpret_cast<decltype(l.run_cmd_from_buffer)>(sym("nft_run_cmd_from_buffer"));
-      l.get_error_buffer =
-          reinterpret_cast<decltype(l.get_error_buffer)>(sym("nft_ctx_get_error_buffer"));
-      if (error.empty()) lib = &l;
-    }
+    static Libnftables l;
+    sys::Library so("libnftables.so.1");
+    so.Find(l.ctx_new, "nft_ctx_new");
+    so.Find(l.ctx_free, "nft_ctx_free");
+    so.Find(l.buffer_output, "nft_ctx_buffer_output");
+    so.Find(l.buffer_error, "nft_ctx_buffer_error");
+    so.Find(l.run_cmd_from_buffer, "nft_run_cmd_from_buffer");
+    so.Find(l.get_error_buffer, "nft_ctx_get_error_buffer");
+    error = so.error();
+    if (error.empty()) lib = &l;
   }
   if (!lib) return Fail("nftables", "libnftables.so.1", error);
   return lib;
