@@ -15,14 +15,15 @@ namespace {
 // Every OpenSSL function brig calls, looked up in libssl.so.3 and the libcrypto it loads.
 // SSL_CTX_set_mode, SSL_CTX_set_min_proto_version and SSL_set_tlsext_host_name are macros
 // over the two ctrl functions.
-#define BRIG_LIBSSL_FUNCTIONS(X)                                                               \
-  X(ERR_get_error)                                                                             \
-  X(ERR_clear_error) X(ERR_error_string_n) X(TLS_client_method) X(SSL_CTX_new) X(SSL_CTX_free) \
-      X(SSL_CTX_ctrl) X(SSL_CTX_set_verify) X(SSL_CTX_set_default_verify_paths) X(SSL_new)     \
-          X(SSL_free) X(SSL_ctrl) X(SSL_get0_param) X(X509_VERIFY_PARAM_set1_ip_asc)           \
-              X(X509_VERIFY_PARAM_set1_host) X(SSL_set_fd) X(SSL_set_connect_state)            \
-                  X(SSL_get_error) X(SSL_get_verify_result) X(X509_verify_cert_error_string)   \
-                      X(SSL_do_handshake) X(SSL_read) X(SSL_write)
+// clang-format off
+#define BRIG_LIBSSL_FUNCTIONS(X)                                                         \
+  X(ERR_get_error) X(ERR_clear_error) X(ERR_error_string_n) X(TLS_client_method)         \
+  X(SSL_CTX_new) X(SSL_CTX_free) X(SSL_CTX_ctrl) X(SSL_CTX_set_verify)                   \
+  X(SSL_CTX_set_default_verify_paths) X(SSL_new) X(SSL_free) X(SSL_ctrl)                 \
+  X(SSL_get0_param) X(X509_VERIFY_PARAM_set1_ip_asc) X(X509_VERIFY_PARAM_set1_host)      \
+  X(SSL_set_fd) X(SSL_set_connect_state) X(SSL_get_error) X(SSL_get_verify_result)       \
+  X(X509_verify_cert_error_string) X(SSL_do_handshake) X(SSL_read) X(SSL_write)
+// clang-format on
 
 struct Libssl {
 #define BRIG_LIBSSL_FIELD(f) decltype(&::f) f;
