@@ -24,6 +24,7 @@
 #include "container/init.h"
 #include "container/sync.h"
 #include "oci/cgroups.h"
+#include "oci/launch.h"
 #include "oci/process.h"
 #include "oci/spec.h"
 #include "oci/state.h"
@@ -65,11 +66,9 @@ Status ParseUser(const std::string& user, Process& p) {
     if (auto s = SetupConsole(console_fd, size, false); !s) Die(sync_fd, s.error());
   }
   // Before the credentials, whose seccomp filter (without no_new_privileges) may refuse
-  // close_range.
+  // fcntl. Only the sync socket is left above them, and it goes at execve.
   for (int i = 0; i < preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
-  if (auto s = sys::CloseRangeCloexec(static_cast<unsigned>(3 + preserve_fds)); !s) {
-    Die(sync_fd, s.error());
-  }
+  if (terminal) close(console_fd);
   if (auto s = ApplyCredentials(p); !s) Die(sync_fd, std::move(s).error().Wrap("exec"));
   auto path = ResolveExecutable(p);
   if (!path) Die(sync_fd, std::move(path).error());
@@ -91,6 +90,14 @@ Status ParseUser(const std::string& user, Process& p) {
   // Before the container's cgroup namespace, and before the process is forked.
   if (auto s = cgroup::JoinV1(tasks); !s) Die(sync_fd, std::move(s).error());
   if (setns(pidfd, ns_flags) < 0) Die(sync_fd, SysError("setns", "the container's namespaces"));
+  // Every descriptor of brig's goes before anything is resolved in the container: the
+  // container's cgroup directories (CLONE_INTO_CGROUP's and the v1 tasks files), its
+  // process's pidfd, brig's log. A process holding one starts where a container's
+  // /proc/self/fd/N reaches the host (runc CVE-2024-21626). What --preserve-fds hands over
+  // stays.
+  if (auto s = sys::CloseAllExcept({sync_fd, console_fd}, 3 + preserve_fds); !s) {
+    Die(sync_fd, std::move(s).error().Wrap("exec"));
+  }
   pid_t pid = fork();
   if (pid < 0) Die(sync_fd, SysError("fork", "exec"));
   if (pid == 0) BecomeProcess(p, terminal, size, console_fd, sync_fd, preserve_fds);
@@ -140,6 +147,7 @@ Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
 
 Result<int> Exec(const ExecOptions& o) {
   BRIG_TRY(CheckId(o.id));
+  BRIG_TRY(CheckPreserved(o.preserve_fds));
   int ns_flags = 0;
   Container rec;
   std::unique_ptr<Cgroups> cg;

@@ -19,8 +19,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <climits>
 #include <cstring>
 
 #include "brig/exit.h"
@@ -121,21 +119,6 @@ Status SetUp(const InitArgs& a) {
   return {};
 }
 
-// Closes every fd from `first` up but `keep1` and `keep2` (both at or above `first`).
-Status CloseAllBut(int first, int keep1, int keep2) {
-  int lo = std::min(keep1, keep2), hi = std::max(keep1, keep2);
-  auto close_range = [](int from, int to) -> Status {
-    if (from <= to && syscall(SYS_close_range, static_cast<unsigned>(from),
-                              static_cast<unsigned>(to), 0) < 0) {
-      return SysError("close_range");
-    }
-    return {};
-  };
-  BRIG_TRY(close_range(first, lo - 1));
-  BRIG_TRY(close_range(lo + 1, hi - 1));
-  return close_range(hi + 1, INT_MAX);
-}
-
 // After the parent's hooks: the container's hooks, its root, its name, sysctls, terminal
 // and the process's credentials.
 Status Finish(const InitArgs& a, const std::string& state) {
@@ -166,7 +149,7 @@ Status Finish(const InitArgs& a, const std::string& state) {
   // record, the cgroups' and the console socket (runc CVE-2024-21626). Before the
   // credentials, whose seccomp filter (without no_new_privileges) may refuse close_range.
   // What --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC.
-  BRIG_TRY(CloseAllBut(3 + a.preserve_fds, a.sync_fd, a.fifo_fd));
+  BRIG_TRY(sys::CloseAllExcept({a.sync_fd, a.fifo_fd}, 3 + a.preserve_fds));
   for (int i = 0; i < a.preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   BRIG_TRY_CTX(ApplyCredentials(*a.process), "process");
   return {};

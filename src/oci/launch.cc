@@ -225,18 +225,6 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
   }
 }
 
-// --preserve-fds N hands over fds 3 .. 3+N-1, which must be the caller's, open before
-// brig opened anything (RecordInheritedFds), so none of brig's own leaks in (runc #5474).
-Status CheckPreserved(int n) {
-  for (int fd = 3; fd < 3 + n; ++fd) {
-    if (!InheritedFd(fd)) {
-      return BadInput("--preserve-fds", std::to_string(n),
-                      "fd " + std::to_string(fd) + " was not open when brig started");
-    }
-  }
-  return {};
-}
-
 std::bitset<1024> g_inherited;
 
 }  // namespace
@@ -250,6 +238,16 @@ void RecordInheritedFds() {
 bool InheritedFd(int fd) {
   return fd >= 0 && fd < static_cast<int>(g_inherited.size()) &&
          g_inherited.test(static_cast<size_t>(fd));
+}
+
+Status CheckPreserved(int n) {
+  for (int fd = 3; fd < 3 + n; ++fd) {
+    if (!InheritedFd(fd)) {
+      return BadInput("--preserve-fds", std::to_string(n),
+                      "fd " + std::to_string(fd) + " was not open when brig started");
+    }
+  }
+  return {};
 }
 
 Result<pid_t> Create(const CreateOptions& o) {

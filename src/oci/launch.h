@@ -26,6 +26,9 @@ struct CreateOptions {
 // with, so that --preserve-fds hands over only the caller's.
 void RecordInheritedFds();
 bool InheritedFd(int fd);
+// --preserve-fds N hands over fds 3 .. 3+N-1, which must be the caller's, open before
+// brig opened anything (RecordInheritedFds), so none of brig's own leaks in (runc #5474).
+Status CheckPreserved(int n);
 
 // Returns the container's pid. On an error nothing is left: no process, no cgroup, no
 // state directory (exit 125, or 126/127 for a command that cannot run).

@@ -28,6 +28,7 @@
 #include "container/command.h"
 #include "security/seccomp_cache.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace brig::oci {
 namespace {
@@ -183,7 +184,7 @@ Status ApplyCredentials(const PreparedProcess& p) {
   if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_KEEPCAPS");
   BRIG_TRY(SetCapabilities(p.caps));
   if (p.umask) umask(*p.umask);
-  if (chdir(p.cwd.c_str()) < 0) return SysError("chdir", "process.cwd " + p.cwd);
+  BRIG_TRY(sys::EnterDirInRoot(p.cwd, "process.cwd"));
   return {};
 }
 

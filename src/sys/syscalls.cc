@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <vector>
 
@@ -41,6 +42,23 @@ Result<UniqueFd> Openat2(int dirfd, const std::string& path, uint64_t flags, uin
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return SysError("openat2", path);
   return UniqueFd(static_cast<int>(fd));
+}
+
+Status EnterDirInRoot(const std::string& path, const std::string& subject) {
+  UniqueFd root = BRIG_TRY_CTX(Openat2(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0), subject);
+  auto dir = Openat2(root.get(), path, O_PATH | O_DIRECTORY,
+                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (!dir && dir.error().err == ELOOP) {
+    return Fail(subject, path,
+                "goes through a /proc link to a descriptor, cwd or root, which brig never "
+                "follows, or a symlink loop");
+  }
+  if (!dir) return std::move(dir).error().Wrap(subject);
+  if (fchdir(dir->get()) < 0) return SysError("chdir", subject + " " + path);
+  char cwd[PATH_MAX];
+  if (syscall(SYS_getcwd, cwd, sizeof cwd) < 0) return SysError("getcwd", subject + " " + path);
+  if (cwd[0] != '/') return Fail(subject, path, "refused: it is outside the container's root");
+  return {};
 }
 
 Result<UniqueFd> OpenTree(int dirfd, const std::string& path, unsigned flags) {
@@ -141,10 +159,10 @@ Status CloseRangeCloexec(unsigned first) {
   return {};
 }
 
-Status CloseAllExcept(std::initializer_list<int> keep) {
+Status CloseAllExcept(std::initializer_list<int> keep, unsigned first) {
   std::vector<int> kept(keep);
   std::sort(kept.begin(), kept.end());
-  unsigned next = 0;
+  unsigned next = first;
   for (int fd : kept) {
     if (fd < 0 || static_cast<unsigned>(fd) < next) continue;
     if (static_cast<unsigned>(fd) > next && syscall(SYS_close_range, next, fd - 1, 0) < 0) {

@@ -47,6 +47,14 @@ Status FsConfigString(int fsfd, const std::string& key, const std::string& value
 Status FsConfigCreate(int fsfd, const std::string& fstype);
 Result<UniqueFd> FsMount(int fsfd, uint64_t attrs, const std::string& subject);
 Status PivotRoot(const std::string& new_root, const std::string& put_old);
+// Makes `path` the working directory, resolved inside this process's root as the kernel
+// resolves it for the root's own processes (openat2 RESOLVE_IN_ROOT), never through a
+// /proc magic link (RESOLVE_NO_MAGICLINKS: /proc/self/fd/N, /proc/PID/cwd and /root), and
+// checks after the change that the directory is inside the root (getcwd(2) names one
+// outside it "(unreachable)..."): a descriptor of a host directory, or a link planted by
+// a container to one, can never become the cwd of a process started in it (runc
+// CVE-2024-21626). Errors name `subject`.
+Status EnterDirInRoot(const std::string& path, const std::string& subject);
 Status PidfdSendSignal(int pidfd, int sig);
 // After forking a child that reports a failed execve as an int on a CLOEXEC pipe: waits
 // for EOF (the exec succeeded: nothing) or the int the child wrote.
@@ -57,7 +65,7 @@ int ReadAllAndReap(int fd, pid_t pid, std::string& out);
 
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
-// Closes every fd but those in `keep` (close_range over the gaps).
-Status CloseAllExcept(std::initializer_list<int> keep);
+// Closes every fd from `first` up but those in `keep` (close_range over the gaps).
+Status CloseAllExcept(std::initializer_list<int> keep, unsigned first = 0);
 
 }  // namespace brig::sys

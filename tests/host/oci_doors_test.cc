@@ -1,0 +1,117 @@
+// The doors issue 27 found in the OCI half, each tried as an attacker tries it: from a
+// container's process or with what a container can plant, against what the host holds.
+// Each test names what must hold; every one of them failed on the engine before the fix
+// or guards what was found to hold.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "host/oci_fixture.h"
+
+namespace brig::testing::oci {
+namespace {
+
+// A file on the host, under the test's scratch dir, that no path inside a container
+// reaches: only a process whose cwd (or a descriptor) is on the host can read it.
+class OciDoors : public Oci {
+ protected:
+  void SetUp() override {
+    Oci::SetUp();
+    secret_ = scratch_.Write("host-only", kSecret, 0600);
+  }
+  // From any directory, the secret as a relative path: enough ".." for the host's root.
+  std::string UpToSecret() const {
+    std::string up;
+    for (int i = 0; i < 24; ++i) up += "../";
+    return up + secret_.substr(1);
+  }
+  // What an exec that ran `sh -c 'pwd; cat SECRET'` may show: a refusal of one line, or a
+  // run inside the container that never read the secret.
+  void ExpectStayedInside(const RunOutput& r, const std::string& what) {
+    EXPECT_EQ(r.out.find(kSecret), std::string::npos) << what << ": the host's file was read";
+    if (r.exit_code == 125) {
+      EXPECT_EQ(Lines(r.err).size(), 1u) << what << ": " << r.err;
+      return;
+    }
+    std::vector<std::string> lines = Lines(r.out);
+    ASSERT_FALSE(lines.empty()) << what << ": " << r.err;
+    EXPECT_EQ(lines[0].rfind('/', 0), 0u) << what << ": cwd " << lines[0];
+    EXPECT_EQ(lines[0].find("unreachable"), std::string::npos) << what << ": cwd " << lines[0];
+  }
+
+  static constexpr char kSecret[] = "host-secret-7c1d";
+  std::string secret_;
+};
+
+// Every /proc link a container can name as a cwd that could lead out of it: a descriptor
+// of the process itself (3 to 10: whatever the runtime holds while it starts it), its
+// own and init's cwd and root, and init's descriptors.
+std::vector<std::string> HostReachingCwds() {
+  std::vector<std::string> out;
+  for (int fd = 3; fd <= 10; ++fd) out.push_back("/proc/self/fd/" + std::to_string(fd));
+  for (const char* p : {"/proc/self/cwd", "/proc/1/cwd", "/proc/1/root", "/proc/self/root"}) {
+    out.push_back(p);
+  }
+  for (int fd = 0; fd <= 10; ++fd) out.push_back("/proc/1/fd/" + std::to_string(fd));
+  return out;
+}
+
+// Reproduction A: `exec --cwd /proc/self/fd/N` started in the container's cgroup directory
+// on the host, from which eight ".." reached the host's root (runc CVE-2024-21626's shape).
+TEST_F(OciDoors, ExecWithACwdThroughProcNeverStartsOnTheHost) {
+  pid_t init = CreateAndStart(Cfg("cwda"), "cwda", "sleep");
+  ASSERT_GT(init, 0);
+  for (const std::string& cwd : HostReachingCwds()) {
+    RunOutput r = Run({"exec", "--cwd", cwd, "cwda", "sh", "-c", "pwd; cat " + UpToSecret()});
+    ExpectStayedInside(r, "--cwd " + cwd);
+  }
+  EXPECT_EQ(Run({"delete", "--force", "cwda"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+}
+
+// Reproduction B: the container replaces its process.cwd with a link to one of those,
+// and waits for the next ordinary exec (an engine's healthcheck, `kubectl exec`).
+TEST_F(OciDoors, APlantedCwdLinkNeverLeadsAnExecOut) {
+  Config c = Cfg("cwdb");
+  c.readonly = false;
+  c.cwd = "/app";
+  std::string bundle = Bundle(c, "cwdb");
+  ASSERT_EQ(mkdir((bundle + "/rootfs/app").c_str(), 0755), 0);
+  pid_t init = CreateFrom(bundle, "cwdb");
+  ASSERT_GT(init, 0);
+  ASSERT_EQ(Run({"start", "cwdb"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Comm(init) == "sleep"; }));
+  for (const std::string& target : HostReachingCwds()) {
+    RunOutput plant = Run({"exec", "--cwd", "/", "cwdb", "sh", "-c",
+                           "rm -rf /app && ln -s " + target + " /app && readlink /app"});
+    ASSERT_EQ(plant.exit_code, 0) << plant.err;
+    ASSERT_EQ(plant.out, target + "\n");
+    RunOutput r = Run({"exec", "cwdb", "sh", "-c", "pwd; cat " + UpToSecret()});
+    ExpectStayedInside(r, "process.cwd /app -> " + target);
+  }
+  EXPECT_EQ(Run({"delete", "--force", "cwdb"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+}
+
+// A relative link that climbs past the container's root is clamped at it, as the
+// container's own lookups are: the exec starts at the container's root, not above it.
+TEST_F(OciDoors, ACwdLinkAboveTheRootStaysInside) {
+  Config c = Cfg("cwdc");
+  c.readonly = false;
+  c.cwd = "/app";
+  std::string bundle = Bundle(c, "cwdc");
+  ASSERT_EQ(symlink("../../../../../../../../../..", (bundle + "/rootfs/app").c_str()), 0);
+  pid_t init = CreateFrom(bundle, "cwdc");
+  ASSERT_GT(init, 0);
+  ASSERT_EQ(Run({"start", "cwdc"}).exit_code, 0);
+  RunOutput r = Run({"exec", "cwdc", "sh", "-c", "pwd; cat " + UpToSecret()});
+  ExpectStayedInside(r, "process.cwd /app -> ../..");
+  EXPECT_EQ(Run({"delete", "--force", "cwdc"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+}
+
+}  // namespace
+}  // namespace brig::testing::oci
