@@ -25,8 +25,6 @@ namespace {
 
 constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                                  CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
-// How long brig waits for each setup step of init before giving up.
-constexpr int kSetupStepTimeoutMs = 30000;
 
 Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
   std::string path = "/proc/" + std::to_string(pid) + "/" + name;

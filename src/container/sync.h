@@ -58,6 +58,8 @@ inline constexpr Msg kLastMsg = Msg::kCreated;
 std::string_view MsgName(Msg m);
 
 inline constexpr size_t kMaxPayload = 4096;
+// How long a parent waits for each setup step of init before giving up.
+inline constexpr int kSetupStepTimeoutMs = 30000;
 inline constexpr std::string_view kPeerClosed = "peer closed";
 
 struct Message {

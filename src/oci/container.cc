@@ -95,6 +95,18 @@ Status Kill(const std::string& root, const std::string& id, int sig, bool all) {
 
 Status Delete(const std::string& root, const std::string& id, bool force) {
   auto opened = OpenContainer(root, id);
+  if (!opened && force) {
+    // A forced delete always wins: whatever holds the container's directory (a create
+    // that hangs in a hook, a verb stuck on the container), the container's processes
+    // die first, which ends what waits on them, and the lock is tried once more.
+    if (auto rec = ContainerDir::Peek(root, id)) {
+      (void)Cgroups::FromRecord(*rec)->Destroy();
+      if (std::optional<sys::UniqueFd> pidfd = OpenProcess(*rec)) {
+        (void)sys::PidfdSendSignal(pidfd->get(), SIGKILL);
+      }
+      opened = OpenContainer(root, id);
+    }
+  }
   if (!opened) {
     // runc's: a forced delete of a container that is not there is done (containerd's shim
     // cleans up so).

@@ -103,6 +103,8 @@ Status SetUp(const InitArgs& a) {
     // mount points, /dev's nodes) belongs to the container's root, not to an unmapped id.
     if (setresgid(0, 0, 0) < 0) return SysError("setresgid", "0 in the user namespace");
     if (setresuid(0, 0, 0) < 0) return SysError("setresuid", "0 in the user namespace");
+    // A change of ids clears the parent-death signal.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   }
   if (a.fork_for_pid) BRIG_TRY(ForkPidOne(a));
   if (a.new_cgroupns && unshare(CLONE_NEWCGROUP) < 0) {
@@ -176,10 +178,33 @@ bool WaitForStart(int fifo_fd) {
   _exit(ExitCode(e.kind));
 }
 
+// First thing in the clone, which has a copy of every descriptor brig held: the lock on
+// the container's directory, brig's end of the sync socket, its cgroup directories. A
+// copy of brig's end would keep init waiting for a message that never comes, and the
+// lock with it, once brig was killed: every verb on the container, and `list`, then
+// waited for ever. Only what init uses stays. Init dies with its creator until `create`
+// is done with it (ContainerInit clears that), and if the creator is already gone, its
+// end of the socket is closed: init leaves at once.
+Status DropWhatBrigHeld(const InitArgs& a) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+    return SysError("prctl", "PR_SET_PDEATHSIG");
+  }
+  std::vector<int> keep = {a.sync_fd, a.fifo_fd, a.console_fd};
+  if (a.cgroup_tasks) {
+    for (const cgroup::TasksFile& t : *a.cgroup_tasks) keep.push_back(t.fd.get());
+  }
+  BRIG_TRY(sys::CloseAllExcept(std::move(keep), 3 + a.preserve_fds));
+  struct pollfd p = {a.sync_fd, POLLRDHUP, 0};
+  if (poll(&p, 1, 0) < 0) return SysError("poll", "sync");
+  if (p.revents & (POLLRDHUP | POLLHUP)) _exit(125);
+  return {};
+}
+
 }  // namespace
 
 void ContainerInit(const InitArgs& a) {
   int fd = a.sync_fd;
+  if (auto s = DropWhatBrigHeld(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
   g_log_fd = fd;
   log::ForwardTo(ForwardLog);
   // Until execve, this is brig's own binary in the container's namespaces: no process of
@@ -205,6 +230,8 @@ void ContainerInit(const InitArgs& a) {
   if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);
   // The parent has written the container's record; EOF means it died before: give up.
   if (auto s = Expect(fd, Msg::kStart); !s) _exit(125);
+  // The container outlives `create` from here; closing the socket tells it so.
+  if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0) _exit(125);
   close(fd);
   if (!WaitForStart(a.fifo_fd)) _exit(125);
   close(a.fifo_fd);

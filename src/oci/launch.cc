@@ -214,6 +214,12 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
           BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(init_pid)), "--pid-file");
         }
         BRIG_TRY(container::SendMessage(sync, Msg::kStart));
+        // Init no longer dies with brig once it closes its end (init.cc): only then may
+        // create return, and brig exit.
+        auto bye = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
+        if (bye || bye.error().detail != container::kPeerClosed) {
+          return Fail("container init", "", "did not let go of create after its last step");
+        }
         log::Debug("created: pid ", init_pid);
         return {};
       }

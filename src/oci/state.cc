@@ -6,15 +6,20 @@
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <sstream>
 
 #include "util/files.h"
 #include "util/parse.h"
@@ -45,11 +50,70 @@ Status MakeRoot(const std::string& root) {
   }
 }
 
-Status Lock(int fd, const std::string& path) {
-  while (flock(fd, LOCK_EX) < 0) {
-    if (errno != EINTR) return SysError("flock", path);
+// Who holds the flock on the file `st` names, from /proc/locks ("1: FLOCK ADVISORY WRITE
+// PID MAJ:MIN:INODE ..."; a waiter's line has "->" after the number): "pid N (COMMAND)".
+std::string LockHolder(const struct stat& st) {
+  auto locks = util::ReadFile("/proc/locks");
+  if (!locks) return "another process";
+  char want[64];
+  snprintf(want, sizeof want, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+           static_cast<unsigned long long>(st.st_ino));
+  for (std::string_view line : util::Split(*locks, '\n')) {
+    std::istringstream words{std::string(line)};
+    std::string n, kind, advisory, mode, pid, file;
+    if (!(words >> n >> kind >> advisory >> mode >> pid >> file)) continue;
+    if (kind != "FLOCK" || file != want) continue;
+    auto cmdline = util::ReadFile("/proc/" + pid + "/cmdline");
+    std::string cmd = cmdline ? cmdline->substr(0, cmdline->find('\0')) : "";
+    return "pid " + pid + (cmd.empty() ? "" : " (" + cmd + ")");
   }
-  return {};
+  return "another process";
+}
+
+void Interrupt(int) {}
+
+// Waits at most `wait` for the lock, blocked in flock(2) (where /proc/locks shows the
+// waiter) and woken every tick by SIGALRM, without SA_RESTART, to look at the clock: a verb
+// never waits for ever on another that hangs. A tick rather than one alarm at the
+// deadline: one that fired just before flock blocked would be lost. Both the handler and
+// the timer are gone again before Lock returns; no verb has a timer when it clones.
+Status Lock(int fd, const std::string& path, std::chrono::milliseconds wait) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return {};
+  if (errno != EWOULDBLOCK && errno != EINTR) return SysError("flock", path);
+  struct sigaction tick = {}, old_action;
+  tick.sa_handler = Interrupt;
+  sigemptyset(&tick.sa_mask);
+  sigset_t alarm_only, old_mask;
+  sigemptyset(&alarm_only);
+  sigaddset(&alarm_only, SIGALRM);
+  struct sigevent ev = {};
+  ev.sigev_notify = SIGEV_SIGNAL;
+  ev.sigev_signo = SIGALRM;
+  timer_t timer;
+  if (sigaction(SIGALRM, &tick, &old_action) < 0) return SysError("sigaction", "SIGALRM");
+  sigprocmask(SIG_UNBLOCK, &alarm_only, &old_mask);
+  Status held;
+  if (timer_create(CLOCK_MONOTONIC, &ev, &timer) < 0) {
+    held = SysError("timer_create", path);
+  } else {
+    struct itimerspec every = {{0, 100'000'000}, {0, 100'000'000}};
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    if (timer_settime(timer, 0, &every, nullptr) < 0) held = SysError("timer_settime", path);
+    while (held && flock(fd, LOCK_EX) < 0) {
+      if (errno != EINTR) {
+        held = SysError("flock", path);
+      } else if (std::chrono::steady_clock::now() >= deadline) {
+        struct stat st;
+        std::string holder = fstat(fd, &st) == 0 ? LockHolder(st) : "another process";
+        std::string waited = std::to_string(wait.count() / 1000) + " s";
+        held = Fail(path, "", "locked by " + holder + " for over " + waited);
+      }
+    }
+    timer_delete(timer);
+  }
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  sigaction(SIGALRM, &old_action, nullptr);
+  return held;
 }
 
 Error Missing(const std::string& id) {
@@ -160,7 +224,7 @@ Result<ContainerDir> ContainerDir::Create(const std::string& root, const std::st
   if (!mkdtemp(temp.data())) return SysError("mkdir", pattern);
   ContainerDir d;
   d.fd_.Reset(open(temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  Status made = d.fd_ ? Lock(d.fd_.get(), temp) : Status(SysError("open", temp));
+  Status made = d.fd_ ? Lock(d.fd_.get(), temp, kLockWait) : Status(SysError("open", temp));
   if (made && fchmod(d.fd_.get(), 0711) < 0) made = SysError("chmod", temp);
   std::string path = root + "/" + id;
   if (made && renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) < 0) {
@@ -184,7 +248,7 @@ Result<ContainerDir> ContainerDir::Open(const std::string& root, const std::stri
   for (;;) {
     d.fd_.Reset(open(d.path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!d.fd_) return errno == ENOENT ? Missing(id) : SysError("open", d.path_);
-    BRIG_TRY(Lock(d.fd_.get(), d.path_));
+    BRIG_TRY(Lock(d.fd_.get(), d.path_, kLockWait));
     struct stat held, named;
     if (fstat(d.fd_.get(), &held) < 0) return SysError("stat", d.path_);
     if (stat(d.path_.c_str(), &named) < 0) {
@@ -194,6 +258,15 @@ Result<ContainerDir> ContainerDir::Open(const std::string& root, const std::stri
       return d;
     }
   }
+}
+
+Result<Container> ContainerDir::Peek(const std::string& root, const std::string& id) {
+  BRIG_TRY(CheckId(id));
+  ContainerDir d;
+  d.path_ = root + "/" + id;
+  d.fd_.Reset(open(d.path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d.fd_) return errno == ENOENT ? Missing(id) : SysError("open", d.path_);
+  return d.Read();
 }
 
 Result<Container> ContainerDir::Read() const {

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,8 @@ namespace brig::oci {
 
 inline constexpr char kDefaultRoot[] = "/run/brig/oci";
 inline constexpr char kExecFifo[] = "exec.fifo";
+// The longest a verb waits for another that holds the container's directory.
+inline constexpr std::chrono::seconds kLockWait{10};
 
 // A container id as runc takes it: [A-Za-z0-9_+.-]+, at most 1024 bytes, not "." or "..".
 Status CheckId(std::string_view id);
@@ -43,9 +46,12 @@ class ContainerDir {
   // Makes ROOT/ID (ROOT is made 0711 if missing); an existing one is refused: "container
   // 'ID' already exists".
   static Result<ContainerDir> Create(const std::string& root, const std::string& id);
-  // Opens and locks ROOT/ID, waiting for a verb that holds it; a missing one is refused:
-  // "container 'ID' does not exist".
+  // Opens and locks ROOT/ID, waiting for a verb that holds it, at most kLockWait (then the
+  // error names the holder); a missing one is refused: "container 'ID' does not exist".
   static Result<ContainerDir> Open(const std::string& root, const std::string& id);
+  // The record of ROOT/ID as it is now, without the lock (written by rename, it is never
+  // seen half-written): for `delete --force` when the lock is not to be had.
+  static Result<Container> Peek(const std::string& root, const std::string& id);
 
   const std::string& path() const { return path_; }
   int fd() const { return fd_.get(); }

@@ -159,8 +159,7 @@ Status CloseRangeCloexec(unsigned first) {
   return {};
 }
 
-Status CloseAllExcept(std::initializer_list<int> keep, unsigned first) {
-  std::vector<int> kept(keep);
+Status CloseAllExcept(std::vector<int> kept, unsigned first) {
   std::sort(kept.begin(), kept.end());
   unsigned next = first;
   for (int fd : kept) {

@@ -7,9 +7,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "brig/result.h"
 #include "sys/fd.h"
@@ -66,6 +66,6 @@ int ReadAllAndReap(int fd, pid_t pid, std::string& out);
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
 // Closes every fd from `first` up but those in `keep` (close_range over the gaps).
-Status CloseAllExcept(std::initializer_list<int> keep, unsigned first = 0);
+Status CloseAllExcept(std::vector<int> keep, unsigned first = 0);
 
 }  // namespace brig::sys

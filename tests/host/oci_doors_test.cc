@@ -3,7 +3,10 @@
 // Each test names what must hold; every one of them failed on the engine before the fix
 // or guards what was found to hold.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -111,6 +114,96 @@ TEST_F(OciDoors, ACwdLinkAboveTheRootStaysInside) {
   ExpectStayedInside(r, "process.cwd /app -> ../..");
   EXPECT_EQ(Run({"delete", "--force", "cwdc"}).exit_code, 0);
   EXPECT_TRUE(AwaitGone(init));
+}
+
+
+// The processes in container `id`'s groups, as every hierarchy lists them.
+std::vector<pid_t> ProcsIn(const std::vector<std::string>& groups) {
+  std::vector<pid_t> out;
+  for (const std::string& g : groups) {
+    for (const std::string& l : Lines(ReadFileOrEmpty(g + "/cgroup.procs"))) {
+      out.push_back(static_cast<pid_t>(atoi(l.c_str())));
+    }
+  }
+  return out;
+}
+
+// An engine that kills `create` mid-way (on its own timeout) must still be able to state,
+// kill and delete the container: its init used to hold a copy of brig's end of the sync
+// socket and the lock on the container's directory, and waited for ever, and every verb
+// on that id with it. brig is killed while a hook of the phase named holds it there (the
+// hook says so on a FIFO): prestart runs in brig while init waits for it, createContainer
+// in init while brig waits.
+TEST_F(OciDoors, AKilledCreateLeavesNoInitAndNoLockBehind) {
+  int n = 0;
+  for (const char* phase : {"prestart", "createContainer"}) {
+    const std::string id = "killed" + std::to_string(n++);
+    const std::string fifo = scratch_.path() + "/" + id + ".fifo";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    Config c = Cfg(id);
+    c.hooks_json = std::string("{\"") + phase + R"(":[{"path":"/bin/busybox","args":["sh","-c",)" +
+                   R"("echo $$ > )" + fifo + R"(; exec sleep 1000000"]}]})";
+    std::string bundle = Bundle(c, id);
+    pid_t create = fork();
+    if (create == 0) {
+      setsid();
+      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+      for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
+      execl(RuntimeBinary().c_str(), "brig", "--root", root_.c_str(), "create", "--bundle",
+            bundle.c_str(), id.c_str(), nullptr);
+      _exit(127);
+    }
+    int r = open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(r, 0);
+    std::string said = ReadUntil(r, "\n");
+    close(r);
+    pid_t hook = static_cast<pid_t>(atoi(said.c_str()));
+    ASSERT_GT(hook, 0) << phase << ": the hook did not run";
+    ASSERT_EQ(kill(create, SIGKILL), 0);
+    ASSERT_EQ(waitpid(create, nullptr, 0), create);
+    ASSERT_EQ(kill(hook, SIGKILL), 0);
+    std::vector<std::string> groups = GroupsOf(id);
+    ASSERT_TRUE(Eventually([&] {
+      ReapExited();
+      return ProcsIn(groups).empty();
+    })) << "killed in " << phase << ": the container's init outlived its create";
+    RunOutput st = Run({"state", id});
+    EXPECT_EQ(st.exit_code, 0) << st.err;
+    EXPECT_EQ(ParseState(st.out).status, "creating") << st.out;
+    RunOutput del = Run({"delete", "--force", id});
+    EXPECT_EQ(del.exit_code, 0) << "killed in " << phase << ": " << del.err;
+    EXPECT_FALSE(Exists(root_ + "/" + id));
+  }
+}
+
+// A verb that cannot have the container's directory says who holds it, after a bounded
+// wait, and `delete --force` wins over the holder.
+TEST_F(OciDoors, AHeldContainerIsNamedAndForceDeleteWins) {
+  if (!IsBrig()) GTEST_SKIP() << "brig's lock and its wording";
+  pid_t init = CreateAndStart(Cfg("held"), "held", "sleep");
+  ASSERT_GT(init, 0);
+  int dir = open((root_ + "/held").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  ASSERT_EQ(flock(dir, LOCK_EX), 0);
+  RunOutput st = Run({"state", "held"});
+  EXPECT_EQ(st.exit_code, 125);
+  EXPECT_EQ(Lines(st.err).size(), 1u) << st.err;
+  EXPECT_NE(st.err.find("locked by pid " + std::to_string(getpid())), std::string::npos) << st.err;
+  // The holder here is the test, not a process of the container: delete --force kills the
+  // container and still waits for the lock, which the test then lets go.
+  pid_t del = fork();
+  if (del == 0) {
+    setsid();
+    execl(BrigBinary().c_str(), "brig", "--root", root_.c_str(), "delete", "--force", "held",
+          nullptr);
+    _exit(127);
+  }
+  EXPECT_TRUE(AwaitGone(init)) << "delete --force did not kill the container first";
+  close(dir);
+  int status = 0;
+  ASSERT_EQ(waitpid(del, &status, 0), del);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(Exists(root_ + "/held"));
 }
 
 }  // namespace

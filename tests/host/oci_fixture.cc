@@ -160,7 +160,9 @@ std::string Config::Json() const {
     o << (i ? "," : "") << "{\"destination\":" << Q(m.destination) << ",\"type\":" << Q(m.type)
       << ",\"source\":" << Q(m.source) << ",\"options\":" << Arr(m.options) << "}";
   }
-  o << "],\"linux\":" << LinuxJson(*this) << "}";
+  o << "],";
+  if (!hooks_json.empty()) o << "\"hooks\":" << hooks_json << ",";
+  o << "\"linux\":" << LinuxJson(*this) << "}";
   return o.str();
 }
 

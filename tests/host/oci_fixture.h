@@ -60,6 +60,7 @@ struct Config {
   std::string cgroups_path;
   std::string resources_json;  // linux.resources as a JSON object; empty: none
   std::string seccomp_json;    // linux.seccomp as a JSON object; empty: none
+  std::string hooks_json;      // hooks as a JSON object; empty: none
 };
 
 // `brig state`'s JSON, as far as the tests read it.
