@@ -101,6 +101,27 @@ Result<Namespaces> PlanNamespaces(const Spec& spec) {
   return ns;
 }
 
+// A namespace joined by path may be brig's own (the host's): a sysctl of that kind would
+// then be the host's, which runc refuses too. (One the container makes is checked by
+// ParseSpec.)
+Status CheckSysctlsStayInside(const Spec& spec, const Namespaces& ns) {
+  for (const auto& [key, value] : spec.linux().sysctl()) {
+    std::optional<int> owner = SysctlNamespace(key);
+    for (const auto& [flag, path] : ns.joins) {
+      if (!owner || flag != *owner) continue;
+      std::string own = "/proc/self/ns/" + std::string(NamespaceProcName(flag));
+      struct stat joined, mine;
+      if (stat(path.c_str(), &joined) < 0) return SysError("stat", "linux.namespaces " + path);
+      if (stat(own.c_str(), &mine) < 0) return SysError("stat", own);
+      if (joined.st_dev == mine.st_dev && joined.st_ino == mine.st_ino) {
+        return BadInput("linux.sysctl", key,
+                        "its namespace " + path + " is the host's, whose value it would set");
+      }
+    }
+  }
+  return {};
+}
+
 Status WriteIdMaps(pid_t pid, const Spec& spec) {
   auto render = [](const google::protobuf::RepeatedPtrField<IdMapping>& maps) {
     std::string out;
@@ -269,6 +290,7 @@ Result<pid_t> Create(const CreateOptions& o) {
     return BadInput("root.path", root_path, "not a directory");
   }
   Namespaces ns = BRIG_TRY(PlanNamespaces(spec));
+  BRIG_TRY(CheckSysctlsStayInside(spec, ns));
   BRIG_TRY(CheckSelinuxLabel("linux.mountLabel", spec.linux().mount_label()));
   std::optional<brig::v1::SeccompPolicy> policy;
   if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();

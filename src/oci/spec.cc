@@ -4,12 +4,14 @@
 // but LoadSpec; nothing here touches the process or the host.
 #include "oci/spec.h"
 
+#include <sched.h>
 #include <sys/personality.h>
 
 #include <google/protobuf/reflection.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <set>
@@ -175,6 +177,24 @@ Status CheckHooks(const Hooks& hooks) {
 }
 
 // Which namespaces the spec names, and which of them are new (no path).
+}  // namespace
+
+std::optional<int> SysctlNamespace(std::string_view key) {
+  std::string k(key);
+  std::replace(k.begin(), k.end(), '/', '.');
+  for (const char* ipc : {"kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
+                          "kernel.shmall", "kernel.shmmax", "kernel.shmmni",
+                          "kernel.shm_rmid_forced"}) {
+    if (k == ipc) return CLONE_NEWIPC;
+  }
+  if (k.starts_with("fs.mqueue.")) return CLONE_NEWIPC;
+  if (k.starts_with("net.")) return CLONE_NEWNET;
+  if (k == "kernel.hostname" || k == "kernel.domainname") return CLONE_NEWUTS;
+  return std::nullopt;
+}
+
+namespace {
+
 struct NamespaceSet {
   int named = 0;
   int fresh = 0;
@@ -368,6 +388,15 @@ Status CheckLinux(const Spec& spec, std::string_view json) {
   if (lnx.has_intel_rdt()) return Bad("linux.intelRdt", "not supported: brig has no Intel RDT");
   for (const auto& [key, value] : lnx.sysctl()) {
     if (key.empty()) return Bad("linux.sysctl", "a key is empty");
+    std::optional<int> owner = SysctlNamespace(key);
+    std::string at = "linux.sysctl " + Quote(key);
+    if (!owner) return Bad(at, "not in a namespace of the container's: it would set the host's");
+    if (!(ns.named & *owner)) {
+      return Bad(at, "needs a" + std::string(*owner == CLONE_NEWIPC   ? "n ipc"
+                                             : *owner == CLONE_NEWNET ? " network"
+                                                                      : " uts") +
+                         " namespace in linux.namespaces, or it would set the host's");
+    }
   }
   return {};
 }

@@ -31,6 +31,11 @@ Result<Process> ParseProcess(std::string_view json, std::string_view name);
 std::optional<int> NamespaceFlag(std::string_view type);
 // The /proc/PID/ns/ entry of a CLONE_NEW* flag ("net" for CLONE_NEWNET).
 std::string_view NamespaceProcName(int flag);
+// The namespace (CLONE_NEW*) whose value a linux.sysctl key ("net.ipv4.ip_forward" or
+// "net/ipv4/ip_forward") sets, as runc's validator has them: ipc (the SysV IPC limits,
+// fs.mqueue.*), network (net.*), uts (kernel.hostname and domainname); nullopt for every
+// other key, which is the host's whatever the container's namespaces.
+std::optional<int> SysctlNamespace(std::string_view key);
 
 // A mount's options as mount(2) and mount_setattr(2) take them.
 struct MountOptions {

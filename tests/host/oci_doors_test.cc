@@ -3,6 +3,7 @@
 // Each test names what must hold; every one of them failed on the engine before the fix
 // or guards what was found to hold.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -204,6 +205,50 @@ TEST_F(OciDoors, AHeldContainerIsNamedAndForceDeleteWins) {
   ASSERT_EQ(waitpid(del, &status, 0), del);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_FALSE(Exists(root_ + "/held"));
+}
+
+// `brig run --bundle` of `bundle` in a network namespace the test makes for it, so that
+// what the container could write into "the host's" is this one's: its stdout and status.
+RunOutput RunInAPrivateNetns(const std::string& root, const std::string& bundle,
+                             const std::string& id) {
+  RunOutput r;
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) < 0) return r;
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    if (unshare(CLONE_NEWNET) < 0) _exit(120);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    dup2(null, 0);
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    execl(RuntimeBinary().c_str(), "brig", "--root", root.c_str(), "run", "--bundle",
+          bundle.c_str(), id.c_str(), nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  r.out = ReadUntil(out[0], "\x04");
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// A namespaced sysctl of a container without that namespace was written into brig's own,
+// the host's: net.ipv4.ip_forward went 0 -> 1 on the host. It is refused before anything
+// runs, as runc refuses it.
+TEST_F(OciDoors, ASysctlNeverReachesANamespaceTheContainerDoesNotOwn) {
+  Config c = Cfg("sysctl");
+  c.namespaces = {"pid", "ipc", "uts", "mount", "cgroup"};
+  c.args = {"cat", "/proc/sys/net/ipv4/ip_forward"};
+  c.sysctl = {{"net.ipv4.ip_forward", "1"}};
+  std::string bundle = Bundle(c, "sysctl");
+  RunOutput r = RunInAPrivateNetns(root_, bundle, "sysctl");
+  EXPECT_EQ(r.out.find("1\n"), std::string::npos) << "the sysctl was set outside: " << r.out;
+  EXPECT_EQ(r.exit_code, 125) << r.out;
+  EXPECT_NE(r.out.find("net.ipv4.ip_forward"), std::string::npos) << r.out;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
 }
 
 }  // namespace

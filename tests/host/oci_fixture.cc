@@ -77,6 +77,13 @@ std::string LinuxJson(const Config& c) {
   if (!c.cgroups_path.empty()) o << "\"cgroupsPath\":" << Q(c.cgroups_path) << ",";
   if (!c.resources_json.empty()) o << "\"resources\":" << c.resources_json << ",";
   if (!c.seccomp_json.empty()) o << "\"seccomp\":" << c.seccomp_json << ",";
+  if (!c.sysctl.empty()) {
+    o << "\"sysctl\":{";
+    for (auto it = c.sysctl.begin(); it != c.sysctl.end(); ++it) {
+      o << (it == c.sysctl.begin() ? "" : ",") << Q(it->first) << ":" << Q(it->second);
+    }
+    o << "},";
+  }
   o << "\"namespaces\":[";
   for (size_t i = 0; i < c.namespaces.size(); ++i) {
     o << (i ? "," : "") << "{\"type\":" << Q(c.namespaces[i]) << "}";

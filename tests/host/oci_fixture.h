@@ -61,6 +61,7 @@ struct Config {
   std::string resources_json;  // linux.resources as a JSON object; empty: none
   std::string seccomp_json;    // linux.seccomp as a JSON object; empty: none
   std::string hooks_json;      // hooks as a JSON object; empty: none
+  std::map<std::string, std::string> sysctl;
 };
 
 // `brig state`'s JSON, as far as the tests read it.

@@ -191,8 +191,42 @@ INSTANTIATE_TEST_SUITE_P(
                 "config.json: linux.intelRdt: not supported: brig has no Intel RDT"},
         Refusal{Config(kProcess, R"({"intelRdt": {}})"),
                 "config.json: linux.intelRdt: not supported: brig has no Intel RDT"},
-        Refusal{Config(kProcess, R"({"sysctl": {"net.ipv4.ip_forward": "1", "": "1"}})"),
-                "config.json: linux.sysctl: a key is empty"}));
+        Refusal{Config(kProcess, R"({"sysctl": {"": "1"}})"),
+                "config.json: linux.sysctl: a key is empty"},
+        // A namespaced sysctl without its namespace would be written into the host's.
+        Refusal{Config(kProcess, R"({"namespaces": [{"type": "mount"}],)"
+                                 R"( "sysctl": {"net.ipv4.ip_forward": "1"}})"),
+                "config.json: linux.sysctl 'net.ipv4.ip_forward': needs a network namespace in "
+                "linux.namespaces, or it would set the host's"},
+        Refusal{Config(kProcess, R"({"namespaces": [{"type": "mount"}],)"
+                                 R"( "sysctl": {"kernel/shmmax": "1"}})"),
+                "config.json: linux.sysctl 'kernel/shmmax': needs an ipc namespace in "
+                "linux.namespaces, or it would set the host's"},
+        Refusal{Config(kProcess, R"({"namespaces": [{"type": "mount"}],)"
+                                 R"( "sysctl": {"kernel.domainname": "x"}})"),
+                "config.json: linux.sysctl 'kernel.domainname': needs a uts namespace in "
+                "linux.namespaces, or it would set the host's"},
+        Refusal{Config(kProcess, R"({"namespaces": [{"type": "mount"}, {"type": "network"},)"
+                                 R"( {"type": "ipc"}, {"type": "uts"}],)"
+                                 R"( "sysctl": {"kernel.pid_max": "4096"}})"),
+                "config.json: linux.sysctl 'kernel.pid_max': not in a namespace of the "
+                "container's: it would set the host's"}));
+
+TEST(OciSpec, NamespacedSysctlsWithTheirNamespacesAreTaken) {
+  auto spec = ParseSpec(Config(kProcess,
+                               R"({"namespaces": [{"type": "mount"}, {"type": "network"},)"
+                               R"( {"type": "ipc"}],)"
+                               R"( "sysctl": {"net/ipv4/ip_forward": "1", "fs.mqueue.msg_max": "9",)"
+                               R"( "kernel.sem": "1 2 3 4"}})"));
+  ASSERT_TRUE(spec) << spec.error().Render();
+  EXPECT_EQ(spec->linux().sysctl_size(), 3);
+  EXPECT_EQ(SysctlNamespace("net.core.somaxconn"), CLONE_NEWNET);
+  EXPECT_EQ(SysctlNamespace("kernel.hostname"), CLONE_NEWUTS);
+  EXPECT_EQ(SysctlNamespace("kernel.shm_rmid_forced"), CLONE_NEWIPC);
+  EXPECT_EQ(SysctlNamespace("kernel.shmmaxx"), std::nullopt);
+  EXPECT_EQ(SysctlNamespace("vm.overcommit_memory"), std::nullopt);
+  EXPECT_EQ(SysctlNamespace("netfilter.x"), std::nullopt);
+}
 
 INSTANTIATE_TEST_SUITE_P(
     OciSeccomp, OciSpecRefuses,
