@@ -75,6 +75,7 @@ class Service::Impl {
       rules.set.emplace_back(c.attribution, attribution);
       if (c.to.kind == Target::kHttp || c.to.kind == Target::kHttps) rules.host = c.to.Authority();
       rules.no_trace = true;
+      rules.own_host = true;
       rules.methods = c.methods;
       rules.paths = c.paths;
       rules_.push_back(std::move(rules));

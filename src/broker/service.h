@@ -6,7 +6,8 @@
 // responses on as they come (keep-alive, chunked, server-sent events), originating TLS
 // itself for an https target. A tcp broker splices bytes. A malformed or ambiguous request
 // or one for another authority gets an immediate 400, TRACE and TRACK a 405, a method or
-// path the broker's binding does not allow a 403, Upgrade a 501, each then a close; a
+// path the broker's binding does not allow, or a path a target could read as another host
+// whatever the binding (http::AnotherHost), a 403, Upgrade a 501, each then a close; a
 // target that cannot be reached, a 502.
 //
 // Every failed request (tcp: connection) is counted per broker with its reason

@@ -190,7 +190,8 @@ Result<std::vector<std::string>> CheckMethods(
 }
 
 // paths=: distinct prefixes, each a path a request could have that no server reads as
-// another (http::NotCanonical), with no query.
+// another (http::NotCanonical) or as another host (http::AnotherHost, which the framing
+// refuses whatever the prefixes), with no query.
 Result<std::vector<std::string>> CheckPaths(
     const google::protobuf::RepeatedPtrField<std::string>& paths) {
   std::vector<std::string> out;
@@ -202,6 +203,7 @@ Result<std::vector<std::string>> CheckPaths(
       return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
     });
     std::string why = http::NotCanonical(p);
+    if (why.empty()) why = http::AnotherHost(p);
     if (!visible || p.find_first_of("?#") != std::string::npos) {
       why = "holds a space, a control byte, '?' or '#'";
     }

@@ -29,6 +29,26 @@ bool IsHex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  return (c | 0x20) - 'a' + 10;
+}
+
+// `s` with every well-formed %XX decoded, once.
+std::string PercentDecoded(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
+      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 // "host[:port]" as brig compares authorities: lower case, the port only when it is not
 // `default_port`.
 std::string Authority(std::string_view host, std::string_view port, uint16_t default_port) {
@@ -101,6 +121,29 @@ std::string NotCanonical(std::string_view p) {
     std::string_view segment = p.substr(start, end - start);
     segment = segment.substr(0, segment.find(';'));
     if (segment == "." || segment == "..") return "the path has a . or .. segment";
+    start = end + 1;
+  }
+  return {};
+}
+
+std::string AnotherHost(std::string_view path) {
+  std::string p = PercentDecoded(PercentDecoded(path));
+  std::replace(p.begin(), p.end(), '\\', '/');
+  p.erase(std::remove_if(p.begin(), p.end(),
+                         [](char c) { return c == '\t' || c == '\r' || c == '\n'; }),
+          p.end());
+  for (size_t start = 1; start <= p.size();) {
+    size_t end = std::min(p.find('/', start), p.size());
+    std::string_view segment = std::string_view(p).substr(start, end - start);
+    segment = segment.substr(0, segment.find(';'));
+    if (start == 1 && segment.empty() && end < p.size()) {
+      return "the path starts with // (also as a backslash, percent-encoded or after a ;), "
+             "which a target can read as another host";
+    }
+    if (segment == "." || segment == "..") {
+      return "the path has a . or .. segment (also percent-encoded), whose removal can make "
+             "it start with //, which a target can read as another host";
+    }
     start = end + 1;
   }
   return {};
@@ -313,6 +356,13 @@ bool RequestFramer::CheckTarget() {
     if (u.field_set & (1 << UF_QUERY)) origin += "?" + std::string(part(UF_QUERY));
     url_ = std::move(origin);
     head_.path = url_.substr(0, url_.find('?'));
+  }
+  if (rules_->own_host) {
+    std::string why = AnotherHost(head_.path);
+    if (!why.empty()) {
+      Refuse(403, why);
+      return false;
+    }
   }
   if (!rules_->paths.empty() && !PathAllowed(head_.path, rules_->paths)) {
     std::string why = NotCanonical(head_.path);

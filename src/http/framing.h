@@ -41,6 +41,9 @@ struct Rules {
   std::vector<std::string> methods;
   // Not empty: only paths under these prefixes go on (PathAllowed); others get 403.
   std::vector<std::string> paths;
+  // A path a target could read as naming another host (AnotherHost) gets 403, whatever
+  // `paths` says: a broker's target must not be led to send the credential elsewhere.
+  bool own_host = false;
 };
 
 // One request as the audit names it.
@@ -58,6 +61,13 @@ std::string Printable(std::string_view s);
 // that normalises it: "//", a "." or ".." segment (also before a ';' parameter), a
 // backslash, or a percent-encoded dot, slash, backslash, percent or NUL. Empty if none.
 std::string NotCanonical(std::string_view path);
+// Why a target could read `path` (an origin-form path, no query) as a network-path
+// reference ("//host/...", RFC 3986 4.2) when it builds a URL from it: read as leniently as
+// a target might (percent-decoded twice over, a backslash as a slash, tab, CR and LF
+// dropped as a WHATWG URL parser drops them), its first segment is empty up to any ';'
+// and another follows, or it has a "." or ".." segment, whose removal can bring that
+// about. Empty if neither.
+std::string AnotherHost(std::string_view path);
 // Whether `path` is canonical and under one of `prefixes`: equal to one, or starting with
 // it where it ends in '/' or is followed by '/' (so "/v1" allows "/v1/x", never "/v1x").
 bool PathAllowed(std::string_view path, const std::vector<std::string>& prefixes);

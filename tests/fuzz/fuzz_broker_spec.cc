@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(brig::broker::IsHeaderName(m) && m != "TRACE" && m != "TRACK" && m != "CONNECT");
   }
   for (const auto& p : c->paths) {
-    FUZZ_CHECK(brig::http::NotCanonical(p).empty() && brig::http::PathAllowed(p, c->paths));
+    FUZZ_CHECK(brig::http::NotCanonical(p).empty() && brig::http::AnotherHost(p).empty() &&
+               brig::http::PathAllowed(p, c->paths));
   }
   FUZZ_CHECK(brig::broker::CheckAll({*c}));
   // The target as brig writes it (the audit's host of a tcp broker) reads back the same.

@@ -4,12 +4,13 @@
 // the request framer sends the same bytes on, finds the same requests and refuses alike;
 // every head it sends is origin-form, ends in CRLF CRLF with no bare LF, has one Host (the
 // rules' when they set one) and the set headers once each at its end, and passes the
-// rules' methods and paths; the response framer never reads past its input and never ends
-// more responses than were asked for; a Host the proxy accepts is a normalised name.
+// rules' methods and paths and, for a broker, names no other host (AnotherHost); the
+// response framer never reads past its input and never ends more responses than were asked
+// for; a Host the proxy accepts is a normalised name.
 //
 // Input: one byte for the piece size, one of flags (bit 0: responses; bit 1: a broker's
-// target Host; bit 2: no TRACE, methods and paths bound; bits 3-5 for responses: how many
-// were asked for, bit 6 the first was a HEAD), then the bytes.
+// target Host and own_host; bit 2: no TRACE, methods and paths bound; bits 3-5 for
+// responses: how many were asked for, bit 6 the first was a HEAD), then the bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -44,7 +45,7 @@ void CheckHead(const Rules& rules, const RequestFramer& f, std::string_view head
   FUZZ_CHECK(Count(head, "\n") == Count(head, "\r\n"));
   size_t sp = head.find(' ');
   FUZZ_CHECK(sp != std::string_view::npos && head.substr(sp + 1, 1) == "/");
-  FUZZ_CHECK(head.substr(sp + 1, 2) != "//" || rules.paths.empty());
+  FUZZ_CHECK(head.substr(sp + 1, 2) != "//" || (rules.paths.empty() && !rules.own_host));
   FUZZ_CHECK(head.find("\r\nx-secret: s3cr3t\r\nx-brig-attribution: id/1\r\n\r\n") !=
              std::string_view::npos);
   FUZZ_CHECK(Count(head, "\r\nx-secret:") == 1);
@@ -57,6 +58,7 @@ void CheckHead(const Rules& rules, const RequestFramer& f, std::string_view head
   if (rules.no_trace) FUZZ_CHECK(h.method != "TRACE");
   if (!rules.methods.empty()) FUZZ_CHECK(h.method == "GET" || h.method == "POST");
   if (!rules.paths.empty()) FUZZ_CHECK(brig::http::PathAllowed(h.path, rules.paths));
+  if (rules.own_host) FUZZ_CHECK(brig::http::AnotherHost(h.path).empty());
   auto host = brig::egress::ParseHost(h.host);
   if (host.status == brig::egress::PeekStatus::kOk) {
     FUZZ_CHECK(brig::egress::NormalizeName(host.value.name) == host.value.name);
@@ -103,7 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!(flags & 1)) {
     Rules rules;
     rules.set = {{"x-secret", "s3cr3t"}, {"x-brig-attribution", "id/1"}};
-    if (flags & 2) rules.host = "target.example";
+    if (flags & 2) {
+      rules.host = "target.example";
+      rules.own_host = true;
+    }
     if (flags & 4) {
       rules.no_trace = true;
       rules.methods = {"GET", "POST"};

@@ -151,6 +151,53 @@ class Upstream {
   int port_ = 0;
 };
 
+// A client inside the sandbox that writes raw requests to a broker on 127.0.0.1 and prints,
+// a line a connection, the status of every response it read ("-" if none). Each argument is
+// one connection ("--port=N" picks the broker's port for those after it); its literal "\r\n"
+// are CRLF, and "||" splits what is sent at once from what is sent after the response
+// before it is read whole. What follows "close:" is sent and the connection closed unread.
+constexpr char kRawClient[] = R"py(import re, socket, sys
+port = 8080
+for conn in sys.argv[1:]:
+    if conn.startswith("--port="):
+        port = int(conn[7:])
+        continue
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
+    if conn.startswith("close:"):
+        s.sendall(conn[6:].replace("\\r\\n", "\r\n").encode("latin1"))
+        s.close()
+        print("-")
+        continue
+    parts = conn.replace("\\r\\n", "\r\n").split("||")
+    codes = []
+    for i, part in enumerate(parts):
+        s.sendall(part.encode("latin1"))
+        got = b""
+        while True:
+            end = got.find(b"\r\n\r\n")
+            if i + 1 < len(parts) and end >= 0:
+                n = re.search(rb"(?i)\r\ncontent-length: *(\d+)", got[:end + 2])
+                if n and len(got) >= end + 4 + int(n.group(1)):
+                    break
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        codes += [c.decode() for c in re.findall(rb"HTTP/1\.1 (\d{3}) ", got)]
+    s.close()
+    print(" ".join(codes) or "-")
+)py";
+
+// A request for kRawClient: `line` is its method and target.
+std::string Request(const std::string& line, const std::string& headers = "") {
+  return line + " HTTP/1.1\\r\\nHost: x\\r\\n" + headers + "\\r\\n";
+}
+
+// A GET of `target` on a connection of its own, which the target closes after it.
+std::string Get(const std::string& target) {
+  return Request("GET " + target, "Connection: close\\r\\n");
+}
+
 // A value only brig's environment holds, for as long as it lives.
 class HostSecret {
  public:
@@ -415,6 +462,66 @@ TEST_F(BrokerTest, MethodsAndPathsBindTheCredential) {
     if (line.rfind("REQ ", 0) == 0) reqs += line + "\n";
   }
   EXPECT_EQ(reqs, "REQ GET /v1/models\nREQ GET /v2/models\nREQ GET /v2/models/x\n");
+}
+
+// A target that builds a URL from the request's path (a redirect, a URL join, a call of its
+// own) reads "//x.attacker.test/" as another host, to which the credential would go (issue
+// 27, item 5). Whatever the broker's spec says, a path that starts with an empty segment
+// (two slashes; a backslash, a percent-encoded slash or backslash, decoded twice over, or a
+// tab read as what a lenient reader makes of it; an empty first segment before a ';'), or
+// that has a "." or ".." segment whose removal could bring that about, gets the 403 a path
+// outside paths= gets, with the reason in the audit, and never reaches the target; a target
+// in any other form than origin-form or absolute-form for the broker's own target gets a 400.
+TEST_F(BrokerTest, APathThatCouldNameAnotherHostNeverReachesTheTarget) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  HostSecret secret;
+  ScratchDir out;
+  std::string audit = out.path() + "/audit.jsonl";
+  std::string key = ",header=x-api-key:env:BRIG_TEST_BROKER_KEY";
+  std::vector<std::string> args = {"run",
+                                   "--audit-log",
+                                   audit,
+                                   "--broker",
+                                   "m=port=8080,to=" + up.url() + key,
+                                   "--broker",
+                                   "p=port=8081,to=" + up.url() + key + ",paths=/v1/",
+                                   "--",
+                                   "python3",
+                                   "-c",
+                                   kRawClient};
+  std::vector<std::string> other_host = {
+      "//x.attacker.test/",        "/\\x.attacker.test/",          "/%2Fx.attacker.test/",
+      "/%5cx.attacker.test/",      "/%252Fx.attacker.test/",       "/%09/x.attacker.test/",
+      "/;a/x.attacker.test/",      "/.//x.attacker.test/",         "/v1/..//x.attacker.test/",
+      "/%2e%2e//x.attacker.test/", up.url() + "//x.attacker.test/"};
+  for (const std::string& t : other_host) args.push_back(Get(t));
+  for (const char* t : {"http://x.attacker.test/", "x.attacker.test:80", "*", "x.attacker.test/"}) {
+    args.push_back(Get(t));
+  }
+  for (const char* t : {"/v1/models", "/v1/a%2Fb", "/v1//models"}) args.push_back(Get(t));
+  args.insert(args.end(), {"--port=8081", Get("//x.attacker.test/v1/"), Get("/v1/x")});
+  RunOutput r = RunBrig(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string want;
+  for (size_t i = 0; i < other_host.size(); ++i) want += "403\n";
+  want += "400\n400\n400\n400\n200\n200\n200\n403\n200\n";
+  EXPECT_EQ(r.out, want) << r.err;
+  std::string log = Lines(up.log());
+  EXPECT_FALSE(Contains(log, "attacker")) << log;
+  std::string reqs;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("REQ ", 0) == 0) reqs += line + "\n";
+  }
+  EXPECT_EQ(reqs, "REQ GET /v1/models\nREQ GET /v1/a%2Fb\nREQ GET /v1//models\nREQ GET /v1/x\n");
+  int audited = 0;
+  for (const v1::AuditEvent& e : ReadAuditEvents(audit)) {
+    if (!e.has_broker_request() || e.broker_request().status() != 403) continue;
+    ++audited;
+    EXPECT_TRUE(Contains(e.broker_request().detail(), "another host")) << e.ShortDebugString();
+  }
+  EXPECT_EQ(audited, static_cast<int>(other_host.size()) + 1);
 }
 
 // An https target: brig speaks TLS itself, verifying the certificate against the CA store

@@ -107,6 +107,7 @@ TEST(BrokerSpec, RefusesWhatIsMalformedOrConflicting) {
       {"m=port=1,to=http://h,paths=/v1/../admin", ". or .. segment"},
       {"m=port=1,to=http://h,paths=/v1//x", "empty segment"},
       {"m=port=1,to=http://h,paths=/v1/%2e", "percent-encodes"},
+      {"m=port=1,to=http://h,paths=/;a/v1/", "another host"},
       {"m=port=1,to=http://h,paths=/v1?x", "'?' or '#'"},
       {"m=port=1,to=http://h,paths=/a,/a", "given twice"},
       {"m=port=1,to=http://h,POST", "'POST' is not KEY=VALUE"},

@@ -16,6 +16,7 @@ struct Framed {
   std::vector<RequestHead> heads;
   int done = 0;
   int refusal = 0;
+  std::string why;
 };
 
 // Feeds `in` to a request framer in pieces of `piece` bytes.
@@ -33,6 +34,7 @@ Framed FeedRequests(const Rules& rw, const std::string& in, size_t piece) {
     }
   }
   r.refusal = f.refusal();
+  r.why = f.why();
   return r;
 }
 
@@ -260,6 +262,45 @@ TEST(HttpFraming, CanonicalPaths) {
   EXPECT_FALSE(PathAllowed("/v1", prefixes));
   EXPECT_FALSE(PathAllowed("/modelsx", prefixes));
   EXPECT_FALSE(PathAllowed("/v1/../x", prefixes));
+}
+
+// A broker's credential goes to its target only (issue 27, item 5): a path that a target
+// building a URL from it could read as "//host/..." is refused, whatever the paths; the
+// proxy's rules send it on.
+TEST(HttpFraming, APathThatCouldNameAnotherHostIsRefused) {
+  for (const char* p : {"/", "/v1/models", "/v1//models", "/a%2Fb", "/a%5Cb", "/a.b/..c/.d", "/;a",
+                        "/a;b/c", "/%41/x", "/%2", "/%zz/x", "/%2e%2e.x"}) {
+    EXPECT_EQ(AnotherHost(p), "") << p;
+  }
+  for (const char* p :
+       {"//",           "//x",     "/\\x",          "/%2fx",   "/%2F/x",      "/%5Cx",
+        "/%5c%5cx",     "/%252Fx", "/%25%32%46x",   "/%09/x",  "/%0a/x",      "/%0D/x",
+        "/;/x",         "/;a/x",   "/./x",          "/a/../b", "/a/%2e%2E/b", "/a/.;x/b",
+        "/%252e%252e/", "/a/..",   "/a\\..\\..\\/x"}) {
+    EXPECT_NE(AnotherHost(p), "") << p;
+  }
+  Rules rw = ModelRewrite();
+  rw.host = "api.example.com";
+  rw.own_host = true;
+  for (const char* target : {"//x.attacker.test/", "/%2Fx.attacker.test/", "/\\x.attacker.test/",
+                             "/.//x.attacker.test/", "http://api.example.com//x.attacker.test/"}) {
+    for (size_t piece : {size_t{1}, size_t{100}}) {
+      Framed r =
+          FeedRequests(rw, std::string("GET ") + target + " HTTP/1.1\r\nHost: h\r\n\r\n", piece);
+      EXPECT_EQ(r.refusal, 403) << target;
+      EXPECT_EQ(r.out, "") << target;
+      EXPECT_NE(r.why.find("another host"), std::string::npos) << r.why;
+    }
+  }
+  // Before paths: the same answer and reason whatever the broker's binding.
+  rw.paths = {"/v1/"};
+  Framed bound = FeedRequests(rw, "GET //x/v1/ HTTP/1.1\r\nHost: h\r\n\r\n", 9);
+  EXPECT_EQ(bound.refusal, 403);
+  EXPECT_NE(bound.why.find("another host"), std::string::npos) << bound.why;
+  Rules proxy;
+  Framed r = FeedRequests(proxy, "GET //x/ HTTP/1.1\r\nHost: h\r\n\r\n", 9);
+  EXPECT_EQ(r.refusal, 0);
+  EXPECT_EQ(r.out.substr(0, r.out.find("\r\n")), "GET //x/ HTTP/1.1");
 }
 
 TEST(HttpFraming, ResponsesEndWhereTheyEnd) {
