@@ -99,7 +99,9 @@ class Service::Impl {
   };
 
   struct Conn {
-    enum State { kConnecting, kHandshake, kOpen, kLinger } state = kConnecting;
+    // http: kAwaiting until the first request is read and allowed, so that a refused one
+    // reaches the target in no form, not even as a connection.
+    enum State { kAwaiting, kConnecting, kHandshake, kOpen, kLinger } state = kConnecting;
     uint64_t id = 0;
     size_t b = 0;  // the broker
     sys::UniqueFd client, connecting;
@@ -236,10 +238,10 @@ void Service::Impl::Accept(size_t b, int listener) {
     }
     traffic_[b].set_connections(traffic_[b].connections() + 1);
     conns_.emplace(c.id, std::move(conn));
-    if (Spent()) {
-      // No target is dialed: an http client's request gets a 502 saying why.
-      c.fail = "budget";
-      UpstreamFailed(c, BudgetSpent());
+    if (Http(c) && !Spent()) {
+      // Dialed by PumpHttp once there is a request to send.
+      c.state = Conn::kAwaiting;
+      Interest(c.client.get(), c.id * 2, c.client_events, EPOLLIN);
       continue;
     }
     Connect(c);
@@ -247,6 +249,11 @@ void Service::Impl::Accept(size_t b, int listener) {
 }
 
 void Service::Impl::Connect(Conn& c) {
+  if (Spent()) {
+    // No target is dialed: an http client's request gets a 502 saying why.
+    c.fail = "budget";
+    return UpstreamFailed(c, BudgetSpent());
+  }
   const Config& b = brokers_[c.b];
   while (c.next_addr < b.addresses.size()) {
     const Address& a = b.addresses[c.next_addr++];
@@ -262,8 +269,8 @@ void Service::Impl::Connect(Conn& c) {
     c.state = Conn::kConnecting;
     c.deadline = Clock::now() + kConnectTimeout;
     Interest(c.connecting.get(), c.id * 2 + 1, c.up_events, EPOLLOUT);
-    // Meanwhile the client's first request is read (and held).
-    if (Http(c)) Interest(c.client.get(), c.id * 2, c.client_events, EPOLLIN);
+    // Meanwhile what follows the first request is read (and held).
+    if (Http(c)) UpdateInterest(c);
     return;
   }
   UpstreamFailed(c, "cannot connect to " + b.to.Str());
@@ -472,6 +479,8 @@ void Service::Impl::PumpHttp(Conn& c) {
     }
   }
   ReadClient(c);
+  // A request to send: the first is allowed, or one was allowed before a refused one.
+  if (c.state == Conn::kAwaiting && c.ex.size() > (c.refusal ? 1u : 0u)) return Connect(c);
   bool open = c.state == Conn::kOpen && c.up;
   if (open) ReadUpstream(c);
   Flush(c);

@@ -8,7 +8,9 @@
 // or one for another authority gets an immediate 400, TRACE and TRACK a 405, a method or
 // path the broker's binding does not allow, or a path a target could read as another host
 // whatever the binding (http::AnotherHost), a 403, Upgrade a 501, each then a close; a
-// target that cannot be reached, a 502.
+// target that cannot be reached, a 502. An http broker dials its target only once the
+// connection's first request is read and allowed, so a refused request reaches the target
+// in no form, not even as a connection.
 //
 // Every failed request (tcp: connection) is counted per broker with its reason
 // (BrokerTraffic.failures): the target unreachable or gone, TLS to it failed, it answered

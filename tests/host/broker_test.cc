@@ -27,9 +27,12 @@ namespace {
 using namespace std::chrono_literals;
 
 // The upstream: every request is one line "REQ METHOD PATH" and one "HDR name: value" a
-// header. /bad-gateway answers 502 with no body. TRACE echoes the request's head, as RFC 9110 9.3.8 has a server do. /events sends event 1, then waits for a request to /second before it sends
-// event 2 (a broker that held the stream back would never let the client ask); /hang
-// sends one event and notes "EOF /hang" when its client goes away.
+// header; every connection its TCP server accepts is one line "ACCEPT" in a file apart,
+// written before the connection is served. /bad-gateway answers 502 with no body. TRACE
+// echoes the request's head, as RFC 9110 9.3.8 has a server do. /events sends event 1, then
+// waits for a request to /second before it sends event 2 (a broker that held the stream back
+// would never let the client ask); /hang sends one event and notes "EOF /hang" when its
+// client goes away.
 constexpr char kUpstream[] = R"py(import http.server, os, socket, socketserver, sys, threading, time
 port_file, sock_path, log_path = sys.argv[1:4]
 log_lock = threading.Lock()
@@ -96,6 +99,10 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(head)
 class Tcp(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+    def verify_request(self, request, client_address):
+        with log_lock, open(log_path + ".accepts", "a") as f:
+            f.write("ACCEPT\n")
+        return True
 class Unix(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 tcp = Tcp(("127.0.0.1", 0), H)
@@ -144,11 +151,42 @@ class Upstream {
   std::string log() const { return dir_.path() + "/requests.log"; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
+  // How many connections the TCP server accepted from others than this method. It asks
+  // the server for /sentinel itself first (a "REQ GET /sentinel" in the log): the server
+  // accepts one connection at a time, in the order they came, and writes ACCEPT before it
+  // serves one, so once the sentinel is answered every connection made before it is
+  // counted, however late the server came to it.
+  int Accepted() {
+    sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    timeval limit = {10, 0};
+    if (!s || setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit) < 0 ||
+        connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+      return -1;
+    }
+    const std::string req = "GET /sentinel HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (send(s.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+      return -1;
+    }
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(s.get(), buf, sizeof buf, 0)) > 0) {
+    }
+    if (n < 0) return -1;
+    ++sentinels_;
+    std::string accepts = ReadFileOrEmpty(log() + ".accepts");
+    return static_cast<int>(std::count(accepts.begin(), accepts.end(), '\n')) - sentinels_;
+  }
+
  private:
   ScratchDir dir_;
   std::string script_;
   pid_t pid_ = -1;
   int port_ = 0;
+  int sentinels_ = 0;
 };
 
 // A client inside the sandbox that writes raw requests to a broker on 127.0.0.1 and prints,
@@ -522,6 +560,44 @@ TEST_F(BrokerTest, APathThatCouldNameAnotherHostNeverReachesTheTarget) {
     EXPECT_TRUE(Contains(e.broker_request().detail(), "another host")) << e.ShortDebugString();
   }
   EXPECT_EQ(audited, static_cast<int>(other_host.size()) + 1);
+}
+
+// A refused request reaches the target in no form, not even as a connection (issue 27, item
+// 5): the broker dials its target only once a connection's first request is read and
+// allowed. A connection closed before it asked anything dials nothing either. On a
+// keep-alive connection, a refused request after an allowed one is never sent, pipelined
+// or not. The upstream counts the connections it accepted.
+TEST_F(BrokerTest, ARefusedRequestNeverReachesTheTargetNotEvenAsAConnection) {
+  Upstream up;
+  ASSERT_GT(up.port(), 0);
+  HostSecret secret;
+  std::string spec = "m=port=8080,to=" + up.url() +
+                     ",header=x-api-key:env:BRIG_TEST_BROKER_KEY,methods=GET,paths=/v1/";
+  // The connections closed unasked come first: the broker accepts in order, so by the time
+  // a later one is answered they were taken.
+  RunOutput refused =
+      RunBrig({"run", "--broker", spec, "--", "python3", "-c", kRawClient,
+               "close:", "close:" + Request("GET /v1/x").substr(0, 18), Request("TRACE /v1/x"),
+               Request("DELETE /v1/x"), Get("/admin"), Get("http://x.attacker.test/v1/"),
+               Get("//x.attacker.test/v1/"),
+               Request("GET /v1/ws", "Connection: Upgrade\\r\\nUpgrade: websocket\\r\\n"),
+               "NOT HTTP AT ALL\\r\\n\\r\\n"});
+  EXPECT_EQ(refused.exit_code, 0) << refused.err;
+  EXPECT_EQ(refused.out, "-\n-\n405\n403\n403\n400\n403\n501\n400\n") << refused.err;
+  EXPECT_EQ(up.Accepted(), 0);
+
+  RunOutput kept = RunBrig({"run", "--broker", spec, "--", "python3", "-c", kRawClient,
+                            Request("GET /v1/first") + "||" + Request("GET //x.attacker.test/v1/"),
+                            Request("GET /v1/second") + Request("GET /admin")});
+  EXPECT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_EQ(kept.out, "200 403\n200 403\n") << kept.err;
+  EXPECT_EQ(up.Accepted(), 2);
+  std::string reqs;
+  std::istringstream in(Lines(up.log()));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("REQ ", 0) == 0) reqs += line + "\n";
+  }
+  EXPECT_EQ(reqs, "REQ GET /sentinel\nREQ GET /v1/first\nREQ GET /v1/second\nREQ GET /sentinel\n");
 }
 
 // An https target: brig speaks TLS itself, verifying the certificate against the CA store
