@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/personality.h>
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/reflection.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -53,13 +54,83 @@ Status NeedAbsolute(const std::string& path, std::string_view value) {
   return {};
 }
 
+// What JSON kind a property of field `f` must have, as the runtime spec's Go types decode
+// it: a string for a string or an enum's name, true or false for a bool, a number for a
+// number. protobuf's parser takes more (a quoted number, a lone value for a list) and would
+// run a config that runc refuses.
+const char* WantedKind(const google::protobuf::FieldDescriptor* f, const Value& v) {
+  using FD = google::protobuf::FieldDescriptor;
+  switch (f->cpp_type()) {
+    case FD::CPPTYPE_STRING:
+      return v.has_string_value() ? nullptr : "a string";
+    case FD::CPPTYPE_BOOL:
+      return v.has_bool_value() ? nullptr : "true or false";
+    case FD::CPPTYPE_ENUM:
+      return v.has_string_value() || v.has_number_value() ? nullptr : "a string";
+    case FD::CPPTYPE_MESSAGE:
+      return v.has_struct_value() ? nullptr : "an object";
+    default:
+      return v.has_number_value() ? nullptr : "a number";
+  }
+}
+
+// Every property of `object` that `d` knows has the JSON kind its field needs (null is
+// taken as absent, as protobuf and Go take it); the first that does not is named.
+Status CheckKinds(const google::protobuf::Struct& object, const google::protobuf::Descriptor* d,
+                  const std::string& at) {
+  for (const auto& [key, v] : object.fields()) {
+    const google::protobuf::FieldDescriptor* f = d->FindFieldByName(key);
+    for (int i = 0; !f && i < d->field_count(); ++i) {
+      if (d->field(i)->json_name() == key) f = d->field(i);
+    }
+    if (!f || v.has_null_value()) continue;
+    std::string path = Field(at, key);
+    if (f->is_map()) {
+      if (!v.has_struct_value()) return Bad(path, "must be an object");
+      const google::protobuf::FieldDescriptor* value = f->message_type()->map_value();
+      for (const auto& [k, e] : v.struct_value().fields()) {
+        if (const char* want = WantedKind(value, e)) {
+          return Bad(Field(path, k), std::string("must be ") + want);
+        }
+      }
+      continue;
+    }
+    if (f->is_repeated()) {
+      if (!v.has_list_value()) return Bad(path, "must be an array");
+      for (int i = 0; i < v.list_value().values_size(); ++i) {
+        const Value& e = v.list_value().values(i);
+        if (const char* want = WantedKind(f, e)) {
+          return Bad(Index(path, i), std::string("must be ") + want);
+        }
+        if (e.has_struct_value()) {
+          BRIG_TRY(CheckKinds(e.struct_value(), f->message_type(), Index(path, i)));
+        }
+      }
+      continue;
+    }
+    if (const char* want = WantedKind(f, v)) return Bad(path, std::string("must be ") + want);
+    if (v.has_struct_value()) BRIG_TRY(CheckKinds(v.struct_value(), f->message_type(), path));
+  }
+  return {};
+}
+
 // protobuf's JSON parse, unknown properties ignored. Its messages are "(a.b[0]): why" for a
 // value of the wrong type, else a syntax error with the text and a caret on further lines.
 Status ParseJson(std::string_view json, std::string_view name, google::protobuf::Message* message) {
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
   auto st = google::protobuf::util::JsonStringToMessage(std::string(json), message, options);
-  if (st.ok()) return {};
+  if (st.ok()) {
+    Value tree;
+    if (!google::protobuf::util::JsonStringToMessage(std::string(json), &tree).ok() ||
+        !tree.has_struct_value()) {
+      return Bad("invalid JSON", "not an object").Wrap(name);
+    }
+    if (auto kinds = CheckKinds(tree.struct_value(), message->GetDescriptor(), ""); !kinds) {
+      return std::move(kinds).error().Wrap(name);
+    }
+    return {};
+  }
   std::string msg(st.message());
   msg = msg.substr(0, msg.find('\n'));
   if (msg.rfind(": ", 0) == 0) msg.erase(0, 2);

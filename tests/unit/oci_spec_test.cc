@@ -83,6 +83,18 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Refusal{Config(R"({"args": [], "cwd": "/"})"),
                 "config.json: process.args: must not be empty"},
+        // protobuf's parser would coerce these; runc's Go types refuse them.
+        Refusal{Config(R"({"args": "sleep", "cwd": "/"})"),
+                "config.json: process.args: must be an array"},
+        Refusal{Config(R"({"args": ["sh"], "cwd": "/", "env": "A=1"})"),
+                "config.json: process.env: must be an array"},
+        Refusal{Config(R"({"args": ["sh"], "cwd": "/", "terminal": "yes"})"),
+                "config.json: process.terminal: must be true or false"},
+        Refusal{Config(R"({"args": ["sh"], "cwd": "/", "user": {"uid": "0"}})"),
+                "config.json: process.user.uid: must be a number"},
+        Refusal{Config(R"({"args": ["sh"], "cwd": "/",)"
+                       R"( "rlimits": [{"type": "RLIMIT_NOFILE", "hard": "5", "soft": 5}]})"),
+                "config.json: process.rlimits[0].hard: must be a number"},
         Refusal{Config(R"({"args": ["sh"]})"), "config.json: process.cwd: must be set"},
         Refusal{Config(R"({"args": ["sh"], "cwd": "home"})"),
                 "config.json: process.cwd: must be an absolute path, not 'home'"},
