@@ -1,37 +1,15 @@
 #include "net/addr.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <utility>
 
 #include "util/files.h"
+#include "util/slots.h"
 
 namespace brig::net {
-namespace {
-
-// Locks `path`, created if need be. Fails with EWOULDBLOCK if another holds it; succeeds
-// only if the locked file is still the one at `path` (its holder may have just released
-// and unlinked it).
-Result<sys::UniqueFd> LockPath(const std::string& path, bool create) {
-  sys::UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
-                        0600));
-  if (!fd) return SysError("open", path);
-  if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0) return SysError("flock", path);
-  struct stat a, b;
-  if (fstat(fd.get(), &a) < 0) return SysError("fstat", path);
-  if (stat(path.c_str(), &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
-    errno = EWOULDBLOCK;
-    return SysError("flock", path);
-  }
-  return fd;
-}
-
-}  // namespace
 
 Lease::Lease(Lease&& o) noexcept
     : addr_(o.addr_),
@@ -57,7 +35,7 @@ Result<Lease> Lease::Take(const std::string& dir, const Subnet& subnet) {
   for (uint32_t i = 0; i < hosts; ++i) {
     Ipv4 a{subnet.network.v + 2 + (start + i) % hosts};
     std::string path = dir + "/" + a.Str();
-    auto fd = LockPath(path, true);
+    auto fd = util::LockHeld(path, true);
     if (!fd) {
       if (fd.error().err == EWOULDBLOCK) continue;
       return std::move(fd).error();
@@ -75,12 +53,8 @@ Result<Lease> Lease::Take(const std::string& dir, const Subnet& subnet) {
 
 Result<sys::UniqueFd> TakePortSlot(const std::string& dir, const std::string& bridge) {
   BRIG_TRY(util::MakeDirs(dir));
-  uint32_t start = 0;
-  if (getrandom(&start, sizeof start, 0) != sizeof start) start = static_cast<uint32_t>(getpid());
-  for (uint32_t i = 0; i < kBridgePorts; ++i) {
-    auto fd = LockPath(dir + "/" + std::to_string((start + i) % kBridgePorts), true);
-    if (fd || fd.error().err != EWOULDBLOCK) return fd;
-  }
+  std::optional<util::Slot> slot = BRIG_TRY(util::TakeSlot(dir, 0, kBridgePorts));
+  if (slot) return std::move(slot->fd);
   return Fail("add a port to", bridge,
               std::to_string(kBridgePorts) +
                   " sandboxes with a network interface are running in this network namespace,"
@@ -110,6 +84,6 @@ void Lease::Release() {
   fd_.Reset();
 }
 
-Result<sys::UniqueFd> LockLease(const std::string& path) { return LockPath(path, true); }
+Result<sys::UniqueFd> LockLease(const std::string& path) { return util::LockHeld(path, true); }
 
 }  // namespace brig::net

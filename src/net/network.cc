@@ -15,6 +15,7 @@
 
 #include "util/files.h"
 #include "util/parse.h"
+#include "util/slots.h"
 
 namespace brig::net {
 namespace {
@@ -51,36 +52,13 @@ Result<uint64_t> NotedCookie(const std::string& dir) {
   return ParseNumber(*text).value_or(0);
 }
 
-// Drops the locked files in `dir` (address leases, bridge port slots) whose holders are
-// gone: all of them, in a directory left by a namespace that is gone. Returns false if one
-// is held.
-Result<bool> DropUnheld(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (struct dirent* de = readdir(d)) {
-      if (de->d_name[0] != '.') names.push_back(de->d_name);
-    }
-    closedir(d);
-  }
-  for (const auto& name : names) {
-    std::string path = dir + "/" + name;
-    auto lease = LockLease(path);
-    if (!lease) {
-      if (lease.error().err == EWOULDBLOCK) return false;
-      return std::move(lease).error();
-    }
-    if (unlink(path.c_str()) < 0 && errno != ENOENT) return SysError("unlink", path);
-  }
-  return true;
-}
-
 // Makes a locked state directory this namespace's. One that notes another cookie was left
 // by a namespace that is gone and had this inode: its leases were that namespace's.
 Status ClaimStateDir(const std::string& dir, const NetnsKey& ns) {
   if (ns.cookie == 0) return {};
   uint64_t noted = BRIG_TRY(NotedCookie(dir));
   if (noted == ns.cookie) return {};
-  if (noted != 0) BRIG_TRY(DropUnheld(dir + "/addr"));
+  if (noted != 0) BRIG_TRY(util::DropUnheld(dir + "/addr"));
   return util::WriteFileAtomic(dir + "/netns", std::to_string(ns.cookie), 0600);
 }
 
@@ -276,7 +254,7 @@ Result<std::string> RemoveStateDir(const NetnsKey& gone) {
   // Under the lock: a namespace that took the inode since notes its own cookie first.
   if (BRIG_TRY(NotedCookie(dir)) != gone.cookie) return std::string();
   for (const char* sub : {"/addr", "/ports"}) {
-    if (!BRIG_TRY(DropUnheld(dir + sub))) return std::string();
+    if (!BRIG_TRY(util::DropUnheld(dir + sub))) return std::string();
     // A lease or a port taken meanwhile keeps the directory (ENOTEMPTY).
     if (rmdir((dir + sub).c_str()) < 0 && errno != ENOENT) {
       if (errno == ENOTEMPTY) return std::string();
