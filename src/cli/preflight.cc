@@ -21,6 +21,7 @@
 #include "config/limits.h"
 #include "net/link.h"
 #include "net/nft.h"
+#include "security/sandbox_ids.h"
 #include "security/seccomp.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -234,11 +235,18 @@ Result<NftExitWait> MeasureNftExitWait() {
 
 std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy) {
   struct Probe {
-    const char* name;
-    const char* why;
+    std::string name, why;
     std::function<Status()> run;
   };
+  // The range is read here, and named in the line.
+  auto range = security::ReadIdRange();
+  const std::string ids_why =
+      "each sandbox's own host uid and gid" +
+      (range ? ", from " + std::to_string(range->uid) + "-" +
+                   std::to_string(range->uid + range->count - 1) + " (" + range->source + ")"
+             : std::string());
   const Probe probes[] = {
+      {"host ids", ids_why, [&]() -> Status { return range ? Status() : Status(range.error()); }},
       {"user namespaces", "every sandbox's ids are its own (user.max_user_namespaces > 0)",
        ProbeUserNs},
       {"namespaces", "mount, pid, net, ipc, uts and cgroup namespaces with the user one",
@@ -248,7 +256,8 @@ std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy) {
       {"mount API", "open_tree, mount_setattr, fsopen, fsmount, move_mount, openat2 build the root",
        ProbeMountApi},
       {"overlayfs", "a copy workspace is an overlay on the host's directory", ProbeOverlay},
-      {"id-mapped mounts", "a root-owned read-only workspace is mounted id-mapped", ProbeIdmap},
+      {"id-mapped mounts", "a workspace on /tmp's file system is id-mapped to the sandbox's ids",
+       ProbeIdmap},
       {"nftables", "an allowlist or open posture's traffic goes through brig's tables",
        ProbeNftables},
       {"bridge and veth", "an allowlist or open posture's sandbox has a veth on brig0",
@@ -264,7 +273,7 @@ std::vector<std::string> ProfileBlockers(const v1::Profile& profile, const std::
                                          const cgroup::Plan& plan) {
   std::vector<std::string> needs;
   if (profile.isolation() == v1::ISOLATION_SANDBOX) {
-    needs = {"user namespaces", "namespaces", "seccomp filters", "mount API"};
+    needs = {"host ids", "user namespaces", "namespaces", "seccomp filters", "mount API"};
     if (profile.filesystem().workspace() == v1::WORKSPACE_COPY) needs.push_back("overlayfs");
     v1::NetworkPosture posture = profile.network().posture();
     if (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN) {

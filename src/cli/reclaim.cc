@@ -11,8 +11,10 @@
 #include "fs/host_marks.h"
 #include "net/netns.h"
 #include "net/network.h"
+#include "security/sandbox_ids.h"
 #include "state/record.h"
 #include "util/files.h"
+#include "util/slots.h"
 
 namespace brig::cli {
 namespace {
@@ -156,7 +158,15 @@ Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
   Reclaimed out;
   out.removed = std::move(r.removed());
   out.failed = std::move(collected.failed);
-  if (only.empty()) r.SweepStateDirs(out);
+  if (only.empty()) {
+    r.SweepStateDirs(out);
+    // The host ids' files of brigs that are gone (security/sandbox_ids.h).
+    std::vector<std::string> ids;
+    if (auto dropped = util::DropUnheld(security::kIdsDir, &ids); !dropped) {
+      out.failed.push_back(std::move(dropped).error());
+    }
+    for (const auto& path : ids) out.removed.push_back(path + " (its brig is gone)");
+  }
   return out;
 }
 

@@ -284,9 +284,11 @@ Result<std::string> DryRunManifest(const config::Sandbox& sb) {
   fs::MountPlan plan;
   state::Record none;
   broker::Listeners listeners;
+  security::SandboxIds ids;
   if (sb.isolated) {
     seccomp = BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy, ""));
-    plan = BRIG_TRY(container::PlanFilesystem(sb, none, listeners, true));
+    ids = BRIG_TRY(container::TakeSandboxIds());
+    plan = BRIG_TRY(container::PlanFilesystem(sb, ids, none, listeners, true));
   }
   return manifest::Json(manifest::Build({sb, plan, seccomp ? &*seccomp : nullptr, nullptr}));
 }

@@ -60,13 +60,11 @@ Status CheckRlimits(const security::Rlimits& rl) {
 // A root-owned workspace is read through an id map (ProbeWorkspace); it is never written.
 Status CheckRootOwned(const Sandbox& sb, const struct stat& st) {
   if (st.st_uid != 0 || sb.fs.workspace_mode == fs::WorkspaceMode::kReadOnly) return {};
-  const std::string who = "owned by root (uid 0) and not writable by the sandbox user (host uid " +
-                          std::to_string(sb.host_uid) + ")";
+  const std::string who = "owned by root (uid 0), whom the sandbox user is never mapped to";
   if (sb.fs.workspace_mode == fs::WorkspaceMode::kCopy) {
     return BadInput("workspace", sb.fs.workspace,
-                    who + "; a copy of a root-owned tree would need an id-mapped overlay lower "
-                          "layer, which brig does not make; use a read-only workspace, or "
-                          "chown it");
+                    who + "; a copy of a root-owned tree would export what the sandbox made "
+                          "as root's; use a read-only workspace, or chown it");
   }
   return BadInput("workspace", sb.fs.workspace,
                   who + "; brig will not write through an id map onto a root-owned tree (a "
@@ -84,16 +82,13 @@ Status ProbeWorkspace(Sandbox& sb) {
   if (access(w.c_str(), R_OK | X_OK) < 0) {
     return SysError("--workspace", w).WithKind(ErrorKind::kBadInput);
   }
-  // Files the sandbox creates belong to the workspace's owner on the host. Host root is
-  // never mapped, so a root-owned workspace is read through an id-mapped mount, as its
-  // owner, and never written.
+  // Files the sandbox creates belong to the workspace's owner on the host: the workspace
+  // is mounted id-mapped from its owner to the sandbox user (fs/idmap.h). Host root is never
+  // mapped, so a root-owned workspace is read so, as its owner, and never written.
   if (st.st_uid != 0) sb.host_uid = st.st_uid;
   if (st.st_gid != 0) sb.host_gid = st.st_gid;
   BRIG_TRY(CheckRootOwned(sb, st));
-  if (sb.host_uid != st.st_uid || sb.host_gid != st.st_gid) {
-    sb.fs.workspace_idmap = fs::IdMap{st.st_uid, st.st_gid, sb.host_uid, sb.host_gid};
-  }
-  // The sandbox user is the workspace's owner now: its owner bits are what it may do.
+  // The sandbox user is the workspace's owner inside: its owner bits are what it may do.
   const bool rw = sb.fs.workspace_mode == fs::WorkspaceMode::kReadWrite;
   const mode_t need = rw ? S_IRWXU : S_IRUSR | S_IXUSR;
   if ((st.st_mode & need) == need) return {};

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,20 +38,68 @@ Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
   return {};
 }
 
-// Maps the sandbox user to the workspace owner. One id each, never host 0. setgroups(2)
-// is denied first (it must be, before gid_map): nothing inside can drop a group to get
-// past a file's group-deny permissions. Init came without supplementary groups (CloneInit).
-Status WriteIdMaps(pid_t pid, const config::Sandbox& sb) {
-  if (sb.host_uid == 0 || sb.host_gid == 0) {
+// Maps the sandbox user to its host ids: the sandbox's own (security/sandbox_ids.h), or the
+// workspace's owner where the mount plan could not map the trees it writes to them
+// (fs::MountPlan's sandbox_uid). One id each, never host 0. setgroups(2) is denied first
+// (it must be, before gid_map): nothing inside can drop a group to get past a file's
+// group-deny permissions. Init came without supplementary groups (CloneInit).
+Status WriteIdMaps(pid_t pid, uid_t uid, gid_t gid) {
+  if (uid == 0 || gid == 0) {
     return Fail("id map", "", "refusing to map host root", ErrorKind::kInternal);
   }
   BRIG_TRY(WriteProcFile(pid, "uid_map",
-                         std::to_string(config::kSandboxUid) + " " + std::to_string(sb.host_uid) +
-                             " 1\n"));
+                         std::to_string(config::kSandboxUid) + " " + std::to_string(uid) + " 1\n"));
   BRIG_TRY(WriteProcFile(pid, "setgroups", "deny"));
   return WriteProcFile(pid, "gid_map",
-                       std::to_string(config::kSandboxGid) + " " + std::to_string(sb.host_gid) +
-                           " 1\n");
+                       std::to_string(config::kSandboxGid) + " " + std::to_string(gid) + " 1\n");
+}
+
+// What brig changes of its own process to clone as another user, put back by Restore.
+struct Credentials {
+  int securebits = 0, dumpable = 0, pdeath_signal = 0;
+  pid_t parent = 0;
+};
+
+// Back to root, and what a change of effective uid cleared or set: the dumpable flag, the
+// parent-death signal a caller may have given brig (checked against a parent that died
+// meanwhile, which would have sent it). Nothing here can fail for root that has its
+// capabilities (SECBIT_NO_SETUID_FIXUP kept them), and brig must not go on as another user.
+void Restore(const Credentials& c) {
+  if (setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1)) < 0 ||
+      prctl(PR_SET_SECUREBITS, c.securebits, 0, 0, 0) < 0 ||
+      prctl(PR_SET_DUMPABLE, c.dumpable, 0, 0, 0) < 0 ||
+      prctl(PR_SET_PDEATHSIG, c.pdeath_signal, 0, 0, 0) < 0) {
+    abort();
+  }
+  if (c.pdeath_signal != 0 && getppid() != c.parent) kill(getpid(), c.pdeath_signal);
+}
+
+// clone3 with `euid` as brig's effective uid: the kernel makes a new user namespace's owner
+// its creator's euid, and charges what is counted in the namespace to that owner in the
+// namespace above (ucounts.h). Only the effective uid changes: the real and saved uids stay
+// 0, so no process of `euid` may signal or trace brig meanwhile, and SECBIT_NO_SETUID_FIXUP
+// keeps brig's capabilities, which CLONE_INTO_CGROUP needs to enter the sandbox's group. The
+// child starts with the same credentials; its new namespace resets the securebits.
+Result<pid_t> Clone3As(const sys::CloneArgs& args, uid_t euid) {
+  Credentials c;
+  c.securebits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  c.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  c.parent = getppid();
+  if (c.securebits < 0 || c.dumpable < 0 || prctl(PR_GET_PDEATHSIG, &c.pdeath_signal, 0, 0, 0) < 0) {
+    return SysError("prctl", "brig's credentials");
+  }
+  if (prctl(PR_SET_SECUREBITS, c.securebits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0) {
+    return SysError("prctl", "PR_SET_SECUREBITS");
+  }
+  if (setresuid(static_cast<uid_t>(-1), euid, static_cast<uid_t>(-1)) < 0) {
+    Error e = SysError("setresuid", std::to_string(euid));
+    Restore(c);
+    return e;
+  }
+  auto pid = sys::Clone3(args);
+  if (pid && *pid == 0) return pid;
+  Restore(c);
+  return pid;
 }
 
 }  // namespace
@@ -68,7 +118,11 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   s->signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
   s->record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
   BRIG_TRY(s->Describe());
-  if (sb.isolated) BRIG_TRY(s->PrepareSandbox());
+  if (sb.isolated) {
+    s->ids_ = BRIG_TRY(TakeSandboxIds());
+    log::Debug("host ids: uid ", s->ids_.uid(), ", gid ", s->ids_.gid());
+    BRIG_TRY(s->PrepareSandbox());
+  }
   s->group_ = BRIG_TRY(cgroup::Group::Create(sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits,
                                              s->record_));
   log::Debug("cgroups made for ", sb.id);
@@ -78,11 +132,22 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   return s;
 }
 
-Result<fs::MountPlan> PlanFilesystem(const config::Sandbox& sb, state::Record& record,
-                                     broker::Listeners& listeners, bool plan_only) {
-  fs::MountPlan plan =
-      BRIG_TRY_CTX(fs::PrepareMountPlan(sb.fs, record, plan_only), "filesystem");
-  log::Debug("mount plan prepared: ", plan.steps.size(), " steps");
+Result<security::SandboxIds> TakeSandboxIds() {
+  security::IdRange range = BRIG_TRY(security::ReadIdRange());
+  return security::SandboxIds::Take(range);
+}
+
+Result<fs::MountPlan> PlanFilesystem(const config::Sandbox& sb, const security::SandboxIds& ids,
+                                     state::Record& record, broker::Listeners& listeners,
+                                     bool plan_only) {
+  fs::Spec spec = sb.fs;
+  spec.owner_uid = sb.host_uid;
+  spec.owner_gid = sb.host_gid;
+  spec.sandbox_uid = ids.uid();
+  spec.sandbox_gid = ids.gid();
+  fs::MountPlan plan = BRIG_TRY_CTX(fs::PrepareMountPlan(spec, record, plan_only), "filesystem");
+  log::Debug("mount plan prepared: ", plan.steps.size(), " steps; the sandbox user is host uid ",
+             plan.sandbox_uid, plan.sandbox_uid == ids.uid() ? "" : " (its files' owner)");
   if (sb.brokers.empty()) return plan;
   BRIG_TRY_CTX(broker::ListenUnix(sb.brokers, listeners), "brokers");
   for (broker::Placed& p : listeners.placed) {
@@ -94,7 +159,7 @@ Result<fs::MountPlan> PlanFilesystem(const config::Sandbox& sb, state::Record& r
 
 // The mount plan, and the brokers' unix sockets bound and placed in it.
 Status Session::PrepareSandbox() {
-  plan_ = BRIG_TRY(PlanFilesystem(sb_, record_, broker_listeners_, false));
+  plan_ = BRIG_TRY(PlanFilesystem(sb_, ids_, record_, broker_listeners_, false));
   return {};
 }
 
@@ -175,7 +240,8 @@ Result<sys::Child> Session::CloneInit() {
   }
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(group_->OpenV1Tasks());
   int pidfd = -1;
-  pid_t pid = BRIG_TRY(sys::Clone3(CloneArgs(kNamespaces, &pidfd)));
+  // The sandbox's namespaces belong to its own host uid, not to root (Clone3As).
+  pid_t pid = BRIG_TRY(Clone3As(CloneArgs(kNamespaces, &pidfd), ids_.uid()));
   if (pid == 0) {
     sync_.Reset();
     stdio_->ApplyInChild();
@@ -216,8 +282,8 @@ bool Session::LaunchInit() {
 // The id maps (and eth0) while init waits (it is in all its groups by then: it joined
 // the v1 ones itself before it asked).
 Status Session::AnswerIdMap() {
-  BRIG_TRY(WriteIdMaps(child_.pid(), sb_));
-  log::Debug("id map written: ", config::kSandboxUid, " -> ", sb_.host_uid);
+  BRIG_TRY(WriteIdMaps(child_.pid(), plan_.sandbox_uid, plan_.sandbox_gid));
+  log::Debug("id map written: ", config::kSandboxUid, " -> ", plan_.sandbox_uid);
   if (net_) BRIG_TRY(net_->Attach(child_.pid()));
   return SendMessage(sync_.get(), Msg::kIdMapDone);
 }

@@ -26,6 +26,7 @@
 #include "fs/mount_plan.h"
 #include "manifest/manifest.h"
 #include "net/network.h"
+#include "security/sandbox_ids.h"
 #include "security/seccomp.h"
 #include "state/record.h"
 #include "supervise/loop.h"
@@ -36,11 +37,17 @@
 
 namespace brig::container {
 
-// The sandbox's mount plan for `sb`, with its brokers' unix sockets (bound in `listeners`)
-// placed in it. Session::Prepare makes it, and brig run --dry-run with `plan_only`
-// (fs::PrepareMountPlan), so the manifest of a dry run lists the same steps.
-Result<fs::MountPlan> PlanFilesystem(const config::Sandbox& sb, state::Record& record,
-                                     broker::Listeners& listeners, bool plan_only);
+// The sandbox's host ids, from brig's range (security/sandbox_ids.h), held until the
+// result is destroyed.
+Result<security::SandboxIds> TakeSandboxIds();
+
+// The sandbox's mount plan for `sb`, its trees mapped to `ids` (fs::Spec's sandbox_uid),
+// with its brokers' unix sockets (bound in `listeners`) placed in it. Session::Prepare
+// makes it, and brig run --dry-run with `plan_only` (fs::PrepareMountPlan), so the manifest
+// of a dry run lists the same steps.
+Result<fs::MountPlan> PlanFilesystem(const config::Sandbox& sb, const security::SandboxIds& ids,
+                                     state::Record& record, broker::Listeners& listeners,
+                                     bool plan_only);
 
 class Session {
  public:
@@ -101,9 +108,11 @@ class Session {
   // the child first, so nothing of the sandbox runs while the rest goes; the services
   // before the network whose listeners they use; the network and the cgroups before the
   // mount plan's scratch (an export reads it after the sandbox is gone); the record after
-  // everything it notes; the held signals last, so none ends brig in between.
+  // everything it notes; the held signals last, so none ends brig in between. The host ids
+  // are let go only once nothing of the sandbox runs.
   supervise::HeldSignals signals_;
   state::Record record_;
+  security::SandboxIds ids_;
   fs::MountPlan plan_;
   broker::Listeners broker_listeners_;
   std::unique_ptr<cgroup::Group> group_;

@@ -6,7 +6,8 @@
 //   tasks files
 //   clone3(CLONE_NEW*|CLONE_PIDFD|                  PDEATHSIG; close the parent end;
 //          CLONE_INTO_CGROUP) ────────────────────▶ "0" to each tasks file (into its v1
-//                                                   groups: cgroup::JoinV1)
+//   as the sandbox's host uid (euid only:           groups: cgroup::JoinV1)
+//   its namespaces' owner), then root again
 //                          ◀── kLog {payload = level, time, text}  (any number, until kReady;
 //                                  only with --debug: brig init's setup steps)
 //                          ◀── kNeedIdMap

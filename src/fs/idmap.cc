@@ -1,4 +1,4 @@
-// An id map is given to mount_setattr as a user namespace: brig makes one for the call, in
+// An id map is given to mount_setattr as a user namespace: brig makes one for each map, in
 // a child that does nothing but hold it, writes its maps as root, and ends the child.
 #include "fs/idmap.h"
 
@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "sys/child.h"
@@ -41,14 +42,71 @@ Result<sys::UniqueFd> UserNamespace(const IdMap& m) {
   return ns;
 }
 
+// The directory `path`, or its nearest ancestor that exists (a cache not made yet is made
+// under it, on its file system).
+Result<sys::UniqueFd> OpenNearest(std::string path) {
+  for (;;) {
+    sys::UniqueFd dir(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (dir || errno != ENOENT || path.rfind('/') == 0) {
+      if (!dir) return SysError("open", path);
+      return dir;
+    }
+    path.resize(path.rfind('/'));
+  }
+}
+
 }  // namespace
 
-Result<bool> MapTreeIds(int tree, const IdMap& map, const std::string& subject) {
-  sys::UniqueFd ns = BRIG_TRY(UserNamespace(map));
+struct stat Seen(struct stat st, const IdMap& map) {
+  if (st.st_uid == map.from_uid) st.st_uid = map.to_uid;
+  if (st.st_gid == map.from_gid) st.st_gid = map.to_gid;
+  return st;
+}
+
+Result<SandboxUser> ChooseSandboxUser(const Spec& spec, IdMapper& mapper) {
+  struct Given {
+    std::string path;
+    bool workspace;
+    uid_t uid;
+    gid_t gid;
+  };
+  std::vector<Given> given;
+  if (!spec.workspace.empty()) given.push_back({spec.workspace, true, 0, 0});
+  for (const NamedMount& m : spec.mounts) {
+    given.push_back(
+        {m.cache ? std::string(kCacheDir) + "/" + m.name : m.source, false, m.uid, m.gid});
+  }
+  for (const Given& g : given) {
+    sys::UniqueFd dir = BRIG_TRY(OpenNearest(g.path));
+    struct stat st;
+    if (fstat(dir.get(), &st) < 0) return SysError("stat", g.path);
+    IdMap map{g.workspace ? st.st_uid : g.uid, g.workspace ? st.st_gid : g.gid, spec.sandbox_uid,
+              spec.sandbox_gid};
+    sys::UniqueFd tree =
+        BRIG_TRY(sys::OpenTree(dir.get(), "", OPEN_TREE_CLONE | AT_RECURSIVE | AT_EMPTY_PATH));
+    if (!BRIG_TRY(mapper.Map(tree.get(), map, g.path))) {
+      return SandboxUser{spec.owner_uid, spec.owner_gid};
+    }
+  }
+  return SandboxUser{spec.sandbox_uid, spec.sandbox_gid};
+}
+
+Result<bool> IdMapper::Map(int tree, const IdMap& map, const std::string& subject) {
+  int ns = -1;
+  for (const auto& [m, fd] : namespaces_) {
+    if (m.from_uid == map.from_uid && m.from_gid == map.from_gid && m.to_uid == map.to_uid &&
+        m.to_gid == map.to_gid) {
+      ns = fd.get();
+    }
+  }
+  if (ns < 0) {
+    namespaces_.emplace_back(map, BRIG_TRY(UserNamespace(map)));
+    ns = namespaces_.back().second.get();
+  }
   struct mount_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.attr_set = MOUNT_ATTR_IDMAP;
-  attr.userns_fd = static_cast<uint64_t>(ns.get());
+  attr.userns_fd = static_cast<uint64_t>(ns);
   if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
     if (errno != EINVAL && errno != EOPNOTSUPP) return SysError("mount_setattr", subject);
     return false;

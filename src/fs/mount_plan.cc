@@ -201,8 +201,8 @@ Status AddRootfs(MountPlan& plan, const std::string& rootfs, const std::vector<s
 }
 
 // One step down a copy's layers: `name`, a directory of the source with the attributes
-// `st`, is made a directory of the upper layer too (if it is not one already), and `up` and
-// `lower` then hold the two.
+// `st` (its owner as the sandbox sees it: Seen), is made a directory of the upper layer too
+// (if it is not one already), and `up` and `lower` then hold the two.
 Status Descend(sys::UniqueFd& up, sys::UniqueFd& lower, const std::string& name,
                const struct stat& st, const std::string& path) {
   if (mkdirat(up.get(), name.c_str(), st.st_mode & 07777) == 0) {
@@ -228,7 +228,7 @@ Status Descend(sys::UniqueFd& up, sys::UniqueFd& lower, const std::string& name,
 // a hidden path (`hidden`): what it holds stays out of sight, and nothing can be put
 // there (HideInCopy leaves the file in place). The directories on the way are added to
 // `pins`.
-Result<std::string> PrepareProtected(int src, int upper, const struct stat& root,
+Result<std::string> PrepareProtected(int src, int upper, const struct stat& root, const IdMap& view,
                                      const std::string& path,
                                      const std::vector<std::string>& hidden,
                                      std::vector<std::string>& pins) {
@@ -256,7 +256,7 @@ Result<std::string> PrepareProtected(int src, int upper, const struct stat& root
     }
     if (!S_ISDIR(st.st_mode) || i + 1 == parts.size()) return prefix;
     pins.push_back(prefix);
-    BRIG_TRY_CTX(Descend(up, lower, name, st, prefix), "protect");
+    BRIG_TRY_CTX(Descend(up, lower, name, Seen(st, view), prefix), "protect");
   }
   return prefix;
 }
@@ -264,7 +264,7 @@ Result<std::string> PrepareProtected(int src, int upper, const struct stat& root
 // Hides `path` from a copy: a whiteout in the upper layer, so the merged tree has nothing
 // there (until the sandbox makes something of its own), unless a protected path's
 // placeholder is there already. ScanWorkspace reached it through directories only.
-Status HideInCopy(int src, int upper, const std::string& path) {
+Status HideInCopy(int src, int upper, const IdMap& view, const std::string& path) {
   sys::UniqueFd lower(fcntl(src, F_DUPFD_CLOEXEC, 3)), up(fcntl(upper, F_DUPFD_CLOEXEC, 3));
   if (!lower || !up) return SysError("dup", path);
   std::vector<std::string> parts;
@@ -274,7 +274,7 @@ Status HideInCopy(int src, int upper, const std::string& path) {
     if (fstatat(lower.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
       return Fail("hide", path, "the source changed while brig was preparing its copy");
     }
-    BRIG_TRY_CTX(Descend(up, lower, parts[i], st, path), "hide");
+    BRIG_TRY_CTX(Descend(up, lower, parts[i], Seen(st, view), path), "hide");
   }
   if (mknodat(up.get(), parts.back().c_str(), S_IFCHR, makedev(0, 0)) < 0 && errno != EEXIST) {
     return SysError("hide", path);
@@ -343,10 +343,25 @@ void AddProtectSteps(MountPlan& plan, std::vector<std::string>& pins, const std:
 // (fs/disk_image.h). It is mounted by brig on the host, so the source is never written:
 // the sandbox's changes, whiteouts for what it deleted included, land in the scratch space.
 // Mounting costs the same for any number of files: nothing is copied until the sandbox
-// writes it.
-Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record,
-                        int src, const struct stat& st) {
+// writes it. overlayfs cannot be id-mapped itself, so where the sandbox user is not the
+// source's owner its lower layer is (Linux 5.19 takes id-mapped layers), and the upper
+// layer is in the sandbox user's ids: what it makes there is its own, until the export
+// gives it to the workspace's owner (export.h).
+Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record, int src,
+                        const struct stat& source, IdMapper& mapper) {
   const std::string what = "copy of " + spec.workspace;
+  // Unless the sandbox user is the owner's uid (ChooseSandboxUser could not map).
+  const bool map = source.st_uid != plan.sandbox_uid;
+  const IdMap view{source.st_uid, source.st_gid, map ? plan.sandbox_uid : source.st_uid,
+                   map ? plan.sandbox_gid : source.st_gid};
+  const struct stat st = Seen(source, view);
+  sys::UniqueFd mapped_lower;
+  if (map) {
+    mapped_lower = BRIG_TRY(sys::OpenTree(src, "", OPEN_TREE_CLONE | AT_RECURSIVE | AT_EMPTY_PATH));
+    if (!BRIG_TRY(mapper.Map(mapped_lower.get(), view, spec.workspace))) {
+      return Fail("id map", spec.workspace, "its file system cannot be id-mapped");
+    }
+  }
   std::string scratch_path;
   if (spec.copy_dir.empty() || plan.marks.plan_only()) {
     uint64_t size = spec.disk_size ? spec.disk_size : spec.tmp_size;
@@ -368,7 +383,8 @@ Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record
   }
   int scratch = plan.copy_scratch.get();
   // The merged root takes the upper dir's owner and mode: the source's.
-  if (mkdirat(scratch, "upper", st.st_mode & 07777) < 0 || mkdirat(scratch, "work", 0700) < 0) {
+  if (mkdirat(scratch, "upper", st.st_mode & 07777) < 0 || mkdirat(scratch, "work", 0700) < 0 ||
+      (mapped_lower && mkdirat(scratch, "lower", 0700) < 0)) {
     return SysError("mkdir", what);
   }
   if (fchownat(scratch, "upper", st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -380,13 +396,14 @@ Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record
   if (!upper) return SysError("open", what);
   for (const auto& p : spec.protected_paths) {
     plan.protected_paths.push_back(
-        BRIG_TRY(PrepareProtected(src, upper.get(), st, p, plan.hidden, pins)));
+        BRIG_TRY(PrepareProtected(src, upper.get(), st, view, p, plan.hidden, pins)));
   }
-  for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src, upper.get(), p));
+  for (const auto& p : plan.hidden) BRIG_TRY(HideInCopy(src, upper.get(), view, p));
   // overlayfs before Linux 6.15 takes a layer only from a mount of the caller's namespace
   // (clone_private_mount): the workspace and a --copy-dir directory are opened again in
   // the private one (the same directories: checked), and the scratch tmpfs or disk image
-  // is attached there, not above the workspace.
+  // is attached there, not above the workspace; an id-mapped lower layer is attached at
+  // the scratch space's "lower".
   auto reopen = [](int was, const std::string& path, int flags) -> Result<sys::UniqueFd> {
     sys::UniqueFd fd(open(path.c_str(), flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat now, want;
@@ -398,13 +415,21 @@ Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record
   };
   sys::UniqueFd merged;
   BRIG_TRY(InPrivateMountNs(scratch_path.empty() ? scratch : -1, spec.workspace, [&]() -> Status {
-    sys::UniqueFd lower = BRIG_TRY(reopen(src, spec.workspace, O_PATH));
     sys::UniqueFd space;
     if (!scratch_path.empty()) space = BRIG_TRY(reopen(scratch, scratch_path, O_RDONLY));
     std::string fd = "/proc/self/fd/";
     std::string up = fd + std::to_string(space ? space.get() : scratch);
+    sys::UniqueFd lower;
+    std::string lowerdir = up + "/lower";
+    if (mapped_lower) {
+      BRIG_TRY(sys::MoveMount(mapped_lower.get(), "", space ? space.get() : scratch, "lower",
+                              MOVE_MOUNT_F_EMPTY_PATH));
+    } else {
+      lower = BRIG_TRY(reopen(src, spec.workspace, O_PATH));
+      lowerdir = fd + std::to_string(lower.get());
+    }
     merged = BRIG_TRY(NewFs("overlay",
-                            {{"lowerdir", fd + std::to_string(lower.get())},
+                            {{"lowerdir", lowerdir},
                              {"upperdir", up + "/upper"},
                              {"workdir", up + "/work"},
                              // Nothing that makes the overlay read more from its layers than
@@ -446,24 +471,30 @@ Status CheckHeld(const std::string& workspace, const std::vector<std::string>& h
                       std::to_string(kMaxHeld) + " brig holds " + how + "; " + remedy);
 }
 
-// The bound (ro or rw) workspace's tree. One whose owner the sandbox user is not mapped to
-// is id-mapped to it; where its file system cannot be, the sandbox sees it as before, as
-// "other", which must then be enough to enter it.
-Status BindWorkspace(Step& s, int src, const Spec& spec, const struct stat& st) {
+// The bound (ro or rw) workspace's tree, id-mapped from its owner to the sandbox user.
+// Where its file system cannot be (ChooseSandboxUser then made the sandbox user its owner's
+// uid, unless its owner is root), it is seen as it is: as "other" for a group or owner the
+// sandbox user is not, which must then be enough to enter it.
+Status BindWorkspace(Step& s, int src, const Spec& spec, const struct stat& st,
+                     const MountPlan& plan, IdMapper& mapper) {
   const bool ro = spec.workspace_mode == WorkspaceMode::kReadOnly;
   const uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (ro ? MOUNT_ATTR_RDONLY : 0);
   BRIG_TRY(CloneTree(s, src, "", set, ro ? 0 : MOUNT_ATTR_RDONLY, spec.workspace));
-  if (!spec.workspace_idmap) return {};
-  if (BRIG_TRY(MapTreeIds(s.tree.get(), *spec.workspace_idmap, spec.workspace))) return {};
-  if ((st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH)) return {};
+  if (st.st_uid == plan.sandbox_uid && st.st_gid == plan.sandbox_gid) return {};
+  const IdMap map{st.st_uid, st.st_gid, plan.sandbox_uid, plan.sandbox_gid};
+  if (BRIG_TRY(mapper.Map(s.tree.get(), map, spec.workspace))) return {};
+  // Never a writable tree whose files the sandbox user would make as another uid.
+  const bool owner = st.st_uid == plan.sandbox_uid;
+  if ((ro || owner) && (st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH)) return {};
   return BadInput("workspace", spec.workspace,
-                  "owned by uid " + std::to_string(st.st_uid) + ", not readable by the sandbox "
-                  "user (host uid " + std::to_string(spec.workspace_idmap->to_uid) + "), and its "
-                  "file system does not support id-mapped mounts; make it readable by others, "
-                  "or chown it");
+                  "owned by uid " + std::to_string(st.st_uid) + ", not " +
+                      (ro ? "readable" : "writable") + " by the sandbox user (host uid " +
+                      std::to_string(plan.sandbox_uid) +
+                      "), and its file system does not support id-mapped mounts; make it "
+                      "readable by others, or chown it");
 }
 
-Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record) {
+Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record, IdMapper& mapper) {
   if (spec.workspace.empty()) {
     plan.steps.push_back(Make(StepKind::kDir, "workspace"));
     return {};
@@ -495,10 +526,10 @@ Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record) {
     }
   }
   if (spec.workspace_mode == WorkspaceMode::kCopy) {
-    return AddCopyWorkspace(plan, spec, record, src.get(), st);
+    return AddCopyWorkspace(plan, spec, record, src.get(), st, mapper);
   }
   Step s = Make(StepKind::kBind, "workspace");
-  BRIG_TRY(BindWorkspace(s, src.get(), spec, st));
+  BRIG_TRY(BindWorkspace(s, src.get(), spec, st, plan, mapper));
   plan.steps.push_back(std::move(s));
   std::vector<std::string> pins;
   for (const auto& p : spec.protected_paths) {
@@ -629,7 +660,7 @@ Status HoldInMount(MountPlan& plan, int src, const NamedMount& m, const std::str
 // The profile's named mounts: a per-run directory, or a cache under kCacheDir (made on
 // first use, for the sandbox user alone). Read-only ones as the read-only workspace,
 // writable ones as the read-write one: nosuid, nodev.
-Status AddNamedMounts(MountPlan& plan, const Spec& spec) {
+Status AddNamedMounts(MountPlan& plan, const Spec& spec, IdMapper& mapper) {
   for (const NamedMount& m : spec.mounts) {
     sys::UniqueFd src;
     std::string path = m.source;
@@ -649,6 +680,13 @@ Status AddNamedMounts(MountPlan& plan, const Spec& spec) {
     uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m.writable ? 0 : MOUNT_ATTR_RDONLY);
     Step s = Make(StepKind::kNamed, m.target.substr(1));
     BRIG_TRY(CloneTree(s, src.get(), "", set, m.writable ? MOUNT_ATTR_RDONLY : 0, path));
+    // As the workspace: its owner's files are the sandbox user's (ChooseSandboxUser).
+    if (m.uid != plan.sandbox_uid || m.gid != plan.sandbox_gid) {
+      const IdMap map{m.uid, m.gid, plan.sandbox_uid, plan.sandbox_gid};
+      if (!BRIG_TRY(mapper.Map(s.tree.get(), map, path))) {
+        return Fail("id map", path, "its file system cannot be id-mapped");
+      }
+    }
     plan.steps.push_back(std::move(s));
     if (!m.cache) BRIG_TRY(HoldInMount(plan, src.get(), m, path));
   }
@@ -699,12 +737,16 @@ Status InPrivateMountNs(int detached, const std::string& avoid, const std::funct
 Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record, bool plan_only) {
   MountPlan plan;
   if (plan_only) plan.marks.SetPlanOnly();
+  IdMapper mapper;
+  SandboxUser user = BRIG_TRY(ChooseSandboxUser(spec, mapper));
+  plan.sandbox_uid = user.uid;
+  plan.sandbox_gid = user.gid;
   if (spec.rootfs.empty()) {
     BRIG_TRY(AddHostRoot(plan, spec));
   } else {
     BRIG_TRY(AddRootfs(plan, spec.rootfs, spec.layers));
   }
-  BRIG_TRY(AddWorkspace(plan, spec, record));
+  BRIG_TRY(AddWorkspace(plan, spec, record, mapper));
   Step tmp = Make(StepKind::kTmpfs, "tmp");
   tmp.size = spec.tmp_size;
   tmp.mode = 01777;
@@ -717,7 +759,7 @@ Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record, bool
     for (const auto& h : plan.hidden) plan.steps.push_back(Make(StepKind::kHide, "workspace/" + h));
     for (const auto& p : plan.ipc) plan.steps.push_back(Make(StepKind::kHoldIpc, "workspace/" + p));
   }
-  BRIG_TRY(AddNamedMounts(plan, spec));
+  BRIG_TRY(AddNamedMounts(plan, spec, mapper));
   return plan;
 }
 

@@ -85,6 +85,10 @@ struct MountPlan {
   std::vector<std::string> ipc;
   // The protected paths as held read-only (PrepareProtected in mount_plan.cc).
   std::vector<std::string> protected_paths;
+  // The host ids the sandbox user is: the spec's sandbox ids when every tree it is given
+  // (the workspace, the named mounts) could be id-mapped to them, else its owner's.
+  uid_t sandbox_uid = 0;
+  gid_t sandbox_gid = 0;
   // Puts the file `tree` (a detached mount of one file, made from `source`) at the
   // absolute `path` inside, making the directories on the way.
   void AddFileBind(const std::string& path, sys::UniqueFd tree, std::string source);

@@ -6,7 +6,6 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,9 +46,15 @@ struct Spec {
   std::vector<std::string> layers;
   std::string workspace;  // empty: none
   WorkspaceMode workspace_mode = WorkspaceMode::kReadOnly;
-  // ro: the workspace's owner is not the id the sandbox user maps to (host root is never
-  // mapped), so it is mounted id-mapped from its owner to the sandbox user's host ids.
-  std::optional<IdMap> workspace_idmap;
+  // The host ids whose files the sandbox user owns: the workspace's owner (never root),
+  // else 65534 (config::Sandbox's host_uid). Named caches are made theirs.
+  uid_t owner_uid = 0;
+  gid_t owner_gid = 0;
+  // The sandbox user's own host ids (security/sandbox_ids.h). The workspace and the named
+  // mounts are mounted id-mapped from their owners to them; where one of them cannot be,
+  // the sandbox user is the owner's ids instead (MountPlan's sandbox_uid).
+  uid_t sandbox_uid = 0;
+  gid_t sandbox_gid = 0;
   // rw and copy: paths of the workspace the sandbox may not change, create, delete or
   // move, in normalised form ("a/b", no "." or empty components).
   std::vector<std::string> protected_paths;

@@ -174,8 +174,9 @@ v1::Manifest Build(const Inputs& in) {
   for (const auto& a : sb.argv) m.add_argv(a);
   m.set_workspace(sb.fs.workspace);
   if (!sb.fs.workspace.empty()) m.set_workspace_mode(fs::WorkspaceModeName(sb.fs.workspace_mode));
-  m.set_host_uid(sb.host_uid);
-  m.set_host_gid(sb.host_gid);
+  // The sandbox user's host ids: its own (the plan's), or without isolation the owner's.
+  m.set_host_uid(sb.isolated ? in.plan.sandbox_uid : sb.host_uid);
+  m.set_host_gid(sb.isolated ? in.plan.sandbox_gid : sb.host_gid);
   *m.mutable_network() = Network(in);
   for (const broker::Config& b : sb.brokers) *m.add_brokers() = Broker(b);
   for (const fs::Step& s : in.plan.steps) *m.add_mounts() = Mount(s);

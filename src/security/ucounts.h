@@ -1,10 +1,10 @@
-// The sandbox's share of the per-user counts the kernel keeps (/proc/sys/user). brig makes
-// the sandbox's user namespace as root, and the kernel charges what a process holds to its
-// user in its own user namespace and to the creator of each namespace above it: without a
-// cap of its own, a sandbox's inotify instances, watches and namespaces are host root's,
-// and a sandbox that takes them all leaves none to the host's root processes. A user
-// namespace's own limits (its /proc/sys/user/max_*) apply to what is charged in it, so
-// capping them in the sandbox's namespace stops the sandbox before the host runs out.
+// The sandbox's share of the per-user counts the kernel keeps (/proc/sys/user). The kernel
+// charges what a process holds to its user in its own user namespace and to the owner
+// (creator) of each namespace above it, in that namespace. brig makes the sandbox's user
+// namespace as the sandbox's own host uid (security/sandbox_ids.h), so what it holds is
+// charged to that uid on the host, never to host root; and a user namespace's own limits
+// (its /proc/sys/user/max_*) apply to what is charged in it, so capping them in the
+// sandbox's namespace stops the sandbox at its share before its host uid's are reached.
 #pragma once
 
 #include "brig/result.h"

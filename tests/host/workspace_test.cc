@@ -630,5 +630,75 @@ TEST_F(WorkspaceRw, TooManyHardLinksOutsideAreRefused) {
   EXPECT_EQ(ReadFileOrEmpty(store.path() + "/f1"), "x\n");
 }
 
+// Every set-uid or set-gid entry under `root`, with its owner, a line each, unless it is
+// `uid`'s (set-uid) or `gid`'s (set-gid).
+std::string ForeignSetIds(const std::string& root, uid_t uid, gid_t gid) {
+  auto r = RunCommand({"find", root, "-perm", "/6000", "-printf", "%p %U %G %m\\n"});
+  std::istringstream in(r.out);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    struct stat st;
+    if (lstat(line.substr(0, line.find(' ')).c_str(), &st) < 0) continue;
+    if (((st.st_mode & S_ISUID) && st.st_uid != uid) || ((st.st_mode & S_ISGID) && st.st_gid != gid)) {
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+// The sandbox user is a host user of its own, from brig's range, neither root nor the
+// workspace's owner (issue 27, item 4): its namespaces and counts are its own. What it makes
+// in a read-write workspace, or exports from a copy, is the owner's on disk all the same
+// (the workspace is mounted id-mapped), and no set-uid or set-gid file there belongs to
+// anyone else: chown and chmod of a file that is not its own fail inside.
+TEST_F(WorkspaceRw, TheSandboxUserIsAHostUserOfItsOwnAndItsFilesAreTheOwners) {
+  const std::string attack =
+      "awk '{print $1, $2, $3}' /proc/self/uid_map; "
+      "echo data > /workspace/made && mkdir /workspace/dir && cp /bin/true /workspace/prog && "
+      "chmod 4755 /workspace/prog && chmod 2775 /workspace/dir && "
+      "stat -c '%u %g' /workspace/made; "
+      "chown 0:0 /workspace/prog 2>/dev/null && echo CHOWNED; "
+      "chown 1000:0 /workspace/dir 2>/dev/null && echo CHGRPED; "
+      "chmod 4755 /workspace/roots 2>/dev/null && echo ROOTS-SETUID; "
+      "cp -p /workspace/roots /workspace/copy-of-roots && stat -c '%u' /workspace/copy-of-roots";
+  for (const bool copy : {false, true}) {
+    SCOPED_TRACE(copy ? "copy" : "rw");
+    ScratchDir ws, out;
+    ws.Write("roots", "root's\n");
+    ASSERT_EQ(chown(ws.path().c_str(), 1234, 2345), 0);
+    const std::string exported = out.path() + "/changes";
+    std::vector<std::string> args = {"--profile", RwProfile(), "--workspace", ws.path()};
+    if (copy) args.insert(args.end(), {"--workspace-mode", "copy", "--export-changes", exported});
+    auto r = Sh(attack, args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    uint64_t inside = 0, host = 0, count = 0;
+    lines >> inside >> host >> count;
+    EXPECT_EQ(inside, 1000u) << r.out;
+    EXPECT_EQ(count, 1u) << r.out;
+    EXPECT_NE(host, 0u) << r.out;
+    EXPECT_NE(host, 1234u) << "the sandbox user is the workspace's owner on the host: " << r.out;
+    EXPECT_GE(host, 1879048192u) << "not from brig's default range: " << r.out;
+    EXPECT_NE(r.out.find("\n1000 1000\n1000\n"), std::string::npos)
+        << "inside, what it makes is its own: " << r.out;
+    for (const char* refused : {"CHOWNED", "CHGRPED", "ROOTS-SETUID"}) {
+      EXPECT_EQ(r.out.find(refused), std::string::npos) << r.out;
+    }
+    const std::string made = copy ? exported + "/files" : ws.path();
+    for (const char* name : {"made", "dir", "prog", "copy-of-roots"}) {
+      struct stat st;
+      ASSERT_EQ(lstat((made + "/" + name).c_str(), &st), 0) << name;
+      EXPECT_EQ(st.st_uid, 1234u) << name;
+      EXPECT_EQ(st.st_gid, 2345u) << name;
+    }
+    EXPECT_EQ(ForeignSetIds(ws.path(), 1234, 2345), "");
+    if (copy) EXPECT_EQ(ForeignSetIds(exported, 1234, 2345), "");
+    struct stat roots;
+    ASSERT_EQ(lstat((ws.path() + "/roots").c_str(), &roots), 0);
+    EXPECT_EQ(roots.st_uid, 0u);
+    EXPECT_EQ(roots.st_mode & 07777, 0644u);
+  }
+}
+
 }  // namespace
 }  // namespace brig::testing

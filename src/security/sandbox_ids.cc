@@ -1,0 +1,167 @@
+#include "security/sandbox_ids.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "util/files.h"
+#include "util/parse.h"
+#include "util/slots.h"
+
+namespace brig::security {
+namespace {
+
+std::optional<uint64_t> Number(std::string_view s) {
+  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::stoull(std::string(s));
+}
+
+// One "name:first:count" line of /etc/subuid or /etc/subgid.
+struct Grant {
+  std::string name;
+  uint64_t first, count;
+};
+
+// The well-formed lines; others grant nothing (as shadow-utils reads them).
+std::vector<Grant> Grants(const std::string& text) {
+  std::vector<Grant> out;
+  for (std::string_view line : util::Split(text, '\n')) {
+    std::vector<std::string_view> f = util::Split(line, ':');
+    if (f.size() != 3 || f[0].empty() || f[0][0] == '#') continue;
+    auto first = Number(f[1]), count = Number(f[2]);
+    if (first && count && *count > 0) out.push_back({std::string(f[0]), *first, *count});
+  }
+  return out;
+}
+
+const Grant* Find(const std::vector<Grant>& grants, std::string_view name) {
+  for (const Grant& g : grants) {
+    if (g.name == name) return &g;
+  }
+  return nullptr;
+}
+
+std::string Span(uint64_t first, uint64_t count) {
+  return std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
+constexpr char kRemedy[] =
+    "; give brig ids of its own with a line 'brig:FIRST:COUNT' in /etc/subuid and /etc/subgid "
+    "(brig-run(1), Host ids)";
+
+// Refuses a range of `kind` ids that an entry of `file` also has: another's grant, or an id
+// of field `field` of /etc/passwd or /etc/group.
+Status CheckFree(const char* kind, uint64_t first, uint64_t count, const IdRange& r,
+                 const std::vector<Grant>& grants, const std::string& table, size_t field,
+                 const char* grants_file, const char* table_file) {
+  const std::string what =
+      std::string("brig's host ") + kind + "s " + Span(first, count) + " (" + r.source + ")";
+  for (const Grant& g : grants) {
+    if (g.name == "brig" || g.first >= first + count || first >= g.first + g.count) continue;
+    return Fail("host ids", what,
+                std::string("overlap ") + grants_file + "'s entry for " + g.name + " (" +
+                    Span(g.first, g.count) + ")" + kRemedy);
+  }
+  for (std::string_view line : util::Split(table, '\n')) {
+    std::vector<std::string_view> f = util::Split(line, ':');
+    if (f.size() <= field) continue;
+    auto id = Number(f[field]);
+    if (!id || *id < first || *id >= first + count) continue;
+    return Fail("host ids", what,
+                std::string("hold ") + kind + " " + std::to_string(*id) + " of " + table_file +
+                    "'s " + std::string(f[0]) + kRemedy);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<IdRange> ChooseIdRange(const IdFiles& files) {
+  std::vector<Grant> subuid = Grants(files.subuid), subgid = Grants(files.subgid);
+  const Grant* u = Find(subuid, "brig");
+  const Grant* g = Find(subgid, "brig");
+  IdRange r;
+  if (!u && !g) {
+    r = {kDefaultFirst, kDefaultFirst, kDefaultCount, "brig's default"};
+  } else if (!u || !g) {
+    return Fail("host ids", u ? "/etc/subgid" : "/etc/subuid",
+                std::string("has no entry for brig, and ") + (u ? "/etc/subuid" : "/etc/subgid") +
+                    " has one; give brig both, or neither for its default range");
+  } else {
+    uint64_t count = std::min(u->count, g->count);
+    if (u->first == 0 || g->first == 0 || u->first + count > 0xffffffffu ||
+        g->first + count > 0xffffffffu) {
+      return Fail("host ids", "brig:" + std::to_string(u->first) + ":" + std::to_string(count),
+                  "must lie within 1-4294967294 (never uid or gid 0)");
+    }
+    r = {static_cast<uint32_t>(u->first), static_cast<uint32_t>(g->first),
+         static_cast<uint32_t>(count), "brig's entries in /etc/subuid and /etc/subgid"};
+  }
+  BRIG_TRY(
+      CheckFree("uid", r.uid, r.count, r, subuid, files.passwd, 2, "/etc/subuid", "/etc/passwd"));
+  BRIG_TRY(
+      CheckFree("gid", r.gid, r.count, r, subgid, files.passwd, 3, "/etc/subgid", "/etc/passwd"));
+  BRIG_TRY(
+      CheckFree("gid", r.gid, r.count, r, subgid, files.group, 2, "/etc/subgid", "/etc/group"));
+  return r;
+}
+
+Result<IdRange> ReadIdRange() {
+  IdFiles files;
+  const std::pair<const char*, std::string*> read[] = {{"/etc/subuid", &files.subuid},
+                                                       {"/etc/subgid", &files.subgid},
+                                                       {"/etc/passwd", &files.passwd},
+                                                       {"/etc/group", &files.group}};
+  for (const auto& [path, text] : read) {
+    auto t = util::ReadFile(path);
+    if (!t && t.error().err != ENOENT) return std::move(t).error().Wrap("host ids");
+    if (t) *text = std::move(*t);
+  }
+  return ChooseIdRange(files);
+}
+
+Result<SandboxIds> SandboxIds::Take(const IdRange& range, const std::string& dir) {
+  BRIG_TRY_CTX(util::MakeDirs(dir), "host ids");
+  std::optional<util::Slot> slot =
+      BRIG_TRY_CTX(util::TakeSlot(dir, range.uid, range.count), "host ids");
+  if (!slot) {
+    return Fail("host ids", Span(range.uid, range.count),
+                "every id of brig's range (" + range.source + ") is held by a running sandbox");
+  }
+  SandboxIds ids;
+  ids.uid_ = slot->n;
+  ids.gid_ = range.gid + (slot->n - range.uid);
+  ids.path_ = std::move(slot->path);
+  ids.lock_ = std::move(slot->fd);
+  return ids;
+}
+
+SandboxIds::SandboxIds(SandboxIds&& o) noexcept
+    : uid_(o.uid_), gid_(o.gid_), path_(std::exchange(o.path_, {})), lock_(std::move(o.lock_)) {}
+
+SandboxIds& SandboxIds::operator=(SandboxIds&& o) noexcept {
+  if (this != &o) {
+    Release();
+    uid_ = o.uid_;
+    gid_ = o.gid_;
+    path_ = std::exchange(o.path_, {});
+    lock_ = std::move(o.lock_);
+  }
+  return *this;
+}
+
+// The file goes before the lock: a taker that locks it meanwhile finds it unlinked and
+// tries another (util::LockHeld).
+void SandboxIds::Release() {
+  if (path_.empty()) return;
+  (void)unlink(path_.c_str());
+  path_.clear();
+  lock_.Reset();
+}
+
+}  // namespace brig::security

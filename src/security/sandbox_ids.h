@@ -1,0 +1,67 @@
+// Each sandbox's host uid and gid, its own among live sandboxes: brig makes the sandbox's
+// user namespace as that uid, so the kernel charges what the sandbox holds (inotify
+// instances and watches, namespaces, message-queue bytes, pending signals, processes) to
+// it in the host's namespace, not to host root (ucounts.h); and the sandbox user is that
+// uid on the host, a user of its own, not root, not another sandbox.
+//
+// The ids come from a range brig reserves: a "brig" entry of /etc/subuid and /etc/subgid
+// if the operator made one (as podman's --userns=auto takes the "containers" entry), else
+// kDefaultFirst.. (kDefaultCount ids). A process of such a uid in the host's namespace
+// would hold every capability in the sandbox's namespaces (the kernel's rule for a
+// namespace's owner), so the range must be no one else's: a run is refused if it overlaps
+// another entry of /etc/subuid or /etc/subgid, or an id of /etc/passwd or /etc/group.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "brig/result.h"
+#include "sys/fd.h"
+
+namespace brig::security {
+
+// 0x70000000: past the ranges systemd-nspawn allocates (524288 to 1879048191) and below
+// systemd's foreign range (from 2147352576); far from useradd's subordinate ids (from 100000).
+inline constexpr uint32_t kDefaultFirst = 1879048192;
+inline constexpr uint32_t kDefaultCount = 65536;
+inline constexpr char kIdsDir[] = "/run/brig/ids";
+
+struct IdRange {
+  uint32_t uid = 0, gid = 0, count = 0;  // uid..uid+count-1 and gid..gid+count-1
+  std::string source;                    // "brig's default", or the files' entries
+};
+
+// The texts of the files the range is checked against.
+struct IdFiles {
+  std::string subuid, subgid, passwd, group;
+};
+
+// Pure: the range, from brig's entries or the default, checked against the files.
+Result<IdRange> ChooseIdRange(const IdFiles& files);
+// Reads /etc/subuid, /etc/subgid, /etc/passwd and /etc/group (a missing one is empty).
+Result<IdRange> ReadIdRange();
+
+// One uid and gid of the range (the same offset in each), held for the sandbox's life as a
+// lock file kIdsDir/UID (util/slots.h): a concurrent run never gets it, and it is free
+// again as soon as its brig is gone, killed or not (brig init and the sandbox die with it).
+class SandboxIds {
+ public:
+  static Result<SandboxIds> Take(const IdRange& range, const std::string& dir = kIdsDir);
+  SandboxIds() = default;
+  SandboxIds(SandboxIds&& o) noexcept;
+  SandboxIds& operator=(SandboxIds&& o) noexcept;
+  ~SandboxIds() { Release(); }
+  uid_t uid() const { return uid_; }
+  gid_t gid() const { return gid_; }
+  void Release();
+
+ private:
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  std::string path_;
+  sys::UniqueFd lock_;
+};
+
+}  // namespace brig::security

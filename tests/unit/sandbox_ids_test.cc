@@ -1,0 +1,132 @@
+// security/sandbox_ids: the range brig takes each sandbox's host ids from, checked against
+// the host's grants and users, and the lease that keeps one sandbox's ids its own.
+#include "security/sandbox_ids.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib/testlib.h"
+
+namespace brig::security {
+namespace {
+
+using brig::testing::ScratchDir;
+
+constexpr char kPasswd[] =
+    "root:x:0:0:root:/root:/bin/bash\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    "alice:x:1000:1000::/home/alice:/bin/bash\n";
+constexpr char kGroup[] = "root:x:0:\nnogroup:x:65534:\nalice:x:1000:\n";
+
+TEST(IdRange, TheDefaultWhereBrigHasNoEntry) {
+  auto r = ChooseIdRange({"alice:100000:65536\n", "alice:100000:65536\n", kPasswd, kGroup});
+  ASSERT_TRUE(r) << r.error().Render();
+  EXPECT_EQ(r->uid, kDefaultFirst);
+  EXPECT_EQ(r->gid, kDefaultFirst);
+  EXPECT_EQ(r->count, kDefaultCount);
+  EXPECT_EQ(r->source, "brig's default");
+}
+
+TEST(IdRange, BrigsOwnEntriesWin) {
+  auto r = ChooseIdRange({"alice:100000:65536\nbrig:300000:1000\n",
+                          "brig:400000:500\nalice:100000:65536\n", kPasswd, kGroup});
+  ASSERT_TRUE(r) << r.error().Render();
+  EXPECT_EQ(r->uid, 300000u);
+  EXPECT_EQ(r->gid, 400000u);
+  EXPECT_EQ(r->count, 500u) << "the smaller of the two";
+}
+
+TEST(IdRange, AnOverlapWithAnotherGrantOrUserIsRefused) {
+  auto grant = ChooseIdRange({"bob:1879000000:100000\n", "", kPasswd, kGroup});
+  ASSERT_FALSE(grant);
+  EXPECT_EQ(grant.error().Render(),
+            "host ids 'brig's host uids 1879048192-1879113727 (brig's default)': overlap "
+            "/etc/subuid's entry for bob (1879000000-1879099999); give brig ids of its own "
+            "with a line 'brig:FIRST:COUNT' in /etc/subuid and /etc/subgid (brig-run(1), "
+            "Host ids)");
+  auto user =
+      ChooseIdRange({"", "", std::string(kPasswd) + "svc:x:1879048200:1000::/:/bin/sh\n", kGroup});
+  ASSERT_FALSE(user);
+  EXPECT_NE(user.error().Render().find("hold uid 1879048200 of /etc/passwd's svc"),
+            std::string::npos)
+      << user.error().Render();
+  auto group = ChooseIdRange({"", "", kPasswd, std::string(kGroup) + "g:x:1879048193:\n"});
+  ASSERT_FALSE(group);
+  EXPECT_NE(group.error().Render().find("hold gid 1879048193 of /etc/group's g"), std::string::npos)
+      << group.error().Render();
+  auto gid = ChooseIdRange({"", "carol:1879100000:10\n", kPasswd, kGroup});
+  ASSERT_FALSE(gid);
+  EXPECT_NE(gid.error().Render().find("/etc/subgid's entry for carol"), std::string::npos);
+}
+
+TEST(IdRange, BrigNeedsBothEntriesAndNeverRoot) {
+  auto half = ChooseIdRange({"brig:300000:1000\n", "", kPasswd, kGroup});
+  ASSERT_FALSE(half);
+  EXPECT_EQ(half.error().Render(),
+            "host ids '/etc/subgid': has no entry for brig, and /etc/subuid has one; give brig "
+            "both, or neither for its default range");
+  EXPECT_FALSE(ChooseIdRange({"brig:0:1000\n", "brig:0:1000\n", kPasswd, kGroup}));
+  EXPECT_FALSE(ChooseIdRange({"brig:4294967000:1000\n", "brig:300000:1000\n", kPasswd, kGroup}));
+  // A line that is not "name:first:count" grants nothing.
+  EXPECT_TRUE(ChooseIdRange({"# bob:1879048192:10\nbob:x:10\n", "", kPasswd, kGroup}));
+}
+
+TEST(SandboxIds, ConcurrentTakersNeverShareAndAReleasedIdIsFreeAgain) {
+  ScratchDir dir;
+  IdRange range{5000, 7000, 3, "test"};
+  auto a = SandboxIds::Take(range, dir.path());
+  auto b = SandboxIds::Take(range, dir.path());
+  auto c = SandboxIds::Take(range, dir.path());
+  ASSERT_TRUE(a && b && c);
+  EXPECT_NE(a->uid(), b->uid());
+  EXPECT_NE(a->uid(), c->uid());
+  EXPECT_NE(b->uid(), c->uid());
+  for (const SandboxIds* ids : {&*a, &*b, &*c}) {
+    EXPECT_GE(ids->uid(), 5000u);
+    EXPECT_LT(ids->uid(), 5003u);
+    EXPECT_EQ(ids->gid(), ids->uid() + 2000);
+  }
+  auto none = SandboxIds::Take(range, dir.path());
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().Render().find("every id of brig's range (test) is held"),
+            std::string::npos);
+  uid_t freed = b->uid();
+  b->Release();
+  EXPECT_NE(access((dir.path() + "/" + std::to_string(freed)).c_str(), F_OK), 0)
+      << "a released id leaves no file";
+  auto again = SandboxIds::Take(range, dir.path());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->uid(), freed);
+}
+
+// A holder that is gone, killed or not, holds nothing: its file's lock went with it.
+TEST(SandboxIds, AKilledHoldersIdIsFreeAtOnce) {
+  ScratchDir dir;
+  IdRange range{5000, 5000, 1, "test"};
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto ids = SandboxIds::Take(range, dir.path());
+    char c = ids ? '1' : '0';
+    (void)!write(p[1], &c, 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(p[0], &c, 1), 1);
+  ASSERT_EQ(c, '1');
+  EXPECT_FALSE(SandboxIds::Take(range, dir.path())) << "held by the child";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  auto taken = SandboxIds::Take(range, dir.path());
+  ASSERT_TRUE(taken) << taken.error().Render();
+  EXPECT_EQ(taken->uid(), 5000u);
+  close(p[0]);
+  close(p[1]);
+}
+
+}  // namespace
+}  // namespace brig::security
