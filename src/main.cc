@@ -1,6 +1,7 @@
 // brig's entry point: the global options (runc's --debug, --log, --log-format), then the
 // verb. Verbs print their own one-line errors and return the exit code of the output
 // contract.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,15 @@ const char* WhyRoot(const std::string& verb) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Held from the first instruction: a SIGTERM, SIGINT or SIGHUP that comes before `brig
+  // run` watches for them (its Session's signalfd, which reads what is pending) must end
+  // the run as one that comes later does, with its status and --result, never kill brig
+  // half-way through its set-up or its reclaim of earlier runs. Every other verb gets the
+  // caller's mask back at once, and what came meanwhile acts as it would have.
+  sigset_t held, caller;
+  sigemptyset(&held);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&held, s);
+  sigprocmask(SIG_BLOCK, &held, &caller);
   brig::container::RecordProcessArgs(argc, argv);
   std::vector<std::string> all(argv + 1, argv + argc);
   brig::cli::GlobalFlags global;
@@ -78,6 +88,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
     return brig::kExitRefused;
   }
+  if (oci || args[0] != "run") sigprocmask(SIG_SETMASK, &caller, nullptr);
   brig::log::Debug("brig ", BRIG_VERSION, ": ", args[0]);
   if (oci) return brig::cli::OciMain(args[0], global, verb_args);
   if (args[0] == "run") return brig::cli::RunMain({args.begin() + 1, args.end()});

@@ -112,6 +112,24 @@ TEST_F(Lifecycle, SignalIsForwardedToTheWorkload) {
   EXPECT_EQ(ReadFileOrEmpty(d.path() + "/stdout"), "ready\ngot-term\n");
 }
 
+// A SIGTERM that comes while brig is still setting up (here at its first log line, long
+// before the sandbox's signalfd exists) ends the run as a later one does: the workload
+// gets it, brig exits 143 and writes --result. It used to kill brig outright, without a
+// result (18 of 60 tries).
+TEST_F(Lifecycle, AnEarlySignalStillEndsTheRunWithAResult) {
+  ScratchDir d;
+  const std::string result = d.path() + "/result.json";
+  pid_t pid = SpawnBrig({"--debug", "run", "--result", result, "--", "sleep", "1236"}, d.path());
+  ASSERT_TRUE(Eventually([&] {
+    return ReadFileOrEmpty(d.path() + "/stderr").find(": run\"") != std::string::npos;
+  }));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 128 + SIGTERM);
+  std::string r = ReadFileOrEmpty(result);
+  EXPECT_NE(r.find("\"exit_code\":143,\"signal\":15"), std::string::npos) << "no result: " << r;
+  EXPECT_TRUE(FindProcesses("sleep 1236").empty());
+}
+
 TEST_F(Lifecycle, GracePeriodThenKill) {
   ScratchDir d;
   auto start = std::chrono::steady_clock::now();
