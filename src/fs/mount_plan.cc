@@ -564,7 +564,10 @@ Status AddDev(MountPlan& plan, const Spec& spec) {
     }
     Step s = Make(StepKind::kBind, std::string("dev/") + n.name);
     s.is_dir = false;
-    BRIG_TRY(CloneTree(s, host_dev.get(), n.name, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+    // Read-only: a device is still read and written through it, but its inode, the host's
+    // own, is not the sandbox's to touch (utimensat needs only write access to a 0666 node).
+    BRIG_TRY(CloneTree(s, host_dev.get(), n.name,
+                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_RDONLY,
                        MOUNT_ATTR_NODEV, host));
     plan.steps.push_back(std::move(s));
   }

@@ -371,7 +371,13 @@ Status MakeDevice(int root_fd, const std::string& path, mode_t type, unsigned ma
   sys::UniqueFd parent = BRIG_TRY(OpenInRoot(root_fd, dir, true, false));
   if (userns) {
     sys::UniqueFd target = BRIG_TRY(OpenInRoot(root_fd, path, true, true));
-    return MountAt(path, target.get(), nullptr, MS_BIND, "", path);
+    BRIG_TRY(MountAt(path, target.get(), nullptr, MS_BIND, "", path));
+    // Read-only: the node stays a device anyone may read and write (a read-only mount
+    // refuses only a change of the inode), but no process of the container can touch,
+    // chmod or chown the host's own node through it: utimensat(UTIME_NOW) needs no more
+    // than write access, and the host's /dev/null is 0666.
+    sys::UniqueFd bound = BRIG_TRY(OpenInRoot(root_fd, path, false, true));
+    return sys::MountSetattr(bound.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0, path);
   }
   if (unlinkat(parent.get(), name.c_str(), 0) < 0 && errno != ENOENT) {
     return SysError("unlink", path);

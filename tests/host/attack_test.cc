@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,32 @@ TEST_F(Attack, NamespaceAndKernelSyscallsFail) {
     EXPECT_EQ(r.exit_code, 0) << what << ": " << r.err;
     EXPECT_EQ(r.out.rfind("denied ", 0), 0u) << what << " was allowed: " << r.out;
   }
+}
+
+// The sandbox's /dev nodes are the host's own, bound in: a workload may read and write
+// them, never touch, chmod or chown them (utimensat(UTIME_NOW) needs only write access, and
+// /dev/null is 0666). Owner, mode and ctime of each are the same after the run.
+TEST_F(Attack, TheHostsDeviceNodesAreNeverChanged) {
+  const std::vector<std::string> nodes = {"null", "zero", "full", "random", "urandom", "tty"};
+  auto seen = [&] {
+    std::string out;
+    for (const std::string& n : nodes) {
+      struct stat st;
+      if (stat(("/dev/" + n).c_str(), &st) < 0) continue;
+      out += n + " " + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) + " " +
+             std::to_string(st.st_mode) + " " + std::to_string(st.st_ctim.tv_sec) + "." +
+             std::to_string(st.st_ctim.tv_nsec) + "\n";
+    }
+    return out;
+  };
+  const std::string before = seen();
+  auto r = RunBrig({"run", "--", "sh", "-c",
+                    "for d in null zero full random urandom tty; do touch /dev/$d; "
+                    "chmod 600 /dev/$d; chown 1000 /dev/$d; done 2>/dev/null; "
+                    "echo x > /dev/null && echo wrote"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote\n") << r.err;
+  EXPECT_EQ(seen(), before) << "a host device node changed";
 }
 
 TEST_F(Attack, PtraceOfBrigInitFails) {

@@ -251,5 +251,21 @@ TEST_F(OciDoors, ASysctlNeverReachesANamespaceTheContainerDoesNotOwn) {
   EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
 }
 
+// A user-namespaced container (podman --userns=auto, a pod with hostUsers: false) gets the
+// host's device nodes bound in, which its root, an id the host maps elsewhere, can use but
+// never chown, chmod or touch: the host's /dev/null was once seen owned by such a root.
+// Oci::TearDown compares the host's nodes with what they were before (HostDevices).
+TEST_F(OciDoors, AUserNamespacedContainerNeverChangesTheHostsDeviceNodes) {
+  Config c = Cfg("devs");
+  c.namespaces.push_back("user");
+  c.map_to = 200000;
+  c.args = {"sh", "-c",
+            "for d in null zero full random urandom tty; do chown 0:0 /dev/$d; chmod 600 /dev/$d; "
+            "touch /dev/$d; done 2>/dev/null; echo x > /dev/null && echo wrote"};
+  RunOutput r = Run({"run", "--bundle", Bundle(c, "devs"), "devs"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote\n") << r.err;
+}
+
 }  // namespace
 }  // namespace brig::testing::oci

@@ -84,6 +84,11 @@ std::string LinuxJson(const Config& c) {
     }
     o << "},";
   }
+  if (c.map_to != 0) {
+    std::string map = "[{\"containerID\":0,\"hostID\":" + std::to_string(c.map_to) +
+                      ",\"size\":65536}]";
+    o << "\"uidMappings\":" << map << ",\"gidMappings\":" << map << ",";
+  }
   o << "\"namespaces\":[";
   for (size_t i = 0; i < c.namespaces.size(); ++i) {
     o << (i ? "," : "") << "{\"type\":" << Q(c.namespaces[i]) << "}";
@@ -373,6 +378,20 @@ void Oci::SetUp() {
   root_ = scratch_.path() + "/root";
   parent_ = "/brig-oci-test-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  devices_ = HostDevices();
+}
+
+std::vector<std::string> HostDevices() {
+  std::vector<std::string> out;
+  for (const char* d : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                        "/dev/tty"}) {
+    struct stat st;
+    if (stat(d, &st) < 0) continue;
+    out.push_back(std::string(d) + " " + std::to_string(st.st_uid) + ":" +
+                  std::to_string(st.st_gid) + " mode " + std::to_string(st.st_mode) + " ctime " +
+                  std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec));
+  }
+  return out;
 }
 
 void Oci::TearDown() {
@@ -395,6 +414,7 @@ void Oci::TearDown() {
     subs.push_back(dir);
     for (const std::string& s : subs) RemoveGroup(s);
   }
+  EXPECT_EQ(HostDevices(), devices_) << "a host device node was changed (owner, mode or ctime)";
   HostTest::TearDown();
 }
 

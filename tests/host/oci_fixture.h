@@ -62,6 +62,7 @@ struct Config {
   std::string seccomp_json;    // linux.seccomp as a JSON object; empty: none
   std::string hooks_json;      // hooks as a JSON object; empty: none
   std::map<std::string, std::string> sysctl;
+  uint32_t map_to = 0;  // with a "user" namespace: ids 0..65535 map to map_to..
 };
 
 // `brig state`'s JSON, as far as the tests read it.
@@ -105,6 +106,11 @@ std::string ControllerDir(const std::string& controller, const std::string& path
 // The lines of /proc/PID/cgroup whose group is not `path`, but for named v1 hierarchies
 // (name=systemd), which no runtime manages: empty when `pid` is in every group at `path`.
 std::string GroupsNotAt(pid_t pid, const std::string& path);
+
+// The host's device nodes that a container's /dev binds or mirrors (/dev/null, zero, full,
+// random, urandom, tty), each as "PATH UID:GID mode M ctime S.N": a chown, chmod or
+// relabel of one changes its line.
+std::vector<std::string> HostDevices();
 
 // A unix socket the runtime connects to with --console-socket.
 class ConsoleSocket {
@@ -161,6 +167,7 @@ class Oci : public HostTest {
 
   ScratchDir scratch_;
   std::string root_, parent_;
+  std::vector<std::string> devices_;  // HostDevices() before the test
 
  private:
   int calls_ = 0;
