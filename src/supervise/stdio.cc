@@ -199,13 +199,45 @@ Status Stdio::Started() {
   // the workload's own dispositions are reset before its execve.
   signal(SIGPIPE, SIG_IGN);
   if (terminal_) {
-    struct termios raw = saved_;
-    cfmakeraw(&raw);
-    if (tcsetattr(0, TCSANOW, &raw) < 0) return SysError("tcsetattr", "stdin");
+    struct termios t = saved_;
+    t.c_cc[VEOF] = _POSIX_VDISABLE;
+    t.c_lflag &= ~ECHO;
+    if (tcsetattr(0, TCSANOW, &t) < 0) return SysError("tcsetattr", "stdin");
     raw_ = true;
+    TakeTypeahead();
+    cfmakeraw(&t);
+    if (tcsetattr(0, TCSANOW, &t) < 0) return SysError("tcsetattr", "stdin");
   }
   PumpAll();
   return {};
+}
+
+// What was typed before brig took the caller's terminal is still in its line discipline,
+// in lines, where an end of file (VEOF, ^D) is kept as a NUL byte with a mark. Going raw
+// drops the mark and leaves the NUL to be read: the workload got a NUL where its caller
+// had typed ^D, and its terminal echoed ^@ (as under `script` with no terminal on its
+// stdin, which types ^D as it starts). So brig turns VEOF and echo off first (a ^D typed
+// from then on is a plain byte, as in raw mode), reads what is queued a line at a time, an
+// end of file as a read of nothing, and passes each on as the workload's terminal's VEOF,
+// which is the caller's.
+void Stdio::TakeTypeahead() {
+  // Only a terminal in lines has marks; out of them, a read of nothing is just that.
+  if (!(saved_.c_lflag & ICANON)) return;
+  Stream& in = streams_[3];
+  char buf[kBuffer];
+  // The line discipline holds at most 4096 bytes, and so at most that many marks.
+  for (int i = 0; i < 4096; ++i) {
+    ssize_t n = read(in.src.get(), buf, sizeof buf);
+    if (n > 0) {
+      in.pending.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 && saved_.c_cc[VEOF] != _POSIX_VDISABLE) {
+      in.pending += static_cast<char>(saved_.c_cc[VEOF]);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return;
+    }
+  }
 }
 
 void Stdio::RestoreTerminal() {

@@ -71,6 +71,7 @@ class Stdio {
   Status PrepareTerminal();
   Status PrepareOutput(int caller);
   Status PrepareInput();
+  void TakeTypeahead();
   void Aim(Stream& s, int caller_fd, bool from_pipe);
   Want Pump(Stream& s);
   Want Discard(Stream& s);

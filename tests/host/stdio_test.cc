@@ -124,6 +124,37 @@ TEST_F(Stdio, TheWorkloadsOwnTerminalGetsInputAndWindowSize) {
   close(master);
 }
 
+// An end of file typed before brig took the terminal (as script(1) types one when its own
+// stdin is not a terminal) reaches the workload as an end of file: raw mode used to turn
+// it into a NUL byte, which the workload read and its terminal echoed as ^@.
+TEST_F(Stdio, AnEndOfFileTypedBeforeTheStartIsOneInsideNotANul) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  ASSERT_EQ(write(master, "\x04x\r", 3), 3);
+  pid_t pid = Start({"run", "--", "/bin/sh", "-c",
+                     "read -r a; echo \"first=$? [$a]\"; read -r b; echo \"second=$? [$b] end\""},
+                    slave, slave, slave, slave);
+  std::string seen;
+  bool ended = ReadUntil(master, seen, " end");
+  if (!ended) kill(pid, SIGTERM);
+  EXPECT_TRUE(ended) << seen;
+  EXPECT_EQ(WaitExit(pid), 0) << seen;
+  EXPECT_NE(seen.find("first=1 []"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("second=0 [x] end"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find('\0'), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("^@"), std::string::npos) << seen;
+  close(slave);
+  close(master);
+}
+
+TEST_F(Stdio, UnderScriptWithNoTerminalOnItsStdinTheOutputIsTheWorkloadsAlone) {
+  // script(1) (bsdutils, essential in Debian) gives brig a terminal; its own stdin is
+  // /dev/null here, so it types an end of file on that terminal at once.
+  auto r = RunCommand({"script", "-qec", BrigBinary() + " run -- /bin/echo hi", "/dev/null"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hi\r\n");
+}
+
 TEST_F(Stdio, OutputPastTheLimitIsCutAndTheResultSaysSo) {
   ScratchDir d;
   std::string result = d.path() + "/result.json";
