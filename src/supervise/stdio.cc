@@ -161,7 +161,8 @@ Status Stdio::PrepareOutput(int caller) {
   return {};
 }
 
-// How the caller's `caller_fd` is written without waiting on its reader.
+// How the caller's `caller_fd` is written without waiting on its reader. A terminal gets
+// what the terminal filter passes, so the bytes go through brig.
 void Stdio::Aim(Stream& s, int caller_fd, bool from_pipe) {
   s.caller = caller_fd;
   s.dst = caller_fd;
@@ -178,6 +179,10 @@ void Stdio::Aim(Stream& s, int caller_fd, bool from_pipe) {
     s.dst_own.Reset(open(FdPath(caller_fd).c_str(),
                          O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
     s.pollable = static_cast<bool>(s.dst_own);
+  }
+  if (s.dst == caller_fd && isatty(caller_fd)) {
+    s.filter.emplace();
+    s.kind = Stream::Kind::kBuffered;
   }
 }
 
@@ -305,8 +310,11 @@ Stdio::Want Stdio::Pump(Stream& s) {
     }
     size_t room = kChunk;
     if (s.caller > 0 && limit_) {
-      if (s.bytes >= *limit_) return Discard(s);
-      room = std::min<uint64_t>(room, *limit_ - s.bytes);
+      // What the filter holds is written later, so it counts now: the filter never writes
+      // more than it is fed, and the stream never passes the limit.
+      uint64_t used = s.bytes + (s.filter ? s.filter->held() : 0);
+      if (used >= *limit_) return Discard(s);
+      room = std::min<uint64_t>(room, *limit_ - used);
     }
     ssize_t n;
     if (s.kind == Stream::Kind::kSplice && !s.pollable) {
@@ -356,7 +364,8 @@ Stdio::Want Stdio::Pump(Stream& s) {
       if (n < 0 && errno != EINTR) return Broken(s);
     } else {
       n = read(s.src.get(), buf, std::min(room, sizeof buf));
-      if (n > 0) s.pending.assign(buf, static_cast<size_t>(n));
+      if (n > 0 && s.filter) s.filter->Feed({buf, static_cast<size_t>(n)}, s.pending);
+      if (n > 0 && !s.filter) s.pending.assign(buf, static_cast<size_t>(n));
       if (n < 0 && errno == EAGAIN) return Want::kSource;
     }
     // End of file: no writer is left (a terminal's master says EIO once the last slave

@@ -1,8 +1,9 @@
 // The workload's stdin, stdout and stderr, and the supervisor's relay of them to the
 // caller's (design.md, Process model). The workload never holds the caller's descriptors:
 // its output goes into pipes (or a terminal of its own when the caller's stdin is a
-// terminal) that brig copies to its own fds 1 and 2, at most --output-limit bytes each.
-// Owns the caller's terminal modes while the sandbox runs, and puts them back.
+// terminal) that brig copies to its own fds 1 and 2, at most --output-limit bytes each,
+// through the terminal filter where one is a terminal. Owns the caller's terminal modes
+// while the sandbox runs, and puts them back.
 #pragma once
 
 #include <termios.h>
@@ -15,6 +16,7 @@
 
 #include "brig/result.h"
 #include "proto/brig.pb.h"
+#include "supervise/terminal_filter.h"
 #include "sys/fd.h"
 
 namespace brig::supervise {
@@ -60,6 +62,7 @@ class Stdio {
     bool pollable = true;    // the destination has a reader to wait for (pipe, socket, tty)
     bool done = true;
     std::string pending;
+    std::optional<TerminalFilter> filter;  // the destination is a terminal
     uint64_t bytes = 0, dropped = 0;
     bool truncated = false;
     uint32_t src_events = 0, dst_events = 0;

@@ -1,15 +1,19 @@
 // The caller's descriptors stay the caller's (issue 14, item 10): the workload writes to
 // pipes brig relays, and gets a terminal of its own when the caller's stdin is one; what
-// it does to them never reaches the caller's files or terminal.
+// it does to them never reaches the caller's files or terminal, and what it writes to a
+// terminal never makes the terminal answer (issue 27, item 6).
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 
 #include "host/host_fixture.h"
@@ -153,6 +157,188 @@ TEST_F(Stdio, UnderScriptWithNoTerminalOnItsStdinTheOutputIsTheWorkloadsAlone) {
   auto r = RunCommand({"script", "-qec", BrigBinary() + " run -- /bin/echo hi", "/dev/null"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "hi\r\n");
+}
+
+// What colour, cursor and screen handling ordinary tools write; no newline, which the
+// workload's terminal would turn into CR LF.
+const std::string kOrdinaryOutput =
+    "\x1b[1;31mred\x1b[0m \x1b[38;5;208m256\x1b[39m \x1b[38;2;1;2;3;48;2;4;5;6mrgb\x1b[m"
+    "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J\x1b[3;20r\x1b[10;5H\x1b[2K\x1b[1G\x1b[0K\x1b[2A"
+    "\x1b(0lqk\x1b(B\x1b[2 q\x1b[?2004h\x1b[?2004l\x1b[?25h\x1b[?1049l\r\t\x07"
+    " caf\xc3\xa9 \xe2\x9c\x93 \xe2\x95\x90 \xf0\x9f\x99\x82";
+
+// Sequences a terminal answers on its input, or that set its title or clipboard.
+const std::vector<std::string> kQueries = {
+    // answered on the terminal's input
+    "\x1b[6n", "\x1b[5n", "\x1b[c", "\x1b[>c", "\x1b[=c", "\x1bZ", "\x05", "\x1b[21t", "\x1b[14t",
+    "\x1b[18t", "\x1b[?2004$p", "\x1b[>q", "\x1b]52;c;?\x07", "\x1b]10;?\x07", "\x1b]11;?\x1b\\",
+    "\x1b]12;?\x07", "\x1b]4;1;?\x07", "\x1bP$qm\x1b\\", "\x1bP+q544e\x1b\\",
+    // the same as C1 controls
+    "\2336n", "\302\2336n",
+    // the clipboard and the title set
+    "\x1b]52;c;aGk=\x07", "\x1b]0;title\x07"};
+
+// The workload's argument that writes `bytes` with sh's printf, every byte but letters and
+// digits as an octal escape.
+std::string PrintfOf(const std::string& bytes) {
+  std::string fmt;
+  for (unsigned char c : bytes) {
+    char esc[8];
+    snprintf(esc, sizeof esc, "\\%03o", c);
+    fmt += isalnum(c) ? std::string(1, static_cast<char>(c)) : esc;
+  }
+  return "printf '" + fmt + "'";
+}
+
+// <<, the ordinary output, each query followed by a digit, >>; and what of it may arrive.
+std::string Payload() {
+  std::string p = "<<" + kOrdinaryOutput;
+  for (size_t i = 0; i < kQueries.size(); ++i) p += kQueries[i] + std::to_string(i % 10);
+  return p + ">>";
+}
+std::string FilteredPayload() {
+  std::string p = "<<" + kOrdinaryOutput;
+  for (size_t i = 0; i < kQueries.size(); ++i) p += std::to_string(i % 10);
+  return p + ">>";
+}
+
+TEST_F(Stdio, TheCallersTerminalGetsOrdinaryOutputByteForByteAndNoQuery) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  pid_t pid =
+      Start({"run", "--", "/bin/sh", "-c", PrintfOf(Payload())}, slave, slave, slave, slave);
+  std::string seen;
+  bool ended = ReadUntil(master, seen, ">>");
+  if (!ended) kill(pid, SIGTERM);
+  EXPECT_TRUE(ended) << ::testing::PrintToString(seen);
+  EXPECT_EQ(WaitExit(pid), 0);
+  EXPECT_EQ(seen, FilteredPayload());
+  close(slave);
+  close(master);
+}
+
+// Without a terminal on stdin the workload writes to pipes; where brig's stdout and stderr
+// are a terminal, what reaches it is filtered all the same.
+TEST_F(Stdio, PipesToATerminalAreFilteredToo) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  for (const char* redirect : {"", " >&2"}) {
+    pid_t pid =
+        Start({"run", "--", "/bin/sh", "-c", PrintfOf(Payload()) + redirect}, null, slave, slave);
+    std::string seen;
+    bool ended = ReadUntil(master, seen, ">>");
+    if (!ended) kill(pid, SIGTERM);
+    EXPECT_TRUE(ended) << ::testing::PrintToString(seen);
+    EXPECT_EQ(WaitExit(pid), 0);
+    EXPECT_EQ(seen, FilteredPayload()) << "to fd" << redirect;
+  }
+  close(null);
+  close(slave);
+  close(master);
+}
+
+// Output to a pipe or a file is the harness's record: it passes as written.
+TEST_F(Stdio, OutputToAPipePassesAsWritten) {
+  auto r = Sh(PrintfOf(Payload()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, Payload());
+}
+
+// The limit counts what the filter holds: it is never passed, and a sequence it cuts never
+// reaches the terminal in part, where the next writer's bytes could complete it.
+TEST_F(Stdio, TheLimitNeverSendsATerminalPartOfASequence) {
+  ScratchDir d;
+  std::string result = d.path() + "/result.json";
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  pid_t pid = Start({"run", "--output-limit", "10", "--result", result, "--", "/bin/sh", "-c",
+                     PrintfOf("abcdefgh\x1b[6nZZZZ")},
+                    slave, slave, slave, slave);
+  EXPECT_EQ(WaitExit(pid), 0);
+  // With no slave left open, the master reads what is queued, then EIO.
+  close(slave);
+  std::string seen;
+  char buf[256];
+  for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) {
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  close(master);
+  EXPECT_EQ(seen, "abcdefgh");
+  std::string json = ReadFileOrEmpty(result);
+  EXPECT_NE(json.find("\"stdout_truncated\":true"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"stdout_bytes\":\"8\""), std::string::npos) << json;
+}
+
+// A real terminal emulator: tmux answers device attributes, status and cursor reports,
+// XTVERSION and colour queries itself, on the pane's input. The workload writes queries,
+// reads a line, and writes them again as it exits; brig then ends, and the pane's shell
+// reads a line. The test types each line once it has seen, through tmux's pipe-pane, the
+// output before it: tmux has parsed that output by then and queued any answer ahead of
+// the keys, so an answer would show in the line, inside the sandbox or after brig.
+class StdioTmux : public HostTest {
+ protected:
+  void SetUp() override {
+    HostTest::SetUp();
+    if (IsSkipped()) return;
+    if (access("/usr/bin/tmux", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/tmux (tools/deps.txt)";
+  }
+  void TearDown() override {
+    if (!socket_.empty()) RunCommand({"tmux", "-S", socket_, "kill-server"});
+    if (out_ >= 0) close(out_);
+    HostTest::TearDown();
+  }
+  RunOutput Tmux(std::vector<std::string> args) {
+    args.insert(args.begin(), {"tmux", "-S", socket_});
+    return RunCommand(args);
+  }
+  // Reads what the pane wrote until `want` has appeared.
+  bool PaneUntil(const std::string& want) { return ReadUntil(out_, seen_, want); }
+
+  ScratchDir d_;  // outlives TearDown, which needs the server's socket in it
+  std::string socket_;
+  int out_ = -1;
+  std::string seen_;
+};
+
+// The hex digits of a line as the shell read it: printable whatever the terminal sent.
+constexpr char kHexLine[] = "IFS= read -r line; printf '%s' \"$line\" | od -An -tx1 | tr -d ' \\n'";
+
+TEST_F(StdioTmux, NoAnswerReachesTheSandboxOrTheCallersPromptAfterBrigExits) {
+  const ScratchDir& d = d_;
+  socket_ = d.path() + "/tmux.sock";
+  std::string fifo = d.path() + "/pane.out";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(mkdir((d.path() + "/ws").c_str(), 0755), 0);
+  std::string queries = "\x1b[c\x1b[>c\x1b[5n\x1b[6n\x1b[>q\x1b]10;?\x07\x1b]11;?\x07\x1b[14t";
+  d.Write("ws/workload.sh", PrintfOf(queries) + "; echo ready; printf 'during=%s|\\n' \"$(" +
+                                kHexLine + ")\"; " + PrintfOf(queries) + "\n");
+  d.Write("pane.sh", "tmux -S " + socket_ + " wait-for go\n" + BrigBinary() + " run --workspace " +
+                         d.path() + "/ws -- /bin/sh /workspace/workload.sh\necho brig-exited\n" +
+                         "printf 'after=%s|end\\n' \"$(" + kHexLine + ")\"\n");
+  auto r = Tmux({"-f", "/dev/null", "new-session", "-d", "-s", "brig", "-x", "80", "-y", "24",
+                 "/bin/sh " + d.path() + "/pane.sh"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  out_ = open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(out_, 0);
+  r = Tmux({"pipe-pane", "-t", "brig", "exec cat >" + fifo});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(Tmux({"wait-for", "-S", "go"}).exit_code, 0);
+
+  ASSERT_TRUE(PaneUntil("ready")) << ::testing::PrintToString(seen_);
+  ASSERT_EQ(Tmux({"send-keys", "-t", "brig", "-l", "END"}).exit_code, 0);
+  ASSERT_EQ(Tmux({"send-keys", "-t", "brig", "Enter"}).exit_code, 0);
+  ASSERT_TRUE(PaneUntil("brig-exited")) << ::testing::PrintToString(seen_);
+  ASSERT_EQ(Tmux({"send-keys", "-t", "brig", "-l", "END2"}).exit_code, 0);
+  ASSERT_EQ(Tmux({"send-keys", "-t", "brig", "Enter"}).exit_code, 0);
+  ASSERT_TRUE(PaneUntil("|end")) << ::testing::PrintToString(seen_);
+
+  // "END" and "END2", and nothing before them.
+  EXPECT_NE(seen_.find("during=454e44|"), std::string::npos) << ::testing::PrintToString(seen_);
+  EXPECT_NE(seen_.find("after=454e4432|end"), std::string::npos) << ::testing::PrintToString(seen_);
+  for (const char* q : {"\x1b[c", "\x1b[6n", "\x1b]"}) {
+    EXPECT_EQ(seen_.find(q), std::string::npos) << ::testing::PrintToString(seen_);
+  }
 }
 
 TEST_F(Stdio, OutputPastTheLimitIsCutAndTheResultSaysSo) {
