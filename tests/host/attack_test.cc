@@ -152,6 +152,7 @@ TEST_F(Attack, TerminalInjectionFails) {
           "/workspace/brig-probe", "tiocsti", static_cast<char*>(nullptr));
     _exit(99);
   }
+  NoteSpawned(pid);
   close(out[1]);
   close(slave);
   std::string text;

@@ -186,11 +186,11 @@ TEST_F(Cgroups, NoCgroupRemainsAfterAnyEnding) {
       {"invalid limit", {"run", "--cpus", "0.001", "--", "true"}},
   };
   const std::vector<int> codes = {0, 124, 137, 127, 125, 125};
-  auto before = BrigCgroups();
+  auto before = TakeResidue().cgroups;
   for (size_t i = 0; i < runs.size(); ++i) {
     auto r = RunBrig(runs[i].second);
     EXPECT_EQ(r.exit_code, codes[i]) << runs[i].first << ": " << r.err;
-    EXPECT_EQ(BrigCgroups(), before) << runs[i].first << " left a cgroup";
+    EXPECT_EQ(TakeResidue().cgroups, before) << runs[i].first << " left a cgroup";
   }
 }
 

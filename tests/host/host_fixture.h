@@ -52,6 +52,7 @@ class HostTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (auto why = NeedUserns(); !why.empty()) GTEST_SKIP() << why;
+    ForgetSpawned();
     before_ = TakeResidue();
   }
   void TearDown() override {

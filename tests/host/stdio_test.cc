@@ -47,6 +47,7 @@ pid_t Start(std::vector<std::string> args, int in, int out, int err, int termina
     execv(argv[0], argv.data());
     _exit(99);
   }
+  NoteSpawned(pid);
   return pid;
 }
 

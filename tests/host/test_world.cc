@@ -580,6 +580,7 @@ pid_t TestWorld::SpawnBrig(const std::vector<std::string>& args, const std::stri
     _exit(99);
   }
   if (pid > 0) spawned_.insert(pid);
+  NoteSpawned(pid);
   return pid;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -100,6 +101,7 @@ RunOutput RunCommand(const std::vector<std::string>& command) {
     execvp(argv[0], argv.data());
     _exit(99);
   }
+  NoteSpawned(pid);
   close(out[1]);
   close(err[1]);
   RunOutput r;
@@ -158,6 +160,7 @@ pid_t SpawnQuiet(std::vector<std::string> argv, const std::string& err) {
     execvp(cargv[0], cargv.data());
     _exit(99);
   }
+  NoteSpawned(pid);
   return pid;
 }
 
@@ -180,6 +183,7 @@ pid_t SpawnBrigIn(int netns, const std::vector<std::string>& args, const std::st
     execv(argv[0], argv.data());
     _exit(99);
   }
+  NoteSpawned(pid);
   return pid;
 }
 
@@ -361,28 +365,46 @@ pid_t LockHolder(ino_t ino) {
   return 0;
 }
 
-// Whether this test could have made the sandbox record `id`: its lock is held by a
-// process this test started, or by nobody (a record left by a brig that died).
-bool OwnRecord(const std::string& id) {
-  struct stat st;
-  if (stat(("/run/brig/sandboxes/" + id).c_str(), &st) < 0) return false;
-  pid_t holder = LockHolder(st.st_ino);
-  return holder == 0 || ParentOf(holder) == 0 || IsOwnDescendant(holder);
+std::mutex spawned_mutex;
+std::set<pid_t> spawned;  // NoteSpawned's pids, since the last ForgetSpawned
+
+bool WasSpawned(pid_t pid) {
+  std::lock_guard<std::mutex> lock(spawned_mutex);
+  return spawned.count(pid) > 0;
 }
 
-// Whether this test could have made the cgroup `dir` (named after its sandbox's id): a
-// process in it was started by this test, or it is empty and its sandbox's record is the
-// test's or gone. (Another brig's groups are empty too while it starts, under its record.)
-bool OwnGroup(const std::string& dir) {
+// The brig_pid a record notes (session.cc's "about brig_pid=N"), 0 if none.
+pid_t BrigPidOf(const std::string& record) {
+  std::istringstream lines(record);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("about brig_pid=", 0) == 0) {
+      return atoi(line.c_str() + strlen("about brig_pid="));
+    }
+  }
+  return 0;
+}
+
+// Whether the sandbox record `id` is this test's: its lock is held by a process this test
+// started, or nobody holds it (its brig is gone) and its brig was one this test spawned.
+bool OwnRecord(const std::string& id) {
+  std::string path = "/run/brig/sandboxes/" + id;
+  struct stat st;
+  if (stat(path.c_str(), &st) < 0) return false;
+  pid_t holder = LockHolder(st.st_ino);
+  if (holder != 0 && ParentOf(holder) != 0) return IsOwnDescendant(holder);
+  pid_t brig = BrigPidOf(ReadFileOrEmpty(path));
+  return brig != 0 && WasSpawned(brig);
+}
+
+// Whether the cgroup `dir` is this test's: a process in it was started by this test, or it
+// is named after one of the test's records (`own`). Another brig's group, or an empty
+// brig-* parent another tool made, is neither.
+bool OwnGroup(const std::string& dir, const std::set<std::string>& own) {
   std::istringstream procs(ReadFileOrEmpty(dir + "/cgroup.procs"));
-  bool empty = true;
   for (pid_t pid; procs >> pid;) {
-    empty = false;
     if (IsOwnDescendant(pid)) return true;
   }
-  if (!empty) return false;
-  std::string id = dir.substr(dir.rfind('/') + 1);
-  return access(("/run/brig/sandboxes/" + id).c_str(), F_OK) < 0 || OwnRecord(id);
+  return own.count(dir.substr(dir.rfind('/') + 1)) > 0;
 }
 
 // Mount points this test could have made: under its own scratch directories, or under
@@ -413,13 +435,25 @@ Residue TakeResidue() {
   std::sort(lines.begin(), lines.end());
   for (const auto& l : lines) r.mounts += l + "\n";
   for (pid_t p : FindProcesses("brig-init")) r.processes.push_back(std::to_string(p));
-  for (auto& g : BrigCgroups()) {
-    if (OwnGroup(g)) r.cgroups.push_back(std::move(g));
-  }
   for (auto& id : ListDir("/run/brig/sandboxes")) {
     if (OwnRecord(id)) r.records.push_back(std::move(id));
   }
+  std::set<std::string> own(r.records.begin(), r.records.end());
+  for (auto& g : BrigCgroups()) {
+    if (OwnGroup(g, own)) r.cgroups.push_back(std::move(g));
+  }
   return r;
+}
+
+void NoteSpawned(pid_t pid) {
+  if (pid <= 0) return;
+  std::lock_guard<std::mutex> lock(spawned_mutex);
+  spawned.insert(pid);
+}
+
+void ForgetSpawned() {
+  std::lock_guard<std::mutex> lock(spawned_mutex);
+  spawned.clear();
 }
 
 std::string DiffResidue(const Residue& before, const Residue& after) {

@@ -60,21 +60,29 @@ class ScratchDir {
 
 // What a sandbox started by this test could leave on the host: mounts under the test's
 // scratch directories or /run/brig, brig-init processes, cgroups named brig-* in any
-// hierarchy under /sys/fs/cgroup, and sandbox records (/run/brig/sandboxes). Only what
-// this test could have made counts: a process it did not start, a record locked by one, a
-// cgroup holding only such processes, and other mounts belong to other work on the host.
-// brig writes nothing under /tmp on the host.
+// hierarchy under /sys/fs/cgroup, and sandbox records (/run/brig/sandboxes). Only what this
+// test made counts; the host is shared, and other work makes and leaves the same kinds of
+// things. A record is the test's while a process the test started holds its lock, and
+// after its brig is gone if the brig_pid it notes is one the test spawned (NoteSpawned); a
+// cgroup is the test's if a process the test started is in it or a record of the test's
+// is named after it. A brig-* cgroup that no record names, another's record and other
+// mounts belong to other work on the host. brig writes nothing under /tmp on the host.
 struct Residue {
   std::string mounts;
   std::vector<std::string> processes;
   std::vector<std::string> cgroups;
   std::vector<std::string> records;
 };
-// Every cgroup directory named brig-* under /sys/fs/cgroup.
+// Every cgroup directory named brig-* under /sys/fs/cgroup, whoever made it.
 std::vector<std::string> BrigCgroups();
 Residue TakeResidue();
 // Human-readable difference, empty if none.
 std::string DiffResidue(const Residue& before, const Residue& after);
+// Notes a process this test started that is brig or execs it. RunCommand, RunBrig and the
+// Spawn functions note theirs; a test that forks brig itself calls it. ForgetSpawned, at
+// the start of each test, drops the pids of the tests before, which the host may reuse.
+void NoteSpawned(pid_t pid);
+void ForgetSpawned();
 
 // Whether `pid` descends from this process. The test process is a child subreaper
 // (main.cc), so a sandbox whose brig died is still its descendant.
