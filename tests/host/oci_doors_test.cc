@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -265,6 +266,79 @@ TEST_F(OciDoors, AUserNamespacedContainerNeverChangesTheHostsDeviceNodes) {
   RunOutput r = Run({"run", "--bundle", Bundle(c, "devs"), "devs"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "wrote\n") << r.err;
+}
+
+// What a process of the container holds that is not the container's, from the host's view:
+// its descriptors above stdio (the engine's), and a cwd or root that is not `rootfs`. `allowed`
+// names the one descriptor it may still hold (a created init's exec.fifo).
+std::vector<std::string> HostHeld(pid_t pid, const std::string& rootfs,
+                                  const std::string& allowed = "") {
+  std::vector<std::string> out;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  auto link = [](const std::string& p) {
+    char buf[4096];
+    ssize_t n = readlink(p.c_str(), buf, sizeof buf);
+    return n < 0 ? std::string() : std::string(buf, static_cast<size_t>(n));
+  };
+  for (const std::string& fd : ListDir(proc + "/fd")) {
+    if (atoi(fd.c_str()) <= 2) continue;
+    std::string to = link(proc + "/fd/" + fd);
+    if (to != allowed) out.push_back("fd " + fd + " -> " + to);
+  }
+  // The container's root is its own mount namespace's "/", whatever readlink shows from
+  // here: the directory itself is compared. (Its process.cwd is "/".)
+  struct stat want, st;
+  if (stat(rootfs.c_str(), &want) < 0) return {"no " + rootfs};
+  for (const char* what : {"cwd", "root"}) {
+    if (stat((proc + "/" + what).c_str(), &st) < 0 || st.st_dev != want.st_dev ||
+        st.st_ino != want.st_ino) {
+      out.push_back(std::string(what) + " is not the container's root");
+    }
+  }
+  return out;
+}
+
+// Every process the OCI verbs start holds, once its command runs, what native brig init
+// holds: nothing of the host's but the stdio the engine gave it, its cwd and root inside
+// the container's. Init holds only exec.fifo between create and start.
+TEST_F(OciDoors, EveryProcessTheVerbsStartHoldsNothingOfTheHosts) {
+  if (!IsBrig()) GTEST_SKIP() << "runc's init holds its exec fifo as a /proc path";
+  std::string bundle = Bundle(Cfg("held1"), "held1");
+  const std::string rootfs = bundle + "/rootfs";
+  pid_t init = CreateFrom(bundle, "held1");
+  ASSERT_GT(init, 0);
+  EXPECT_EQ(HostHeld(init, rootfs, root_ + "/held1/exec.fifo"), std::vector<std::string>{})
+      << "container init after create";
+  ASSERT_EQ(Run({"start", "held1"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Comm(init) == "sleep"; }));
+  EXPECT_EQ(HostHeld(init, rootfs), std::vector<std::string>{}) << "container init after start";
+  const std::string pid_file = scratch_.path() + "/exec.pid";
+  for (bool tty : {false, true}) {
+    std::vector<std::string> args = {"exec", "--detach", "--pid-file", pid_file};
+    std::unique_ptr<ConsoleSocket> console;
+    if (tty) {
+      console = std::make_unique<ConsoleSocket>(scratch_.path() + "/console.sock");
+      ASSERT_TRUE(console->ok());
+      args.insert(args.end(), {"--tty", "--console-socket", scratch_.path() + "/console.sock"});
+    }
+    args.insert(args.end(), {"held1", "sleep", "997"});
+    RunOutput e = Run(args);
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    pid_t p = static_cast<pid_t>(atoi(ReadFileOrEmpty(pid_file).c_str()));
+    ASSERT_TRUE(Eventually([&] { return Comm(p) == "sleep"; }));
+    EXPECT_EQ(HostHeld(p, rootfs), std::vector<std::string>{}) << "exec --detach, tty " << tty;
+  }
+  Config c = Cfg("held2");
+  std::string b2 = Bundle(c, "held2");
+  RunOutput d = Run({"run", "--detach", "--pid-file", pid_file, "--bundle", b2, "held2"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  pid_t p2 = static_cast<pid_t>(atoi(ReadFileOrEmpty(pid_file).c_str()));
+  ASSERT_TRUE(Eventually([&] { return Comm(p2) == "sleep"; }));
+  EXPECT_EQ(HostHeld(p2, b2 + "/rootfs"), std::vector<std::string>{}) << "run --detach";
+  EXPECT_EQ(Run({"delete", "--force", "held1"}).exit_code, 0);
+  EXPECT_EQ(Run({"delete", "--force", "held2"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+  EXPECT_TRUE(AwaitGone(p2));
 }
 
 }  // namespace
