@@ -341,5 +341,35 @@ TEST_F(OciDoors, EveryProcessTheVerbsStartHoldsNothingOfTheHosts) {
   EXPECT_TRUE(AwaitGone(p2));
 }
 
+// Between create and start, the container's process is brig's binary in the container's
+// namespaces, already as the container's user: it must not be dumpable (runc
+// CVE-2019-5736), or a process of that user could trace it or open it through /proc. The
+// kernel shows it: a process that is not dumpable has its /proc files owned by the root of
+// the user namespace its memory was made in (brig's: the host's, 0), one that is, by its
+// own uid (here host 201000).
+TEST_F(OciDoors, ACreatedContainersProcessIsNotDumpableUntilItsCommandRuns) {
+  Config c = Cfg("dump");
+  c.namespaces.push_back("user");
+  c.map_to = 200000;
+  c.uid = c.gid = 1000;
+  c.args = {"sleep", "996"};
+  pid_t init = Create(c, "dump");
+  ASSERT_GT(init, 0);
+  auto owner = [&] {
+    struct stat st;
+    return stat(("/proc/" + std::to_string(init) + "/status").c_str(), &st) == 0 ? st.st_uid
+                                                                                  : 0u;
+  };
+  EXPECT_EQ(Fields(ReadFileOrEmpty("/proc/" + std::to_string(init) + "/status"))["Uid"],
+            "201000 201000 201000 201000")
+      << "not yet the container's user";
+  EXPECT_EQ(owner(), 0u) << "dumpable before its command";
+  ASSERT_EQ(Run({"start", "dump"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Comm(init) == "sleep"; }));
+  EXPECT_EQ(owner(), 201000u) << "the command itself is the container's, dumpable";
+  EXPECT_EQ(Run({"delete", "--force", "dump"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+}
+
 }  // namespace
 }  // namespace brig::testing::oci
