@@ -40,9 +40,15 @@ void ExecChild(const ExecSpec& s) {
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
-  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3) ||
-      (*s.workdir && chdir(s.workdir) < 0)) {
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3)) {
     Failed(s.err_fd, errno, ErrorKind::kSetup);
+  }
+  // The working directory as every front end enters one: inside the root, never through a
+  // /proc link (sys::EnterDirInRoot). Its errno, or ELOOP for a refusal that has none.
+  if (*s.workdir) {
+    if (auto in = sys::EnterDirInRoot(s.workdir, "workdir"); !in) {
+      Failed(s.err_fd, in.error().err ? in.error().err : ELOOP, ErrorKind::kSetup);
+    }
   }
   // The workload's limits, not its parent's: brig init must keep its own few fds whatever
   // they are.

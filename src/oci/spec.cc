@@ -247,7 +247,6 @@ Status CheckHooks(const Hooks& hooks) {
   return {};
 }
 
-// Which namespaces the spec names, and which of them are new (no path).
 }  // namespace
 
 std::optional<int> SysctlNamespace(std::string_view key) {
@@ -266,6 +265,7 @@ std::optional<int> SysctlNamespace(std::string_view key) {
 
 namespace {
 
+// Which namespaces the spec names, and which of them are new (no path).
 struct NamespaceSet {
   int named = 0;
   int fresh = 0;

@@ -72,12 +72,12 @@ std::string LockHolder(const struct stat& st) {
 
 void Interrupt(int) {}
 
-// Waits at most `wait` for the lock, blocked in flock(2) (where /proc/locks shows the
+// Waits at most kLockWait for the lock, blocked in flock(2) (where /proc/locks shows the
 // waiter) and woken every tick by SIGALRM, without SA_RESTART, to look at the clock: a verb
 // never waits for ever on another that hangs. A tick rather than one alarm at the
 // deadline: one that fired just before flock blocked would be lost. Both the handler and
 // the timer are gone again before Lock returns; no verb has a timer when it clones.
-Status Lock(int fd, const std::string& path, std::chrono::milliseconds wait) {
+Status Lock(int fd, const std::string& path) {
   if (flock(fd, LOCK_EX | LOCK_NB) == 0) return {};
   if (errno != EWOULDBLOCK && errno != EINTR) return SysError("flock", path);
   struct sigaction tick = {}, old_action;
@@ -97,7 +97,7 @@ Status Lock(int fd, const std::string& path, std::chrono::milliseconds wait) {
     held = SysError("timer_create", path);
   } else {
     struct itimerspec every = {{0, 100'000'000}, {0, 100'000'000}};
-    auto deadline = std::chrono::steady_clock::now() + wait;
+    auto deadline = std::chrono::steady_clock::now() + kLockWait;
     if (timer_settime(timer, 0, &every, nullptr) < 0) held = SysError("timer_settime", path);
     while (held && flock(fd, LOCK_EX) < 0) {
       if (errno != EINTR) {
@@ -105,7 +105,7 @@ Status Lock(int fd, const std::string& path, std::chrono::milliseconds wait) {
       } else if (std::chrono::steady_clock::now() >= deadline) {
         struct stat st;
         std::string holder = fstat(fd, &st) == 0 ? LockHolder(st) : "another process";
-        std::string waited = std::to_string(wait.count() / 1000) + " s";
+        std::string waited = std::to_string(kLockWait.count()) + " s";
         held = Fail(path, "", "locked by " + holder + " for over " + waited);
       }
     }
@@ -224,7 +224,7 @@ Result<ContainerDir> ContainerDir::Create(const std::string& root, const std::st
   if (!mkdtemp(temp.data())) return SysError("mkdir", pattern);
   ContainerDir d;
   d.fd_.Reset(open(temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  Status made = d.fd_ ? Lock(d.fd_.get(), temp, kLockWait) : Status(SysError("open", temp));
+  Status made = d.fd_ ? Lock(d.fd_.get(), temp) : Status(SysError("open", temp));
   if (made && fchmod(d.fd_.get(), 0711) < 0) made = SysError("chmod", temp);
   std::string path = root + "/" + id;
   if (made && renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) < 0) {
@@ -248,7 +248,7 @@ Result<ContainerDir> ContainerDir::Open(const std::string& root, const std::stri
   for (;;) {
     d.fd_.Reset(open(d.path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!d.fd_) return errno == ENOENT ? Missing(id) : SysError("open", d.path_);
-    BRIG_TRY(Lock(d.fd_.get(), d.path_, kLockWait));
+    BRIG_TRY(Lock(d.fd_.get(), d.path_));
     struct stat held, named;
     if (fstat(d.fd_.get(), &held) < 0) return SysError("stat", d.path_);
     if (stat(d.path_.c_str(), &named) < 0) {
