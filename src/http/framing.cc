@@ -127,7 +127,16 @@ std::string NotCanonical(std::string_view p) {
 }
 
 std::string AnotherHost(std::string_view path) {
-  std::string p = PercentDecoded(PercentDecoded(path));
+  std::string p(path);
+  for (int round = 0;; ++round) {
+    std::string decoded = PercentDecoded(p);
+    if (decoded == p) break;
+    if (round == kDecodeRounds) {
+      return "the path is percent-encoded more than " + std::to_string(kDecodeRounds) +
+             " times over, which a target decoding it again can read as another host";
+    }
+    p = std::move(decoded);
+  }
   std::replace(p.begin(), p.end(), '\\', '/');
   p.erase(std::remove_if(p.begin(), p.end(),
                          [](char c) { return c == '\t' || c == '\r' || c == '\n'; }),
@@ -136,9 +145,10 @@ std::string AnotherHost(std::string_view path) {
     size_t end = std::min(p.find('/', start), p.size());
     std::string_view segment = std::string_view(p).substr(start, end - start);
     segment = segment.substr(0, segment.find(';'));
-    if (start == 1 && segment.empty() && end < p.size()) {
-      return "the path starts with // (also as a backslash, percent-encoded or after a ;), "
-             "which a target can read as another host";
+    if (segment.empty() && end < p.size()) {
+      return "the path has an empty segment (//, also as a backslash, percent-encoded or "
+             "before a ;), which a target can read as another host, at the start or once it "
+             "strips a prefix";
     }
     if (segment == "." || segment == "..") {
       return "the path has a . or .. segment (also percent-encoded), whose removal can make "

@@ -62,11 +62,13 @@ std::string Printable(std::string_view s);
 // backslash, or a percent-encoded dot, slash, backslash, percent or NUL. Empty if none.
 std::string NotCanonical(std::string_view path);
 // Why a target could read `path` (an origin-form path, no query) as a network-path
-// reference ("//host/...", RFC 3986 4.2) when it builds a URL from it: read as leniently as
-// a target might (percent-decoded twice over, a backslash as a slash, tab, CR and LF
-// dropped as a WHATWG URL parser drops them), its first segment is empty up to any ';'
-// and another follows, or it has a "." or ".." segment, whose removal can bring that
-// about. Empty if neither.
+// reference ("//host/...", RFC 3986 4.2) when it builds a URL from it, or from what follows
+// a prefix it strips: read as leniently as a target might (percent-decoded until nothing
+// is left to decode, a backslash as a slash, tab, CR and LF dropped as a WHATWG URL parser
+// drops them), a segment other than the last is empty up to any ';', or one is "." or
+// "..", whose removal can bring that about; or it is percent-encoded more than
+// kDecodeRounds times over. Empty if none.
+constexpr int kDecodeRounds = 8;
 std::string AnotherHost(std::string_view path);
 // Whether `path` is canonical and under one of `prefixes`: equal to one, or starting with
 // it where it ends in '/' or is followed by '/' (so "/v1" allows "/v1/x", never "/v1x").

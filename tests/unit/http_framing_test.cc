@@ -268,15 +268,18 @@ TEST(HttpFraming, CanonicalPaths) {
 // building a URL from it could read as "//host/..." is refused, whatever the paths; the
 // proxy's rules send it on.
 TEST(HttpFraming, APathThatCouldNameAnotherHostIsRefused) {
-  for (const char* p : {"/", "/v1/models", "/v1//models", "/a%2Fb", "/a%5Cb", "/a.b/..c/.d", "/;a",
-                        "/a;b/c", "/%41/x", "/%2", "/%zz/x", "/%2e%2e.x"}) {
+  for (const char* p : {"/", "/v1/models", "/v1/models/", "/a%2Fb", "/a%5Cb", "/a.b/..c/.d", "/;a",
+                        "/a;b/c", "/%41/x", "/%2", "/%zz/x", "/%2e%2e.x", "/%25252541",
+                        "/a%25%25b"}) {
     EXPECT_EQ(AnotherHost(p), "") << p;
   }
   for (const char* p :
        {"//",           "//x",     "/\\x",          "/%2fx",   "/%2F/x",      "/%5Cx",
         "/%5c%5cx",     "/%252Fx", "/%25%32%46x",   "/%09/x",  "/%0a/x",      "/%0D/x",
         "/;/x",         "/;a/x",   "/./x",          "/a/../b", "/a/%2e%2E/b", "/a/.;x/b",
-        "/%252e%252e/", "/a/..",   "/a\\..\\..\\/x"}) {
+        "/%252e%252e/", "/a/..",   "/a\\..\\..\\/x", "/v1//models", "/svc//x.attacker.test/",
+        "/svc/%2F/x",   "/svc/;/x", "/svc\\\\x", "/%25252Fx", "/%2525252F%2525252Fx",
+        "/%252525252525252541"}) {
     EXPECT_NE(AnotherHost(p), "") << p;
   }
   Rules rw = ModelRewrite();
