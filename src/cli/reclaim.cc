@@ -14,7 +14,6 @@
 #include "security/sandbox_ids.h"
 #include "state/record.h"
 #include "util/files.h"
-#include "util/slots.h"
 
 namespace brig::cli {
 namespace {
@@ -160,12 +159,15 @@ Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
   out.failed = std::move(collected.failed);
   if (only.empty()) {
     r.SweepStateDirs(out);
-    // The host ids' files of brigs that are gone (security/sandbox_ids.h).
+    // The host ids' files of brigs that are gone, once their sandboxes are too
+    // (security/sandbox_ids.h).
     std::vector<std::string> ids;
-    if (auto dropped = util::DropUnheld(security::kIdsDir, &ids); !dropped) {
+    if (auto dropped = security::DropLeft(security::kIdsDir, &ids); !dropped) {
       out.failed.push_back(std::move(dropped).error());
     }
-    for (const auto& path : ids) out.removed.push_back(path + " (its brig is gone)");
+    for (const auto& path : ids) {
+      out.removed.push_back(path + " (its brig and every process of its uid are gone)");
+    }
   }
   return out;
 }

@@ -1,9 +1,11 @@
 #include "security/sandbox_ids.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <optional>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -125,13 +127,41 @@ Result<IdRange> ReadIdRange() {
   return ChooseIdRange(files);
 }
 
+bool HasProcesses(uid_t uid) {
+  DIR* d = opendir("/proc");
+  if (!d) return true;
+  bool found = false;
+  while (struct dirent* de = readdir(d)) {
+    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+    // A process that is gone meanwhile has no file: it holds nothing.
+    auto status = util::ReadFile(std::string("/proc/") + de->d_name + "/status");
+    if (!status) continue;
+    size_t at = status->find("\nUid:");
+    if (at == std::string::npos) continue;
+    std::istringstream ids(status->substr(at + 5, status->find('\n', at + 1) - at - 5));
+    for (uint64_t id; ids >> id;) found = found || id == uid;
+    if (found) break;
+  }
+  closedir(d);
+  return found;
+}
+
+Result<bool> DropLeft(const std::string& dir, std::vector<std::string>* removed) {
+  return util::DropUnheld(dir, removed, [](const std::string& name) {
+    std::optional<uint64_t> uid = Number(name);
+    return !uid || HasProcesses(static_cast<uid_t>(*uid));
+  });
+}
+
 Result<SandboxIds> SandboxIds::Take(const IdRange& range, const std::string& dir) {
   BRIG_TRY_CTX(util::MakeDirs(dir), "host ids");
-  std::optional<util::Slot> slot =
-      BRIG_TRY_CTX(util::TakeSlot(dir, range.uid, range.count), "host ids");
+  std::optional<util::Slot> slot = BRIG_TRY_CTX(
+      util::TakeSlot(dir, range.uid, range.count, util::Left::kSkip), "host ids");
   if (!slot) {
     return Fail("host ids", Span(range.uid, range.count),
-                "every id of brig's range (" + range.source + ") is held by a running sandbox");
+                "every id of brig's range (" + range.source +
+                    ") is held by a running sandbox, or by one whose brig was killed (brig gc "
+                    "frees those once their processes are gone)");
   }
   SandboxIds ids;
   ids.uid_ = slot->n;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "brig/result.h"
 #include "sys/fd.h"
@@ -43,9 +44,19 @@ Result<IdRange> ChooseIdRange(const IdFiles& files);
 // Reads /etc/subuid, /etc/subgid, /etc/passwd and /etc/group (a missing one is empty).
 Result<IdRange> ReadIdRange();
 
+// Whether a process on the host has `uid` as its real, effective, saved or file-system uid
+// (/proc/PID/status), a zombie included. True if /proc cannot be read.
+bool HasProcesses(uid_t uid);
+
 // One uid and gid of the range (the same offset in each), held for the sandbox's life as a
-// lock file kIdsDir/UID (util/slots.h): a concurrent run never gets it, and it is free
-// again as soon as its brig is gone, killed or not (brig init and the sandbox die with it).
+// lock file kIdsDir/UID (util/slots.h): a concurrent run never gets it. A brig that ends
+// removes the file once its sandbox is reaped; a killed brig leaves it while the kernel
+// kills its sandbox (brig init's parent-death signal), and no run takes an id whose file
+// is there, so two sandboxes never share a uid, not even while one is dying. DropLeft
+// removes such a file once no process of its uid is left (each run and brig gc call it).
+Result<bool> DropLeft(const std::string& dir, std::vector<std::string>* removed);
+
+
 class SandboxIds {
  public:
   static Result<SandboxIds> Take(const IdRange& range, const std::string& dir = kIdsDir);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,11 +28,19 @@ struct Slot {
   std::string path;
   sys::UniqueFd fd;
 };
-// nullopt: every slot is held.
-Result<std::optional<Slot>> TakeSlot(const std::string& dir, uint32_t first, uint32_t count);
+// What TakeSlot does with a slot whose file a holder that is gone left, unlocked: take it
+// (what it names is free once its holder is), or skip it, for what a holder's death does
+// not end at once (a sandbox uid's processes die after their brig); DropUnheld's `in_use`
+// then says when it may go.
+enum class Left { kTake, kSkip };
+// nullopt: every slot is held (or left, with kSkip).
+Result<std::optional<Slot>> TakeSlot(const std::string& dir, uint32_t first, uint32_t count,
+                                     Left left = Left::kTake);
 
-// Removes the files in `dir` whose holders are gone, noting their paths in `removed` if
-// given. Returns false if one is held (it stays).
-Result<bool> DropUnheld(const std::string& dir, std::vector<std::string>* removed = nullptr);
+// Removes the files in `dir` whose holders are gone, unless `in_use` (given the file's
+// name) says what one names is still in use; notes their paths in `removed` if given.
+// Returns false if one stays.
+Result<bool> DropUnheld(const std::string& dir, std::vector<std::string>* removed = nullptr,
+                        const std::function<bool(const std::string&)>& in_use = {});
 
 }  // namespace brig::util
