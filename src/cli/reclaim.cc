@@ -159,6 +159,13 @@ Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
   out.failed = std::move(collected.failed);
   if (only.empty()) {
     r.SweepStateDirs(out);
+    if (auto leases = net::DropEmptyLeases(); !leases) {
+      out.failed.push_back(std::move(leases).error());
+    } else {
+      for (const auto& path : *leases) {
+        out.removed.push_back(path + " (its brig was killed before it used the address)");
+      }
+    }
     // The host ids' files of brigs that are gone, once their sandboxes are too
     // (security/sandbox_ids.h).
     std::vector<std::string> ids;

@@ -229,6 +229,16 @@ Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std
   return removed;
 }
 
+Result<std::vector<std::string>> DropEmptyLeases() {
+  std::string dir = DirOf(BRIG_TRY(CurrentNetns()).ino) + "/addr";
+  std::vector<std::string> removed;
+  BRIG_TRY(util::DropUnheld(dir, &removed, [&](const std::string& name) {
+    struct stat st;
+    return stat((dir + "/" + name).c_str(), &st) != 0 || st.st_size != 0;
+  }));
+  return removed;
+}
+
 std::vector<NetnsKey> StateDirs() {
   std::vector<NetnsKey> out;
   DIR* d = opendir(kStateDir);

@@ -78,6 +78,11 @@ Result<NetEntry> ParseEntry(const std::string& value);
 // entry of another network namespace is refused: gc must run where the sandbox ran.
 Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std::string& value);
 
+// Removes this namespace's address leases that no one holds and that note nothing: a brig
+// killed between taking an address and noting it (Lease::Note) made nothing there, and no
+// record names the file. Returns their paths.
+Result<std::vector<std::string>> DropEmptyLeases();
+
 // brig's per-namespace state directories (kStateDir/INODE), each with the cookie it notes
 // (0 if it notes none).
 std::vector<NetnsKey> StateDirs();
