@@ -14,6 +14,7 @@
 #include "container/command.h"
 #include "log/log.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace brig::oci {
 namespace {
@@ -31,7 +32,9 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
                                          nullptr, nullptr));
   if (pid < 0) return SysError("fork", subject);
   if (pid == 0) {
-    if (dup2(rd.get(), 0) < 0) _exit(127);
+    // The state on stdin, the engine's stdout and stderr, and nothing else: no descriptor
+    // of brig's, nor one brig was left by its caller.
+    if (dup2(rd.get(), 0) < 0 || !sys::CloseAllExcept({}, 3)) _exit(127);
     execve(h.path().c_str(), argv.data(), envp.data());
     _exit(127);
   }

@@ -144,7 +144,8 @@ TEST_F(OciDoors, AKilledCreateLeavesNoInitAndNoLockBehind) {
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
     Config c = Cfg(id);
     c.hooks_json = std::string("{\"") + phase + R"(":[{"path":"/bin/busybox","args":["sh","-c",)" +
-                   R"("echo $$ > )" + fifo + R"(; exec sleep 1000000"]}]})";
+                   R"("echo ran > )" + fifo + R"(; exec sleep )" + std::to_string(1000000 + n) +
+                   R"("]}]})";
     std::string bundle = Bundle(c, id);
     pid_t create = fork();
     if (create == 0) {
@@ -157,13 +158,17 @@ TEST_F(OciDoors, AKilledCreateLeavesNoInitAndNoLockBehind) {
     }
     int r = open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(r, 0);
-    std::string said = ReadUntil(r, "\n");
+    ASSERT_EQ(ReadUntil(r, "\n"), "ran\n") << phase << ": the hook did not run";
     close(r);
-    pid_t hook = static_cast<pid_t>(atoi(said.c_str()));
-    ASSERT_GT(hook, 0) << phase << ": the hook did not run";
+    // Found from the host: a createContainer hook's $$ is a pid of the container's namespace.
+    std::vector<pid_t> hook;
+    ASSERT_TRUE(Eventually([&] {
+      return (hook = FindProcesses("sleep " + std::to_string(1000000 + n))).size() == 1;
+    })) << phase;
     ASSERT_EQ(kill(create, SIGKILL), 0);
     ASSERT_EQ(waitpid(create, nullptr, 0), create);
-    ASSERT_EQ(kill(hook, SIGKILL), 0);
+    // Gone already if it was in the container's pid namespace, whose init died with brig.
+    ASSERT_TRUE(kill(hook[0], SIGKILL) == 0 || errno == ESRCH);
     std::vector<std::string> groups = GroupsOf(id);
     ASSERT_TRUE(Eventually([&] {
       ReapExited();
@@ -271,8 +276,8 @@ TEST_F(OciDoors, AUserNamespacedContainerNeverChangesTheHostsDeviceNodes) {
 // What a process of the container holds that is not the container's, from the host's view:
 // its descriptors above stdio (the engine's), and a cwd or root that is not `rootfs`. `allowed`
 // names the one descriptor it may still hold (a created init's exec.fifo).
-std::vector<std::string> HostHeld(pid_t pid, const std::string& rootfs,
-                                  const std::string& allowed = "") {
+// The descriptors of process `pid` above its stdio, other than one open on `allowed`.
+std::vector<std::string> FdsAboveStdio(pid_t pid, const std::string& allowed = "") {
   std::vector<std::string> out;
   const std::string proc = "/proc/" + std::to_string(pid);
   auto link = [](const std::string& p) {
@@ -285,6 +290,13 @@ std::vector<std::string> HostHeld(pid_t pid, const std::string& rootfs,
     std::string to = link(proc + "/fd/" + fd);
     if (to != allowed) out.push_back("fd " + fd + " -> " + to);
   }
+  return out;
+}
+
+std::vector<std::string> HostHeld(pid_t pid, const std::string& rootfs,
+                                  const std::string& allowed = "") {
+  std::vector<std::string> out = FdsAboveStdio(pid, allowed);
+  const std::string proc = "/proc/" + std::to_string(pid);
   // The container's root is its own mount namespace's "/", whatever readlink shows from
   // here: the directory itself is compared. (Its process.cwd is "/".)
   struct stat want, st;
@@ -328,6 +340,21 @@ TEST_F(OciDoors, EveryProcessTheVerbsStartHoldsNothingOfTheHosts) {
     ASSERT_TRUE(Eventually([&] { return Comm(p) == "sleep"; }));
     EXPECT_EQ(HostHeld(p, rootfs), std::vector<std::string>{}) << "exec --detach, tty " << tty;
   }
+  // An attached exec: its process, not brig's, is checked while brig waits for it.
+  pid_t attached = fork();
+  if (attached == 0) {
+    setsid();
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
+    execl(RuntimeBinary().c_str(), "brig", "--root", root_.c_str(), "exec", "held1", "sleep",
+          "995", nullptr);
+    _exit(127);
+  }
+  std::vector<pid_t> found;
+  ASSERT_TRUE(Eventually([&] { return (found = FindProcesses("sleep 995")).size() == 1; }));
+  EXPECT_EQ(HostHeld(found[0], rootfs), std::vector<std::string>{}) << "exec, attached";
+  ASSERT_EQ(kill(found[0], SIGKILL), 0);
+  ASSERT_EQ(waitpid(attached, nullptr, 0), attached);
   Config c = Cfg("held2");
   std::string b2 = Bundle(c, "held2");
   RunOutput d = Run({"run", "--detach", "--pid-file", pid_file, "--bundle", b2, "held2"});
@@ -339,6 +366,54 @@ TEST_F(OciDoors, EveryProcessTheVerbsStartHoldsNothingOfTheHosts) {
   EXPECT_EQ(Run({"delete", "--force", "held2"}).exit_code, 0);
   EXPECT_TRUE(AwaitGone(init));
   EXPECT_TRUE(AwaitGone(p2));
+}
+
+// A hook holds what the engine gave it (the state on stdin, stdout, stderr) and nothing
+// else of brig's: the hooks of the runtime's namespaces (prestart, createRuntime,
+// poststart) as much as those run in the container's (createContainer, startContainer);
+// startContainer's runs with the container's root and cwd, as its command will. Each hook
+// says on a FIFO that it runs, and is checked from the host while it sleeps.
+TEST_F(OciDoors, AHookProcessHoldsNothingOfBrigs) {
+  if (!IsBrig()) GTEST_SKIP() << "brig's hooks";
+  int n = 0;
+  for (const char* phase :
+       {"prestart", "createRuntime", "createContainer", "startContainer", "poststart"}) {
+    const std::string id = "hook" + std::to_string(n);
+    const std::string sleep = std::to_string(990000 + n++);
+    Config c = Cfg(id);
+    bool inside = std::string(phase) == "startContainer";
+    // startContainer's runs after pivot_root: its FIFO is in the rootfs.
+    std::string fifo = inside ? "/hook.fifo" : scratch_.path() + "/" + id + ".fifo";
+    c.hooks_json = std::string("{\"") + phase + R"(":[{"path":"/bin/busybox","args":["sh","-c",)" +
+                   R"("echo ran > )" + fifo + R"(; exec sleep )" + sleep + R"("]}]})";
+    std::string bundle = Bundle(c, id);
+    if (inside) fifo = bundle + "/rootfs/hook.fifo";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
+    pid_t verb = fork();
+    if (verb == 0) {
+      setsid();
+      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+      for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
+      execl(RuntimeBinary().c_str(), "brig", "--root", root_.c_str(), "run", "--detach",
+            "--bundle", bundle.c_str(), id.c_str(), nullptr);
+      _exit(127);
+    }
+    int r = open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(r, 0);
+    EXPECT_EQ(ReadUntil(r, "\n"), "ran\n") << phase << ": the hook did not run";
+    close(r);
+    std::vector<pid_t> hook;
+    ASSERT_TRUE(Eventually([&] { return (hook = FindProcesses("sleep " + sleep)).size() == 1; }))
+        << phase;
+    if (inside) {
+      EXPECT_EQ(HostHeld(hook[0], bundle + "/rootfs"), std::vector<std::string>{}) << phase;
+    } else {
+      EXPECT_EQ(FdsAboveStdio(hook[0]), std::vector<std::string>{}) << phase;
+    }
+    ASSERT_EQ(kill(hook[0], SIGKILL), 0);
+    ASSERT_EQ(waitpid(verb, nullptr, 0), verb);
+    EXPECT_EQ(Run({"delete", "--force", id}).exit_code, 0) << phase;
+  }
 }
 
 // Between create and start, the container's process is brig's binary in the container's
