@@ -181,7 +181,7 @@ void Stdio::Aim(Stream& s, int caller_fd, bool from_pipe) {
     s.pollable = static_cast<bool>(s.dst_own);
   }
   if (s.dst == caller_fd && isatty(caller_fd)) {
-    s.filter.emplace();
+    s.filter.emplace(TerminalCodeset::kUtf8);
     s.kind = Stream::Kind::kBuffered;
   }
 }

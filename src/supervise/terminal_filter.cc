@@ -4,10 +4,13 @@
 // it is dropped, so a query a terminal adds tomorrow is dropped too.
 #include "supervise/terminal_filter.h"
 
+#include <cctype>
+
 namespace brig::supervise {
 namespace {
 
-constexpr uint8_t kEnq = 0x05, kBel = 0x07, kCan = 0x18, kSub = 0x1a, kEsc = 0x1b, kDel = 0x7f;
+constexpr uint8_t kEnq = 0x05, kBel = 0x07, kCan = 0x18, kSub = 0x1a, kEsc = 0x1b, kDel = 0x7f,
+                  kSt = 0x9c;
 
 // ESC and one final byte: cursor save and restore, keypad modes, index, next line, tab set,
 // reverse index, single and locking shifts, back and forward index, full reset. Not ESC Z
@@ -21,6 +24,14 @@ constexpr std::string_view kEscFinals = "6789=>DEHMNOcno|}~";
 constexpr std::string_view kCsiFinals = "@ABCDEFGHIJKLMPSTXZ`abdefgmrsu";
 
 bool In(std::string_view set, char c) { return set.find(c) != std::string_view::npos; }
+
+// `ch`: a whole UTF-8 character. Whether a continuation byte is 0x80 to 0x9F.
+bool HasC1Byte(std::string_view ch) {
+  for (char b : ch.substr(1)) {
+    if (static_cast<uint8_t>(b) < 0xA0) return true;
+  }
+  return false;
+}
 
 // `seq`: ESC, intermediates (0x20-0x2F), a final byte.
 bool EscAllowed(std::string_view seq) {
@@ -82,6 +93,20 @@ bool CsiAllowed(std::string_view seq) {
 
 }  // namespace
 
+TerminalCodeset CodesetOfLocale(std::string_view lc_all, std::string_view lc_ctype,
+                                std::string_view lang) {
+  std::string_view name = !lc_all.empty() ? lc_all : !lc_ctype.empty() ? lc_ctype : lang;
+  if (name.empty() || name == "C" || name == "POSIX") return TerminalCodeset::kUnknown;
+  size_t dot = name.find('.');
+  if (dot == std::string_view::npos) return TerminalCodeset::kEightBit;
+  std::string codeset;
+  for (char c : name.substr(dot + 1, name.find('@', dot) - dot - 1)) {
+    codeset += static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  }
+  return codeset == "utf-8" || codeset == "utf8" ? TerminalCodeset::kUtf8
+                                                 : TerminalCodeset::kEightBit;
+}
+
 void TerminalFilter::Feed(std::string_view in, std::string& out) {
   for (char ch : in) {
     auto c = static_cast<uint8_t>(ch);
@@ -115,7 +140,13 @@ void TerminalFilter::Ground(uint8_t c, std::string& out) {
         C1(c);
         return;
       }
-      out += held_;
+      // A continuation byte 0x80 to 0x9F is a C1 control to an 8-bit terminal (U+01DB is
+      // C7 9B: 'Ç' and CSI), so where the terminal may be one the character is a '?'.
+      if (codeset_ == TerminalCodeset::kUnknown && HasC1Byte(held_)) {
+        out += '?';
+      } else {
+        out += held_;
+      }
       held_.clear();
       return;
     }
@@ -132,6 +163,10 @@ void TerminalFilter::Ground(uint8_t c, std::string& out) {
     return;
   }
   if (c < 0xA0) return C1(c);
+  if (codeset_ == TerminalCodeset::kEightBit) {
+    out += static_cast<char>(c);
+    return;
+  }
   lo_ = 0x80;
   hi_ = 0xBF;
   if (c >= 0xC2 && c <= 0xDF) {
@@ -151,9 +186,9 @@ void TerminalFilter::Ground(uint8_t c, std::string& out) {
   held_.assign(1, static_cast<char>(c));
 }
 
-// A C1 control, as a byte or in UTF-8. Ordinary output uses the 7-bit forms, so each is
-// dropped, with the sequence or string it introduces (read to its end, so that none of it
-// shows as text).
+// A C1 control, as a byte or (but in 8-bit) in UTF-8. Ordinary output uses the 7-bit forms,
+// so each is dropped, with the sequence or string it introduces (read to its end, so that
+// none of it shows as text).
 void TerminalFilter::C1(uint8_t c) {
   switch (c) {
     case 0x9B:  // CSI
@@ -228,8 +263,8 @@ void TerminalFilter::Csi(uint8_t c, std::string& out) {
   Reset();
 }
 
-// Every string is dropped, to its end: ST (ESC \), BEL for an OSC, CAN or SUB, or another
-// escape, which ends it as terminals do.
+// Every string is dropped, to its end: ST (ESC \, or the byte 0x9C in 8-bit), BEL for an
+// OSC, CAN or SUB, or another escape, which ends it as terminals do.
 void TerminalFilter::String(uint8_t c, std::string& out) {
   if (string_esc_) {
     string_esc_ = false;
@@ -239,7 +274,8 @@ void TerminalFilter::String(uint8_t c, std::string& out) {
   }
   if (c == kEsc) {
     string_esc_ = true;
-  } else if (c == kCan || c == kSub || (c == kBel && osc_)) {
+  } else if (c == kCan || c == kSub || (c == kBel && osc_) ||
+             (c == kSt && codeset_ == TerminalCodeset::kEightBit)) {
     Reset();
   }
 }

@@ -1,7 +1,8 @@
 // What of the workload's output may reach the caller's terminal (issue 27, item 6): text and
 // the control sequences of ordinary output pass; what makes a terminal answer on its input,
 // set its title or clipboard, or pass bytes on to another terminal is dropped (brig-run(1)
-// has the list and the threat). Pure and streaming; unit-tested and fuzzed.
+// has the list and the threat). Pure and streaming; unit-tested and fuzzed. Which bytes are
+// C1 controls depends on how the terminal decodes, which the caller's locale says.
 #pragma once
 
 #include <cstddef>
@@ -11,8 +12,29 @@
 
 namespace brig::supervise {
 
+// How the caller's terminal reads bytes past ASCII, and so which of them are C1 controls.
+enum class TerminalCodeset : uint8_t {
+  // As UTF-8: U+0080 to U+009F are the C1 controls.
+  kUtf8,
+  // One byte, one character (ISO 8859, KOI8...): the bytes 0x80 to 0x9F are C1 controls,
+  // continuation bytes of UTF-8 among them.
+  kEightBit,
+  // Either (the C and POSIX locales promise ASCII only): the output is read as UTF-8 and
+  // must be harmless read either way, so no byte 0x80 to 0x9F passes, in a character or not.
+  kUnknown,
+};
+
+// The codeset the caller's locale names: the first of LC_ALL, LC_CTYPE and LANG that is
+// set and not empty, as POSIX orders them ("" for unset). UTF-8 if its codeset (after the
+// '.', before any '@') is UTF-8 or utf8 in any case; unknown for C, POSIX or none set;
+// otherwise 8-bit, whatever the codeset (a locale without one is 8-bit in glibc too).
+TerminalCodeset CodesetOfLocale(std::string_view lc_all, std::string_view lc_ctype,
+                                std::string_view lang);
+
 class TerminalFilter {
  public:
+  explicit TerminalFilter(TerminalCodeset codeset) : codeset_(codeset) {}
+
   // At most this many bytes of one escape sequence are held; a longer one is dropped.
   static constexpr size_t kMaxSequence = 256;
 
@@ -40,8 +62,10 @@ class TerminalFilter {
   void StartDropped(State s, bool osc);
   void Reset();
 
+  TerminalCodeset codeset_;
   State state_ = State::kGround;
-  // An escape sequence read so far (from its ESC), or a UTF-8 character's first bytes.
+  // An escape sequence read so far (from its ESC), or a UTF-8 character's first bytes
+  // (never in 8-bit, where every byte is a character).
   std::string held_;
   // The sequence being read may still pass: it began with ESC (not a C1 control) and was
   // not too long.
