@@ -17,6 +17,7 @@
 #include "fs/outputs.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::config {
 namespace {
@@ -216,9 +217,18 @@ Status FitCgroups(Sandbox& sb) {
   return cgroup::FitLimits(sb.cgroup_plan, sb.limits);
 }
 
+// The caller's terminal is read as every program writing to it reads it, by the locale.
+supervise::TerminalCodeset TerminalCodesetOf(char** environ) {
+  auto get = [environ](std::string_view key) {
+    return util::EnvLookup(environ, key).value_or(std::string_view());
+  };
+  return supervise::CodesetOfLocale(get("LC_ALL"), get("LC_CTYPE"), get("LANG"));
+}
+
 }  // namespace
 
 Status ProbeHost(Sandbox& sb, char** environ) {
+  sb.terminal_codeset = TerminalCodesetOf(environ);
   if (sb.network && sb.egress.upstreams.empty()) {
     sb.egress.upstreams = BRIG_TRY(egress::HostUpstreams());
   }

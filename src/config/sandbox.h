@@ -19,6 +19,7 @@
 #include "fs/spec.h"
 #include "net/link.h"
 #include "security/limits.h"
+#include "supervise/terminal_filter.h"
 
 namespace brig::config {
 
@@ -46,6 +47,9 @@ struct Sandbox {
   fs::Spec fs;
   // Bytes of each of stdout and stderr relayed to the caller; unset: no bound.
   std::optional<uint64_t> output_limit;
+  // How the caller's terminal decodes, from brig's own locale (the probe): which bytes its
+  // filter takes for C1 controls.
+  supervise::TerminalCodeset terminal_codeset = supervise::TerminalCodeset::kUnknown;
   // Bytes brig may send upstream through the proxy and the brokers over the whole phase
   // (egress/budget.h); unset: no bound.
   std::optional<uint64_t> egress_budget;

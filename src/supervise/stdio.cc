@@ -65,9 +65,11 @@ void EnsureStdio() {
   }
 }
 
-Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit) {
+Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
+                                              TerminalCodeset codeset) {
   std::unique_ptr<Stdio> s(new Stdio());
   s->limit_ = limit;
+  s->codeset_ = codeset;
   s->null_.Reset(open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!s->null_) return SysError("open", "/dev/null");
   s->ep_.Reset(epoll_create1(EPOLL_CLOEXEC));
@@ -181,7 +183,7 @@ void Stdio::Aim(Stream& s, int caller_fd, bool from_pipe) {
     s.pollable = static_cast<bool>(s.dst_own);
   }
   if (s.dst == caller_fd && isatty(caller_fd)) {
-    s.filter.emplace(TerminalCodeset::kUtf8);
+    s.filter.emplace(codeset_);
     s.kind = Stream::Kind::kBuffered;
   }
 }

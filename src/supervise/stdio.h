@@ -28,8 +28,10 @@ void EnsureStdio();
 class Stdio {
  public:
   // Reads what brig's fds 0-2 are and makes the workload's. `limit`: bytes relayed per
-  // output stream; the rest is read and dropped. Before the clone.
-  static Result<std::unique_ptr<Stdio>> Prepare(std::optional<uint64_t> limit);
+  // output stream; the rest is read and dropped. `codeset`: how the caller's terminals
+  // decode, for their filters. Before the clone.
+  static Result<std::unique_ptr<Stdio>> Prepare(std::optional<uint64_t> limit,
+                                                TerminalCodeset codeset);
   Stdio(const Stdio&) = delete;
   Stdio& operator=(const Stdio&) = delete;
   ~Stdio();
@@ -84,6 +86,7 @@ class Stdio {
   void Resize();
 
   std::optional<uint64_t> limit_;
+  TerminalCodeset codeset_ = TerminalCodeset::kUnknown;
   // In the child: what becomes its 0, 1 and 2.
   std::array<sys::UniqueFd, 3> child_;
   // The workload's stdout pipe, its stderr pipe, its terminal's output, the caller's input

@@ -12,6 +12,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -30,11 +31,19 @@ std::vector<char*> Argv(std::vector<std::string>& args) {
   return v;
 }
 
-// Starts brig with the given descriptors as its 0, 1 and 2. With `terminal`, brig leads a
-// session whose controlling terminal that is, as in an interactive shell.
-pid_t Start(std::vector<std::string> args, int in, int out, int err, int terminal = -1) {
+// Starts brig with the given descriptors as its 0, 1 and 2, and `lc_all` as its LC_ALL,
+// whose codeset says how the caller's terminal decodes (whatever the tests' own locale).
+// With `terminal`, brig leads a session whose controlling terminal that is, as in an
+// interactive shell.
+pid_t Start(std::vector<std::string> args, int in, int out, int err, int terminal = -1,
+            const std::string& lc_all = "C.UTF-8") {
   args.insert(args.begin(), BrigBinary());
   auto argv = Argv(args);
+  std::vector<std::string> env = {"LC_ALL=" + lc_all};
+  for (char** e = environ; *e; ++e) {
+    if (strncmp(*e, "LC_ALL=", 7) != 0) env.push_back(*e);
+  }
+  auto envp = Argv(env);
   pid_t pid = fork();
   if (pid == 0) {
     if (terminal >= 0) {
@@ -44,7 +53,7 @@ pid_t Start(std::vector<std::string> args, int in, int out, int err, int termina
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(99);
   }
   NoteSpawned(pid);
@@ -216,6 +225,45 @@ TEST_F(Stdio, TheCallersTerminalGetsOrdinaryOutputByteForByteAndNoQuery) {
   EXPECT_EQ(seen, FilteredPayload());
   close(slave);
   close(master);
+}
+
+// Whether `s` holds a byte 0x80 to 0x9F, a C1 control to a terminal outside UTF-8.
+bool HasC1Byte(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char b) { return (b & 0xE0) == 0x80; });
+}
+
+// A terminal outside UTF-8 (xterm in a Latin-1 locale) takes the bytes 0x80 to 0x9F for C1
+// controls, UTF-8's continuation bytes among them: to it U+01DB (C7 9B) is 'Ç' and CSI, so
+// C7 9B '6' 'n' asks where the cursor is, and the answer comes on the terminal's input.
+// brig reads the terminal's codeset from its own locale, as every program that writes to
+// that terminal does: outside UTF-8 no byte 0x80 to 0x9F reaches it, text's bytes included;
+// in UTF-8 the character is text and passes.
+TEST_F(Stdio, OutsideAUtf8LocaleNoByteTheTerminalTakesForAC1ControlReachesIt) {
+  // U+01DB and "6n"; a C1 OSC (the title) as a byte; 'é' in Latin-1, no UTF-8.
+  const std::string payload = "<<\xc7\2336n|\2350;title\x07|\xe9>>";
+  const struct {
+    const char* lc_all;
+    std::string want;
+  } cases[] = {
+      {"en_US.ISO-8859-1", "<<\xc7||\xe9>>"},  // 'Ç', the CSI dropped with its "6n"
+      {"C", "<<?6n||?>>"},                     // either codeset: a '?' for each
+      {"C.UTF-8", "<<\xc7\2336n||?>>"},        // U+01DB is text
+  };
+  for (const auto& c : cases) {
+    int master = -1, slave = -1;
+    ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+    pid_t pid = Start({"run", "--", "/bin/sh", "-c", PrintfOf(payload)}, slave, slave, slave, slave,
+                      c.lc_all);
+    std::string seen;
+    bool ended = ReadUntil(master, seen, ">>");
+    if (!ended) kill(pid, SIGTERM);
+    EXPECT_TRUE(ended) << c.lc_all << ": " << ::testing::PrintToString(seen);
+    EXPECT_EQ(WaitExit(pid), 0) << c.lc_all;
+    EXPECT_EQ(seen, c.want) << c.lc_all;
+    if (std::string(c.lc_all) != "C.UTF-8") EXPECT_FALSE(HasC1Byte(seen)) << c.lc_all;
+    close(slave);
+    close(master);
+  }
 }
 
 // Without a terminal on stdin the workload writes to pipes; where brig's stdout and stderr
