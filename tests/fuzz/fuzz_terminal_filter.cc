@@ -1,8 +1,9 @@
 // libFuzzer target: the terminal filter (supervise/terminal_filter.h), which reads what the
-// workload writes to the caller's terminal. The input's first two bytes seed how the rest
-// is cut into reads; whatever the cuts, the output must be the one-shot output, no longer
-// than the input, a fixed point of the filter, and free of what makes a terminal answer,
-// by a check written apart from the filter's own lists.
+// workload writes to the caller's terminal. The input's first byte picks the terminal's
+// codeset and the next two seed how the rest is cut into reads; whatever the cuts, the
+// output must be the one-shot output, no longer than the input, a fixed point of the
+// filter, and free of what makes a terminal answer, by a check written apart from the
+// filter's own lists; unless the terminal is in UTF-8, with no byte 0x80 to 0x9F at all.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -14,10 +15,11 @@
 
 namespace {
 
+using brig::supervise::TerminalCodeset;
 using brig::supervise::TerminalFilter;
 
-std::string OneShot(std::string_view in) {
-  TerminalFilter f;
+std::string OneShot(std::string_view in, TerminalCodeset codeset) {
+  TerminalFilter f(codeset);
   std::string out;
   f.Feed(in, out);
   return out;
@@ -39,12 +41,23 @@ bool CsiAnswers(char marker, std::string_view inter, char final) {
   return marker != 0 && marker != '?' && In("uq", final);
 }
 
-// Walks `out` as a terminal would and aborts on anything that answers or is not whole.
-void CheckHarmless(std::string_view out) {
+// Walks `out` as a terminal in `codeset` would and aborts on anything that answers or is
+// not whole.
+void CheckHarmless(std::string_view out, TerminalCodeset codeset) {
+  if (codeset != TerminalCodeset::kUtf8) {
+    // A C1 control to an 8-bit terminal, be it a byte of a UTF-8 character.
+    for (char b : out) {
+      FUZZ_CHECK(static_cast<uint8_t>(b) < 0x80 || static_cast<uint8_t>(b) >= 0xA0);
+    }
+  }
   size_t i = 0;
   while (i < out.size()) {
     auto c = static_cast<uint8_t>(out[i]);
     FUZZ_CHECK(c != 0x05);  // ENQ
+    if (c >= 0x80 && codeset == TerminalCodeset::kEightBit) {
+      ++i;
+      continue;
+    }
     if (c >= 0x80) {
       // Strict UTF-8, and no C1 control (U+0080 to U+009F) in it.
       size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
@@ -92,16 +105,19 @@ void CheckHarmless(std::string_view out) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 2) return 0;
-  uint32_t seed = data[0] | (data[1] << 8);
-  std::string_view in(reinterpret_cast<const char*>(data) + 2, size - 2);
+  if (size < 3) return 0;
+  constexpr TerminalCodeset kCodesets[] = {TerminalCodeset::kUtf8, TerminalCodeset::kEightBit,
+                                           TerminalCodeset::kUnknown};
+  TerminalCodeset codeset = kCodesets[data[0] % 3];
+  uint32_t seed = data[1] | (data[2] << 8);
+  std::string_view in(reinterpret_cast<const char*>(data) + 3, size - 3);
 
-  std::string want = OneShot(in);
+  std::string want = OneShot(in, codeset);
   FUZZ_CHECK(want.size() <= in.size());
-  CheckHarmless(want);
-  FUZZ_CHECK(OneShot(want) == want);
+  CheckHarmless(want, codeset);
+  FUZZ_CHECK(OneShot(want, codeset) == want);
 
-  TerminalFilter f;
+  TerminalFilter f(codeset);
   std::string out;
   for (size_t at = 0; at < in.size();) {
     seed = seed * 1103515245 + 12345;
