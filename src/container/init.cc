@@ -31,23 +31,10 @@ namespace {
 char* g_args_begin = nullptr;
 char* g_args_end = nullptr;
 
-// The sync socket while init's log lines go to the supervisor (until kReady), else -1.
-int g_log_fd = -1;
-
-// Init's log sink. The threshold is the supervisor's (init is its clone), so without
-// --debug no debug line is even built.
-void ForwardLog(log::Level level, std::string_view text) {
-  if (g_log_fd >= 0) (void)SendLog(g_log_fd, level, text);
-}
-
 // Signals init forwards to the workload. SIGCHLD is init's own.
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
                               SIGCONT, SIGALRM};
 
-[[noreturn]] void Die(int sync_fd, Error e) {
-  (void)SendError(sync_fd, e);
-  _exit(ExitCode(e.kind));
-}
 
 
 Status BecomeSandboxUser() {
@@ -191,8 +178,7 @@ Status Setup(const InitArgs& a) {
   // exists and before the cgroup namespace below.
   BRIG_TRY(cgroup::JoinV1(*a.cgroup_tasks));
   BRIG_TRY(SendMessage(a.sync_fd, Msg::kNeedIdMap));
-  Message m = BRIG_TRY_CTX(RecvMessage(a.sync_fd, -1), "wait for id map");
-  if (m.type != Msg::kIdMapDone) return Fail("sync", std::string(MsgName(m.type)), "unexpected");
+  BRIG_TRY_CTX(Expect(a.sync_fd, Msg::kIdMapDone, kSetupStepTimeoutMs), "wait for id map");
   log::Debug("id map written by the supervisor");
   BRIG_TRY_CTX(BecomeSandboxUser(), "user");
   log::Debug("user: uid ", config::kSandboxUid, " gid ", config::kSandboxGid);
@@ -244,12 +230,11 @@ void RecordProcessArgs(int argc, char** argv) {
 
 void InitMain(const InitArgs& a) {
   int fd = a.sync_fd;
-  g_log_fd = fd;
-  log::ForwardTo(ForwardLog);
+  ForwardLogs(fd);
   log::Debug("started");
-  if (auto s = Setup(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
+  if (auto s = Setup(a); !s) SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env, a.sandbox->workdir);
-  if (!path) Die(fd, std::move(path).error());
+  if (!path) SendErrorAndExit(fd, std::move(path).error());
   log::Debug("command: ", *path);
 
   sigset_t mask;
@@ -258,21 +243,20 @@ void InitMain(const InitArgs& a) {
   for (int s : kForwarded) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-  if (sigfd < 0) Die(fd, SysError("signalfd").Wrap("container init"));
+  if (sigfd < 0) SendErrorAndExit(fd, SysError("signalfd").Wrap("container init"));
   // Whatever init holds of the supervisor's goes now: the cgroup's, the record's and the
   // mount plan's fds, listeners, the supervisor's signalfd (runc CVE-2024-21626). Fds 0-2
   // stay for the workload until it is forked.
   if (auto s = sys::CloseAllExcept({0, 1, 2, fd, sigfd}); !s) {
-    Die(fd, std::move(s).error().Wrap("container init"));
+    SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }
 
   log::Debug("ready; the workload's seccomp filter loads last, in the workload");
-  g_log_fd = -1;
+  StopForwardingLogs();
   if (auto s = SendMessage(fd, Msg::kReady); !s) _exit(125);
-  auto m = RecvMessage(fd, -1);
-  if (!m || m->type != Msg::kStart) _exit(125);
+  if (!Expect(fd, Msg::kStart, kSetupStepTimeoutMs)) _exit(125);
   auto w = StartWorkload(a, *path);
-  if (!w) Die(fd, std::move(w).error());
+  if (!w) SendErrorAndExit(fd, std::move(w).error());
   ReapAndForward(fd, sigfd, w->pid, a.sandbox->wait_all);
 }
 

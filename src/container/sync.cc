@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "brig/exit.h"
+
 namespace brig::container {
 namespace {
 
@@ -65,6 +67,17 @@ Status SendMessage(int fd, Msg type, int32_t err, std::string_view payload) {
   return {};
 }
 
+Result<Message> Expect(int fd, Msg want, int timeout_ms) {
+  Message m = BRIG_TRY(RecvMessage(fd, timeout_ms));
+  if (m.type != want) return Fail("sync", std::string(MsgName(m.type)), "unexpected");
+  return m;
+}
+
+void SendErrorAndExit(int fd, const Error& e) {
+  (void)SendError(fd, e);
+  _exit(ExitCode(e.kind));
+}
+
 Result<Message> RecvMessage(int fd, int timeout_ms) {
   struct pollfd p = {fd, POLLIN, 0};
   int rc;
@@ -72,7 +85,7 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
     rc = poll(&p, 1, timeout_ms);
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) return SysError("sync poll");
-  if (rc == 0) return Fail("sync", "", "timed out waiting for brig init");
+  if (rc == 0) return Fail("sync", "", "timed out waiting for the other end");
   char buf[sizeof(Header) + kMaxPayload];
   ssize_t n;
   do {
@@ -137,6 +150,29 @@ Status SendLog(int fd, log::Level level, std::string_view text) {
   size_t n = std::min(text.size(), sizeof buf - kLogHeader);
   memcpy(buf + kLogHeader, text.data(), n);
   return SendMessage(fd, Msg::kLog, 0, std::string_view(buf, kLogHeader + n));
+}
+
+namespace {
+
+// The sync socket while init's log lines go to the parent, else -1.
+int g_log_fd = -1;
+
+// Init's log sink. The threshold is the parent's (init is its clone), so without --debug
+// no debug line is even built.
+void ForwardLog(log::Level level, std::string_view text) {
+  if (g_log_fd >= 0) (void)SendLog(g_log_fd, level, text);
+}
+
+}  // namespace
+
+void ForwardLogs(int fd) {
+  g_log_fd = fd;
+  log::ForwardTo(ForwardLog);
+}
+
+void StopForwardingLogs() {
+  g_log_fd = -1;
+  log::ForwardTo(nullptr);
 }
 
 void LogFromInit(const Message& m) {
@@ -209,23 +245,36 @@ Status SyncSequence::Accept(Msg m) {
   bool ok = false;
   switch (m) {
     case Msg::kNeedIdMap:
-      ok = state_ == State::kStarted;
+      ok = flow_ != Flow::kExec && state_ == State::kStarted;
       next = State::kMapping;
       break;
+    case Msg::kPid:
+      // An exec's child has nothing more to say once the process exists.
+      ok = flow_ == Flow::kExec ? state_ == State::kStarted
+                                : flow_ == Flow::kContainer && state_ == State::kMapping && !pid_;
+      pid_ = true;
+      next = flow_ == Flow::kExec ? State::kDone : state_;
+      break;
     case Msg::kReady:
-      ok = state_ == State::kMapping;
+      ok = flow_ != Flow::kExec && state_ == State::kMapping;
       next = State::kReady;
       break;
+    case Msg::kCreated:
+      ok = flow_ == Flow::kContainer && state_ == State::kReady;
+      next = State::kDone;
+      break;
     case Msg::kWorkloadExit:
-      ok = state_ == State::kReady;
-      next = State::kExited;
+      ok = flow_ == Flow::kSandbox && state_ == State::kReady;
+      next = State::kDone;
       break;
     case Msg::kError:
-      ok = state_ != State::kExited && state_ != State::kFailed;
+      // An exec's process fails after its child said Pid, and says so itself.
+      ok = state_ != State::kFailed && (state_ != State::kDone || flow_ == Flow::kExec);
       next = State::kFailed;
       break;
     case Msg::kLog:
-      ok = state_ == State::kStarted || state_ == State::kMapping;
+      ok = state_ == State::kStarted || state_ == State::kMapping ||
+           (flow_ == Flow::kContainer && state_ == State::kReady);
       break;
     default:
       ok = false;

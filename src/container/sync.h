@@ -48,9 +48,9 @@ enum class Msg : uint32_t {
   kStart = 4,
   kWorkloadExit = 5,
   kError = 6,
-  kLog = 7,  // init to parent, before kReady only
-  // OCI containers only (oci/launch.cc draws their order):
-  kPid = 8,      // init to parent: the container process's host pid, from a stage child
+  kLog = 7,  // init to parent, while it sets up (SyncSequence says how long)
+  // OCI containers and exec (oci/launch.cc and oci/exec.cc draw their order):
+  kPid = 8,      // to the parent: the process's host pid, from a stage child
   kCreated = 9,  // init to parent: set up, waiting for `start`
 };
 // The highest type on the wire: a packet with another type is malformed.
@@ -74,6 +74,10 @@ Status SendMessage(int fd, Msg type, int32_t err = 0, std::string_view payload =
 // Waits at most timeout_ms (-1: forever). EOF is an error whose op is "sync" and detail
 // kPeerClosed.
 Result<Message> RecvMessage(int fd, int timeout_ms);
+// Init's side: the parent's next message, which must be `want`, within timeout_ms.
+Result<Message> Expect(int fd, Msg want, int timeout_ms);
+// Init's side: its failure to the parent (SendError), then _exit with the failure's code.
+[[noreturn]] void SendErrorAndExit(int fd, const Error& e);
 
 // Parent side. `lost` is how a send or receive on the sync socket failed. If init is gone
 // (EPIPE, ECONNRESET, EOF, or ESRCH from a write naming its pid), the broken pipe it left
@@ -98,15 +102,31 @@ Error DecodeError(const Message& m);
 Status SendLog(int fd, log::Level level, std::string_view text);
 // Parent side: writes a kLog message's line to brig's log, marked as init's.
 void LogFromInit(const Message& m);
+// Init's side: brig's log lines (log::ForwardTo) go to the parent over `fd` as kLog, until
+// StopForwardingLogs.
+void ForwardLogs(int fd);
+void StopForwardingLogs();
 
-// The order in which the parent accepts messages from init (youki's InitPhase check).
+// Who speaks to the parent, each front end's child in its own order:
+//   kSandbox   brig run's init (above): NeedIdMap, Ready, WorkloadExit;
+//   kContainer an OCI container's init (oci/launch.cc): NeedIdMap, Pid (once, from a stage
+//              child that made a pid namespace, before Ready), Ready, Created;
+//   kExec      an exec's child (oci/exec.cc): Pid, then nothing (EOF at execve).
+// Logs come only while the child sets up: before Ready (kSandbox), before Created
+// (kContainer), before Pid (kExec). Error comes at any time before the end.
+enum class Flow { kSandbox, kContainer, kExec };
+
+// The order in which the parent accepts messages from its child (youki's InitPhase check).
 class SyncSequence {
  public:
+  explicit SyncSequence(Flow flow = Flow::kSandbox) : flow_(flow) {}
   Status Accept(Msg m);
 
  private:
-  enum class State { kStarted, kMapping, kReady, kExited, kFailed };
+  enum class State { kStarted, kMapping, kReady, kDone, kFailed };
+  Flow flow_;
   State state_ = State::kStarted;
+  bool pid_ = false;
 };
 
 }  // namespace brig::container

@@ -52,28 +52,23 @@ Status ParseUser(const std::string& user, Process& p) {
   return {};
 }
 
-[[noreturn]] void Die(int fd, Error e) {
-  (void)container::SendError(fd, e);
-  _exit(ExitCode(e.kind));
-}
-
 // The process itself, in the container's namespaces: never returns.
 [[noreturn]] void BecomeProcess(const PreparedProcess& p, bool terminal,
                                 const ConsoleSize& size, int console_fd, int sync_fd,
                                 int preserve_fds) {
-  if (setsid() < 0) Die(sync_fd, SysError("setsid"));
+  if (setsid() < 0) container::SendErrorAndExit(sync_fd, SysError("setsid"));
   if (terminal) {
-    if (auto s = SetupConsole(console_fd, size, false); !s) Die(sync_fd, s.error());
+    if (auto s = SetupConsole(console_fd, size, false); !s) container::SendErrorAndExit(sync_fd, s.error());
   }
   // Before the credentials, whose seccomp filter (without no_new_privileges) may refuse
   // fcntl. Only the sync socket is left above them, and it goes at execve.
   for (int i = 0; i < preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   if (terminal) close(console_fd);
-  if (auto s = ApplyCredentials(p); !s) Die(sync_fd, std::move(s).error().Wrap("exec"));
+  if (auto s = ApplyCredentials(p); !s) container::SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
   auto path = ResolveExecutable(p);
-  if (!path) Die(sync_fd, std::move(path).error());
-  if (auto s = ApplyLastSteps(p); !s) Die(sync_fd, s.error());
-  Die(sync_fd, Exec(*path, p));
+  if (!path) container::SendErrorAndExit(sync_fd, std::move(path).error());
+  if (auto s = ApplyLastSteps(p); !s) container::SendErrorAndExit(sync_fd, s.error());
+  container::SendErrorAndExit(sync_fd, Exec(*path, p));
 }
 
 [[noreturn]] void JoinAndFork(int pidfd, int ns_flags, const PreparedProcess& p, bool terminal,
@@ -84,22 +79,22 @@ Status ParseUser(const std::string& user, Process& p) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   // brig's own binary is about to enter the container's namespaces: none of its processes
   // may ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) container::SendErrorAndExit(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
   // Nor its command line, which /proc/PID/cmdline shows without ptrace access.
   container::ScrubProcessArgs();
   // Before the container's cgroup namespace, and before the process is forked.
-  if (auto s = cgroup::JoinV1(tasks); !s) Die(sync_fd, std::move(s).error());
-  if (setns(pidfd, ns_flags) < 0) Die(sync_fd, SysError("setns", "the container's namespaces"));
+  if (auto s = cgroup::JoinV1(tasks); !s) container::SendErrorAndExit(sync_fd, std::move(s).error());
+  if (setns(pidfd, ns_flags) < 0) container::SendErrorAndExit(sync_fd, SysError("setns", "the container's namespaces"));
   // Every descriptor of brig's goes before anything is resolved in the container: the
   // container's cgroup directories (CLONE_INTO_CGROUP's and the v1 tasks files), its
   // process's pidfd, brig's log. A process holding one starts where a container's
   // /proc/self/fd/N reaches the host (runc CVE-2024-21626). What --preserve-fds hands over
   // stays.
   if (auto s = sys::CloseAllExcept({sync_fd, console_fd}, 3 + preserve_fds); !s) {
-    Die(sync_fd, std::move(s).error().Wrap("exec"));
+    container::SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
   }
   pid_t pid = fork();
-  if (pid < 0) Die(sync_fd, SysError("fork", "exec"));
+  if (pid < 0) container::SendErrorAndExit(sync_fd, SysError("fork", "exec"));
   if (pid == 0) BecomeProcess(p, terminal, size, console_fd, sync_fd, preserve_fds);
   _exit(container::SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid)) ? 0 : 125);
 }
@@ -211,15 +206,24 @@ Result<int> Exec(const ExecOptions& o) {
   child_end.Reset();
   console.Reset();
   tasks.clear();
-  auto m = container::RecvMessage(parent_end.get(), -1);
+  container::SyncSequence seq(container::Flow::kExec);
+  auto m = container::RecvMessage(parent_end.get(), container::kSetupStepTimeoutMs);
+  if (!m) kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   if (!m) return std::move(m).error().Wrap("exec");
+  BRIG_TRY(seq.Accept(m->type));
   if (m->type == Msg::kError) return container::DecodeError(*m);
-  if (m->type != Msg::kPid) return Fail("exec", o.id, "unexpected message from its child");
   pid_t pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
   // EOF: the process's execve closed its end; an error before it comes as kError.
-  m = container::RecvMessage(parent_end.get(), -1);
-  if (m && m->type == Msg::kError) {
+  m = container::RecvMessage(parent_end.get(), container::kSetupStepTimeoutMs);
+  if (!m && m.error().detail != container::kPeerClosed) {
+    // The process never got to its command: it is brig's still, and goes.
+    kill(pid, SIGKILL);
+    if (!o.detach) waitpid(pid, nullptr, 0);
+    return std::move(m).error().Wrap("exec");
+  }
+  if (m) {
+    BRIG_TRY(seq.Accept(m->type));
     if (!o.detach) waitpid(pid, nullptr, 0);
     return container::DecodeError(*m);
   }

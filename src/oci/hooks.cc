@@ -9,9 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <vector>
 
 #include "container/command.h"
+#include "container/sync.h"
 #include "log/log.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -84,6 +88,18 @@ void RunHooksWarning(const google::protobuf::RepeatedPtrField<Hook>& hooks,
       log::Warn(s.error().Render(), ", ignoring");
     }
   }
+}
+
+int StepWithHooksMs(
+    std::initializer_list<const google::protobuf::RepeatedPtrField<Hook>*> stages) {
+  int64_t ms = container::kSetupStepTimeoutMs;
+  for (const auto* hooks : stages) {
+    for (const Hook& h : *hooks) {
+      if (!h.has_timeout()) return -1;
+      ms += int64_t{h.timeout()} * 1000;
+    }
+  }
+  return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
 }
 
 }  // namespace brig::oci

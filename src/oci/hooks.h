@@ -4,6 +4,7 @@
 // for createContainer and startContainer, from container init).
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -21,5 +22,11 @@ Status RunHooks(const google::protobuf::RepeatedPtrField<Hook>& hooks, std::stri
 // spec: the remaining hooks and the lifecycle go on).
 void RunHooksWarning(const google::protobuf::RepeatedPtrField<Hook>& hooks,
                      std::string_view stage, const std::string& state_json);
+
+// How long a wait of brig's that spans the hooks of `stages` may take: a setup step's time
+// (container::kSetupStepTimeoutMs) and every hook's timeout, or -1 (no bound) if a hook
+// has none, whose time the specification leaves open.
+int StepWithHooksMs(
+    std::initializer_list<const google::protobuf::RepeatedPtrField<Hook>*> stages);
 
 }  // namespace brig::oci

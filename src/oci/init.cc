@@ -37,24 +37,6 @@ namespace {
 
 using container::Msg;
 
-int g_log_fd = -1;
-
-void ForwardLog(log::Level level, std::string_view text) {
-  if (g_log_fd >= 0) (void)container::SendLog(g_log_fd, level, text);
-}
-
-[[noreturn]] void Die(int sync_fd, Error e) {
-  (void)container::SendError(sync_fd, e);
-  _exit(ExitCode(e.kind));
-}
-
-Status Expect(int fd, Msg want, container::Message* out = nullptr) {
-  auto m = BRIG_TRY(container::RecvMessage(fd, -1));
-  if (m.type != want) return Fail("sync", std::string(container::MsgName(m.type)), "unexpected");
-  if (out) *out = std::move(m);
-  return {};
-}
-
 // The stage path: join the namespaces named by path, make the new ones, and, for a new
 // pid namespace, fork the process that will be its pid 1.
 Status JoinAndUnshare(const InitArgs& a) {
@@ -97,7 +79,8 @@ Status SetUp(const InitArgs& a) {
   if (a.cgroup_tasks) BRIG_TRY(cgroup::JoinV1(*a.cgroup_tasks));
   if (!a.joins.empty() || a.unshare_flags) BRIG_TRY(JoinAndUnshare(a));
   BRIG_TRY(container::SendMessage(a.sync_fd, Msg::kNeedIdMap));
-  BRIG_TRY_CTX(Expect(a.sync_fd, Msg::kIdMapDone), "wait for id map");
+  BRIG_TRY_CTX(container::Expect(a.sync_fd, Msg::kIdMapDone, container::kSetupStepTimeoutMs),
+               "wait for id map");
   if (a.fs.userns) {
     // Root of its user namespace now that the map exists, so that what init makes (the
     // mount points, /dev's nodes) belongs to the container's root, not to an unmapped id.
@@ -204,13 +187,14 @@ Status DropWhatBrigHeld(const InitArgs& a) {
 
 void ContainerInit(const InitArgs& a) {
   int fd = a.sync_fd;
-  if (auto s = DropWhatBrigHeld(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
-  g_log_fd = fd;
-  log::ForwardTo(ForwardLog);
+  if (auto s = DropWhatBrigHeld(a); !s) {
+    container::SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
+  }
+  container::ForwardLogs(fd);
   // Until execve, this is brig's own binary in the container's namespaces: no process of
   // the container may ptrace it or reach the binary through /proc/PID/exe (runc
   // CVE-2019-5736). execve makes the process dumpable again.
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) Die(fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) container::SendErrorAndExit(fd, SysError("prctl", "PR_SET_DUMPABLE"));
   // Nor is brig's command line (the bundle's and the state's host paths) the container's
   // to read in /proc/1/cmdline, which needs no ptrace access.
   container::ScrubProcessArgs();
@@ -218,24 +202,28 @@ void ContainerInit(const InitArgs& a) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (auto s = SetUp(a); !s) Die(fd, std::move(s).error().Wrap("container init"));
+  if (auto s = SetUp(a); !s) {
+    container::SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
+  }
   if (auto s = container::SendMessage(fd, Msg::kReady); !s) _exit(125);
-  container::Message go;
-  if (auto s = Expect(fd, Msg::kStart, &go); !s) _exit(125);
-  if (auto s = Finish(a, go.payload); !s) Die(fd, std::move(s).error().Wrap("container init"));
+  // Meanwhile the parent runs the prestart and createRuntime hooks.
+  auto go = container::Expect(fd, Msg::kStart, a.start_wait_ms);
+  if (!go) _exit(125);
+  if (auto s = Finish(a, go->payload); !s) {
+    container::SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
+  }
   auto path = ResolveExecutable(*a.process);
-  if (!path) Die(fd, std::move(path).error());
-  g_log_fd = -1;
-  log::ForwardTo(nullptr);
+  if (!path) container::SendErrorAndExit(fd, std::move(path).error());
+  container::StopForwardingLogs();
   if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);
   // The parent has written the container's record; EOF means it died before: give up.
-  if (auto s = Expect(fd, Msg::kStart); !s) _exit(125);
+  if (!container::Expect(fd, Msg::kStart, container::kSetupStepTimeoutMs)) _exit(125);
   // The container outlives `create` from here; closing the socket tells it so.
   if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0) _exit(125);
   close(fd);
   if (!WaitForStart(a.fifo_fd)) _exit(125);
   close(a.fifo_fd);
-  if (auto s = RunHooks(a.spec->hooks().start_container(), "hooks.startContainer", go.payload);
+  if (auto s = RunHooks(a.spec->hooks().start_container(), "hooks.startContainer", go->payload);
       !s) {
     Fatal(s.error());
   }

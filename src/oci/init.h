@@ -22,6 +22,9 @@ struct InitArgs {
   int fifo_fd = -1;     // exec.fifo's read end: a byte on it is `start`
   int console_fd = -1;  // --console-socket, connected; -1 without a terminal
   int preserve_fds = 0;
+  // How long init waits for the parent's word after kReady, while the parent runs the
+  // prestart and createRuntime hooks (StepWithHooksMs); -1: no bound.
+  int start_wait_ms = -1;
   // The v1 groups' `tasks` files, which init writes itself into first (cgroup::JoinV1);
   // the v2 group it was cloned into.
   const std::vector<cgroup::TasksFile>* cgroup_tasks = nullptr;

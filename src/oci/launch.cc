@@ -1,5 +1,7 @@
 // `brig create`, the parent half (launch.h). The order over the sync socket (container/
-// sync.h's wire, OCI's own sequence):
+// sync.h's wire, checked by its SyncSequence as Flow::kContainer). Each wait, on either
+// side, is bounded by a setup step's time, and those that span hooks by their timeouts
+// too (oci/hooks.h StepWithHooksMs; a hook without one leaves that wait unbounded):
 //
 //   brig create                                     container init (init.cc)
 //   record and cgroups made, exec.fifo (read end held by init), sync socketpair,
@@ -175,10 +177,12 @@ struct Making {
 // Drives init through the order drawn above, until it waits for `start`.
 Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
                  int sync, const CreateOptions& o) {
-  enum { kStarted, kMapped, kReady, kCreated } stage = kStarted;
+  container::SyncSequence seq(container::Flow::kContainer);
   pid_t init_pid = ns.new_pid && !ns.joins.empty() ? 0 : mk.clone_pid;
+  // Init runs the createContainer hooks before it says kCreated.
+  int wait_ms = container::kSetupStepTimeoutMs;
   for (;;) {
-    auto m = container::RecvMessage(sync, -1);
+    auto m = container::RecvMessage(sync, wait_ms);
     if (!m) {
       int pidfd = mk.init_pidfd.valid() ? mk.init_pidfd.get() : -1;
       if (pidfd >= 0) {
@@ -186,6 +190,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
       }
       return std::move(m).error().Wrap("container init");
     }
+    BRIG_TRY(seq.Accept(m->type));
     switch (m->type) {
       case Msg::kLog:
         container::LogFromInit(*m);
@@ -193,14 +198,12 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
       case Msg::kError:
         return container::DecodeError(*m);
       case Msg::kNeedIdMap:
-        if (stage != kStarted) break;
         if (ns.new_user) BRIG_TRY(WriteIdMaps(mk.clone_pid, spec));
         log::Debug("init in its cgroups, id map written");
         BRIG_TRY(container::SendMessage(sync, Msg::kIdMapDone));
-        stage = kMapped;
         continue;
       case Msg::kPid: {
-        if (stage != kMapped || init_pid != 0) break;
+        if (init_pid != 0) break;
         init_pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
         waitpid(mk.clone_pid, nullptr, 0);
         mk.clone_pid = 0;
@@ -210,7 +213,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
         continue;
       }
       case Msg::kReady: {
-        if (stage != kMapped || init_pid == 0) break;
+        if (init_pid == 0) break;
         rec.set_pid(init_pid);
         // The state the spec gives these hooks: "created" is "after step 2 in the
         // lifecycle" (runtime.md), which the container's environment now is.
@@ -222,11 +225,10 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
           return BadInput("hooks", "", "the container's state is over 4 KiB for its hooks");
         }
         BRIG_TRY(container::SendMessage(sync, Msg::kStart, 0, inside ? state : ""));
-        stage = kReady;
+        wait_ms = StepWithHooksMs({&spec.hooks().create_container()});
         continue;
       }
       case Msg::kCreated: {
-        if (stage != kReady) break;
         std::optional<uint64_t> start = StartTimeOf(init_pid);
         if (!start) return Fail("container init", "", "exited before it was created");
         rec.set_start_time(*start);
@@ -352,6 +354,8 @@ Result<pid_t> Create(const CreateOptions& o) {
   args.fifo_fd = fifo_fd.get();
   args.console_fd = console.get();
   args.preserve_fds = o.preserve_fds;
+  args.start_wait_ms =
+      StepWithHooksMs({&spec.hooks().prestart(), &spec.hooks().create_runtime()});
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
   args.cgroup_tasks = &tasks;
   args.fs.userns = ns.new_user || std::any_of(ns.joins.begin(), ns.joins.end(), [](const auto& j) {

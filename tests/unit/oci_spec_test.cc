@@ -13,10 +13,13 @@
 #include <sys/personality.h>
 #include <sys/resource.h>
 
+#include <climits>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "container/sync.h"
+#include "oci/hooks.h"
 #include "testlib/testlib.h"
 
 namespace brig::oci {
@@ -821,6 +824,21 @@ TEST(OciSpec, FeaturesIsValidJsonListingWhatBrigReads) {
                 .at("io.github.brig.version")
                 .string_value(),
             BRIG_VERSION);
+}
+
+// A wait of brig's that spans hooks is bounded by a setup step and their timeouts, and by
+// nothing if one has none (the specification leaves its time open).
+TEST(OciHooks, AWaitSpanningHooksIsBoundedByTheirTimeouts) {
+  Hooks hooks;
+  EXPECT_EQ(StepWithHooksMs({&hooks.prestart()}), container::kSetupStepTimeoutMs);
+  hooks.add_prestart()->set_timeout(2);
+  hooks.add_create_runtime()->set_timeout(3);
+  EXPECT_EQ(StepWithHooksMs({&hooks.prestart(), &hooks.create_runtime()}),
+            container::kSetupStepTimeoutMs + 5000);
+  hooks.add_create_runtime();
+  EXPECT_EQ(StepWithHooksMs({&hooks.prestart(), &hooks.create_runtime()}), -1);
+  hooks.add_create_container()->set_timeout(2000000000);
+  EXPECT_EQ(StepWithHooksMs({&hooks.create_container()}), INT_MAX);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "container/sync.h"
 #include "sys/fd.h"
 
@@ -145,6 +147,69 @@ TEST(SyncSequence, RejectsOutOfOrder) {
   EXPECT_FALSE(c.Accept(Msg::kWorkloadExit));
   SyncSequence d;
   EXPECT_FALSE(d.Accept(Msg::kIdMapDone));  // parent-to-child messages never come back
+}
+
+// An OCI container's init (oci/launch.cc): a stage child's pid once, between the id map
+// and Ready; logs until Created; nothing of brig run's.
+TEST(SyncSequence, AContainersOrderHasItsPidAndCreated) {
+  SyncSequence s(Flow::kContainer);
+  EXPECT_TRUE(s.Accept(Msg::kLog));
+  EXPECT_TRUE(s.Accept(Msg::kNeedIdMap));
+  EXPECT_TRUE(s.Accept(Msg::kPid));
+  EXPECT_TRUE(s.Accept(Msg::kReady));
+  EXPECT_TRUE(s.Accept(Msg::kLog));
+  EXPECT_TRUE(s.Accept(Msg::kCreated));
+  EXPECT_FALSE(s.Accept(Msg::kLog));
+  SyncSequence no_pid(Flow::kContainer);
+  EXPECT_TRUE(no_pid.Accept(Msg::kNeedIdMap));
+  EXPECT_TRUE(no_pid.Accept(Msg::kReady));
+  EXPECT_TRUE(no_pid.Accept(Msg::kError));
+  for (const std::vector<Msg>& wrong :
+       std::vector<std::vector<Msg>>{{Msg::kPid},
+                                     {Msg::kNeedIdMap, Msg::kPid, Msg::kPid},
+                                     {Msg::kNeedIdMap, Msg::kReady, Msg::kPid},
+                                     {Msg::kNeedIdMap, Msg::kCreated},
+                                     {Msg::kNeedIdMap, Msg::kReady, Msg::kWorkloadExit},
+                                     {Msg::kNeedIdMap, Msg::kReady, Msg::kCreated, Msg::kError}}) {
+    SyncSequence c(Flow::kContainer);
+    for (size_t i = 0; i + 1 < wrong.size(); ++i) ASSERT_TRUE(c.Accept(wrong[i])) << i;
+    EXPECT_FALSE(c.Accept(wrong.back())) << MsgName(wrong.back()) << " after " << wrong.size() - 1;
+  }
+}
+
+// An exec's child (oci/exec.cc) says the pid and nothing else; the process may fail after.
+TEST(SyncSequence, AnExecsChildSaysItsPid) {
+  SyncSequence s(Flow::kExec);
+  EXPECT_TRUE(s.Accept(Msg::kPid));
+  EXPECT_TRUE(s.Accept(Msg::kError));
+  EXPECT_FALSE(s.Accept(Msg::kError));
+  SyncSequence failed(Flow::kExec);
+  EXPECT_TRUE(failed.Accept(Msg::kError));
+  for (Msg m : {Msg::kNeedIdMap, Msg::kReady, Msg::kCreated, Msg::kWorkloadExit}) {
+    SyncSequence e(Flow::kExec);
+    EXPECT_FALSE(e.Accept(m)) << MsgName(m);
+  }
+  SyncSequence twice(Flow::kExec);
+  EXPECT_TRUE(twice.Accept(Msg::kPid));
+  EXPECT_FALSE(twice.Accept(Msg::kPid));
+  SyncSequence native;
+  EXPECT_TRUE(native.Accept(Msg::kNeedIdMap));
+  EXPECT_FALSE(native.Accept(Msg::kPid));
+}
+
+// Init's side waits for the parent's word no longer than it is told, and takes only the
+// message it expects.
+TEST(Sync, ExpectWaitsBoundedForTheOneMessage) {
+  Pair p;
+  auto none = Expect(p.b.get(), Msg::kStart, 50);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().Render().find("timed out"), std::string::npos) << none.error().Render();
+  ASSERT_TRUE(SendMessage(p.a.get(), Msg::kIdMapDone));
+  EXPECT_FALSE(Expect(p.b.get(), Msg::kStart, 1000));
+  ASSERT_TRUE(SendMessage(p.a.get(), Msg::kStart, 0, "state"));
+  auto go = Expect(p.b.get(), Msg::kStart, 1000);
+  ASSERT_TRUE(go);
+  EXPECT_EQ(go->payload, "state");
 }
 
 }  // namespace
