@@ -8,7 +8,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,14 +160,7 @@ Status ProbeIdmap() {
   BRIG_TRY(PrivateMounts());
   sys::UniqueFd userns = BRIG_TRY(MappedUserNs());
   sys::UniqueFd tree = BRIG_TRY(sys::OpenTree(AT_FDCWD, "/tmp", OPEN_TREE_CLONE));
-  struct mount_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.attr_set = MOUNT_ATTR_IDMAP;
-  attr.userns_fd = static_cast<uint64_t>(userns.get());
-  if (syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-    return SysError("mount_setattr", "MOUNT_ATTR_IDMAP on /tmp's filesystem");
-  }
-  return {};
+  return sys::MountSetIdmap(tree.get(), 0, userns.get(), "MOUNT_ATTR_IDMAP on /tmp's filesystem");
 }
 
 Status ProbeNftables() {

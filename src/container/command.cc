@@ -5,10 +5,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace brig::container {
 namespace {
@@ -33,9 +33,7 @@ Result<std::string> Check(int dir, const std::string& path) {
     errno = EISDIR;
     return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
   }
-  // The faccessat syscall itself: glibc tries faccessat2 first, which an OCI container's
-  // seccomp allow-list written before it (and loaded before this runs) answers with EPERM.
-  if (syscall(SYS_faccessat, dir, path.c_str(), X_OK) < 0) {
+  if (auto s = sys::Faccessat(dir, path, X_OK, path); !s) {
     return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
   }
   return path;

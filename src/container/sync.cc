@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 
 #include "brig/exit.h"
+#include "sys/syscalls.h"
 
 namespace brig::container {
 namespace {
@@ -226,9 +226,7 @@ std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost) {
     rc = poll(&p, 1, kExitingMs);
   } while (rc < 0 && errno == EINTR);
   siginfo_t si = {};
-  if (rc != 1 ||
-      syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | WNOWAIT | WNOHANG, nullptr) < 0 ||
-      si.si_pid == 0) {
+  if (rc != 1 || !sys::WaitidPidfd(pidfd, si, WEXITED | WNOWAIT | WNOHANG) || si.si_pid == 0) {
     return std::nullopt;
   }
   if (si.si_code == CLD_EXITED) {

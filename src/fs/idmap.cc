@@ -6,7 +6,6 @@
 #include <linux/mount.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -103,12 +102,8 @@ Result<bool> IdMapper::Map(int tree, const IdMap& map, const std::string& subjec
     namespaces_.emplace_back(map, BRIG_TRY(UserNamespace(map)));
     ns = namespaces_.back().second.get();
   }
-  struct mount_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.attr_set = MOUNT_ATTR_IDMAP;
-  attr.userns_fd = static_cast<uint64_t>(ns);
-  if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
-    if (errno != EINVAL && errno != EOPNOTSUPP) return SysError("mount_setattr", subject);
+  if (auto s = sys::MountSetIdmap(tree, AT_RECURSIVE, ns, subject); !s) {
+    if (s.error().err != EINVAL && s.error().err != EOPNOTSUPP) return std::move(s).error();
     return false;
   }
   return true;

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <memory>
@@ -81,10 +80,9 @@ Status Kill(const std::string& root, const std::string& id, int sig, bool all) {
   }
   if (all) {
     for (pid_t pid : BRIG_TRY(c.cgroups->Pids())) {
-      int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-      if (fd < 0) continue;  // gone meanwhile
-      sys::UniqueFd pidfd(fd);
-      (void)sys::PidfdSendSignal(pidfd.get(), sig);
+      auto pidfd = sys::PidfdOpen(pid, "container " + id);
+      if (!pidfd) continue;  // gone meanwhile
+      (void)sys::PidfdSendSignal(pidfd->get(), sig);
     }
     return {};
   }

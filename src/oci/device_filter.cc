@@ -2,7 +2,6 @@
 // keeps them, and compiled into the cgroup v2 device program (oci/device_filter.h).
 #include "oci/device_filter.h"
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace brig::oci {
 namespace {
@@ -68,9 +68,6 @@ bpf_insn Alu32(uint8_t op, uint8_t dst, int32_t imm) {
 bpf_insn JumpImm(uint8_t op, uint8_t dst, int32_t imm) {
   return Insn(BPF_JMP | op | BPF_K, dst, 0, 0, imm);
 }
-
-// The bpf(2) system call, which glibc does not wrap.
-long Bpf(int cmd, bpf_attr& attr) { return syscall(SYS_bpf, cmd, &attr, sizeof attr); }
 
 }  // namespace
 
@@ -208,7 +205,7 @@ Status AttachDeviceFilter(int cgroup_fd, const std::vector<bpf_insn>& program) {
   query.query.attach_type = BPF_CGROUP_DEVICE;
   query.query.prog_ids = reinterpret_cast<uintptr_t>(ids);
   query.query.prog_cnt = 64;
-  if (Bpf(BPF_PROG_QUERY, query) < 0) return SysError("bpf", "query device programs");
+  BRIG_TRY(sys::Bpf(BPF_PROG_QUERY, query, "query device programs"));
 
   static const char kLicense[] = "Apache-2.0";
   bpf_attr load;
@@ -217,8 +214,8 @@ Status AttachDeviceFilter(int cgroup_fd, const std::vector<bpf_insn>& program) {
   load.insns = reinterpret_cast<uintptr_t>(program.data());
   load.insn_cnt = static_cast<uint32_t>(program.size());
   load.license = reinterpret_cast<uintptr_t>(kLicense);
-  sys::UniqueFd prog(static_cast<int>(Bpf(BPF_PROG_LOAD, load)));
-  if (!prog) return SysError("bpf", "load the device program");
+  sys::UniqueFd prog(
+      static_cast<int>(BRIG_TRY(sys::Bpf(BPF_PROG_LOAD, load, "load the device program"))));
 
   bpf_attr attach;
   std::memset(&attach, 0, sizeof attach);
@@ -226,22 +223,23 @@ Status AttachDeviceFilter(int cgroup_fd, const std::vector<bpf_insn>& program) {
   attach.attach_bpf_fd = prog.get();
   attach.attach_type = BPF_CGROUP_DEVICE;
   attach.attach_flags = BPF_F_ALLOW_MULTI;
-  if (Bpf(BPF_PROG_ATTACH, attach) < 0) return SysError("bpf", "attach the device program");
+  BRIG_TRY(sys::Bpf(BPF_PROG_ATTACH, attach, "attach the device program"));
 
   for (uint32_t i = 0; i < query.query.prog_cnt && i < 64; ++i) {
     bpf_attr get;
     std::memset(&get, 0, sizeof get);
     get.prog_id = ids[i];
-    sys::UniqueFd old(static_cast<int>(Bpf(BPF_PROG_GET_FD_BY_ID, get)));
-    if (!old && errno == ENOENT) continue;
-    if (!old) return SysError("bpf", "open an earlier device program");
+    auto got = sys::Bpf(BPF_PROG_GET_FD_BY_ID, get, "open an earlier device program");
+    if (!got && got.error().err == ENOENT) continue;
+    sys::UniqueFd old(static_cast<int>(BRIG_TRY(std::move(got))));
     bpf_attr detach;
     std::memset(&detach, 0, sizeof detach);
     detach.target_fd = cgroup_fd;
     detach.attach_bpf_fd = old.get();
     detach.attach_type = BPF_CGROUP_DEVICE;
-    if (Bpf(BPF_PROG_DETACH, detach) < 0 && errno != ENOENT) {
-      return SysError("bpf", "detach an earlier device program");
+    if (auto s = sys::Bpf(BPF_PROG_DETACH, detach, "detach an earlier device program");
+        !s && s.error().err != ENOENT) {
+      return std::move(s).error();
     }
   }
   return {};

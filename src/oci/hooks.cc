@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,9 +31,11 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2", subject);
   sys::UniqueFd rd(p[0]), wr(p[1]);
   int pidfd = -1;
-  pid_t pid = static_cast<pid_t>(syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
-                                         nullptr, nullptr));
-  if (pid < 0) return SysError("fork", subject);
+  sys::CloneArgs ca;
+  ca.flags = CLONE_PIDFD;
+  ca.pidfd = &pidfd;
+  ca.exit_signal = SIGCHLD;
+  pid_t pid = BRIG_TRY_CTX(sys::Clone3(ca), subject);
   if (pid == 0) {
     // The state on stdin, the engine's stdout and stderr, and nothing else: no descriptor
     // of brig's, nor one brig was left by its caller.
@@ -50,14 +51,16 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
   (void)!write(wr.get(), state_json.data(), state_json.size());
   signal(SIGPIPE, old);
   wr.Reset();
-  int timeout_ms = h.has_timeout() ? h.timeout() * 1000 : -1;
+  int timeout_ms =
+      h.has_timeout() ? static_cast<int>(std::min<int64_t>(int64_t{h.timeout()} * 1000, INT_MAX))
+                      : -1;
   struct pollfd pfd = {child.get(), POLLIN, 0};
   int rc;
   do {
     rc = poll(&pfd, 1, timeout_ms);
   } while (rc < 0 && errno == EINTR);
   if (rc == 0) {
-    syscall(SYS_pidfd_send_signal, child.get(), SIGKILL, nullptr, 0);
+    (void)sys::PidfdSendSignal(child.get(), SIGKILL);
     waitpid(pid, nullptr, 0);
     return Fail(subject, h.path(), "timed out after " + std::to_string(h.timeout()) + " s");
   }

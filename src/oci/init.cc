@@ -10,10 +10,8 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
-#include <linux/keyctl.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -95,9 +93,8 @@ Status SetUp(const InitArgs& a) {
   }
   if (setsid() < 0) return SysError("setsid");
   // Keys of the host's session must not be the container's (runc's default).
-  if (a.new_keyring && syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 &&
-      errno != ENOSYS) {
-    return SysError("keyctl", "join a session keyring");
+  if (a.new_keyring) {
+    if (auto s = sys::JoinSessionKeyring(); !s && s.error().err != ENOSYS) return s;
   }
   BRIG_TRY(PrepareRootfs(*a.spec, a.fs));
   log::Debug("mounts made");

@@ -38,7 +38,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <poll.h>
 #include <unistd.h>
@@ -207,9 +206,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
         init_pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
         waitpid(mk.clone_pid, nullptr, 0);
         mk.clone_pid = 0;
-        int fd = static_cast<int>(syscall(SYS_pidfd_open, init_pid, 0));
-        if (fd < 0) return SysError("pidfd_open", "container init");
-        mk.init_pidfd = sys::UniqueFd(fd);
+        mk.init_pidfd = BRIG_TRY(sys::PidfdOpen(init_pid, "container init"));
         continue;
       }
       case Msg::kReady: {

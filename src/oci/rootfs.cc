@@ -10,7 +10,6 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 // <sys/sysmacros.h> defines major() and minor() as macros; the spec's Device has fields
 // of those names.
@@ -265,9 +264,7 @@ Status MountTmpfsCopyUp(int root_fd, const Mount& m, const MountOptions& o) {
     size_t eq = opt.find('=');
     std::string key(opt.substr(0, eq));
     if (eq == std::string_view::npos) {
-      if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_FLAG, key.c_str(), nullptr, 0) < 0) {
-        return SysError("fsconfig", dest + " " + key);
-      }
+      BRIG_TRY(sys::FsConfigFlag(fs.get(), key, dest));
       continue;
     }
     BRIG_TRY(sys::FsConfigString(fs.get(), key, std::string(opt.substr(eq + 1))));
@@ -456,7 +453,7 @@ Status EnterRootfs(const std::string& rootfs, bool no_pivot) {
     }
     if (chroot(".") < 0) return SysError("chroot", rootfs);
   } else {
-    if (syscall(SYS_pivot_root, ".", ".") < 0) return SysError("pivot_root", rootfs);
+    BRIG_TRY_CTX(sys::PivotRoot(".", "."), rootfs);
     // The old root is stacked under the new one: unmount it without a trace on the host.
     if (mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0) {
       return SysError("mount", "old root (rslave)");

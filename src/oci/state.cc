@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "sys/syscalls.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -312,12 +312,12 @@ Result<std::vector<std::string>> ListIds(const std::string& root) {
 
 std::optional<sys::UniqueFd> OpenProcess(const Container& c) {
   if (c.pid() <= 0) return std::nullopt;
-  sys::UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, c.pid(), 0)));
+  auto pidfd = sys::PidfdOpen(c.pid(), "container " + c.id());
   if (!pidfd) return std::nullopt;
   // Checked after the pidfd is open: the pid then cannot pass to another process, so the
   // process checked is the one the pidfd holds.
   if (StartTimeOf(c.pid()) != c.start_time()) return std::nullopt;
-  return pidfd;
+  return std::move(*pidfd);
 }
 
 ContainerStatus StatusOf(const Container& c, bool frozen) {

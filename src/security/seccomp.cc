@@ -23,7 +23,6 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <memory>
@@ -33,6 +32,7 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 
 #include "proto/textproto.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 #include "util/files.h"
 
 namespace brig::security {
@@ -273,10 +273,7 @@ Status LoadSeccomp(const SeccompProgram& program) {
   struct sock_fprog prog;
   prog.len = static_cast<unsigned short>(program.insns.size());
   prog.filter = const_cast<sock_filter*>(program.insns.data());
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, program.flags, &prog) < 0) {
-    return SysError("seccomp", "load filter");
-  }
-  return {};
+  return sys::SeccompSetFilter(program.flags, prog);
 }
 
 }  // namespace brig::security

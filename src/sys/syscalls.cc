@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/keyctl.h>
+#include <linux/seccomp.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -114,6 +116,24 @@ Result<UniqueFd> FsMount(int fsfd, uint64_t attrs, const std::string& subject) {
   return UniqueFd(static_cast<int>(fd));
 }
 
+Status FsConfigFlag(int fsfd, const std::string& key, const std::string& subject) {
+  if (syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_FLAG, key.c_str(), nullptr, 0) < 0) {
+    return SysError("fsconfig", subject + " " + key);
+  }
+  return {};
+}
+
+Status MountSetIdmap(int tree, unsigned flags, int userns_fd, const std::string& subject) {
+  struct mount_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = MOUNT_ATTR_IDMAP;
+  attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | flags, &attr, sizeof attr) < 0) {
+    return SysError("mount_setattr", subject);
+  }
+  return {};
+}
+
 Status PivotRoot(const std::string& new_root, const std::string& put_old) {
   if (syscall(SYS_pivot_root, new_root.c_str(), put_old.c_str()) < 0) {
     return SysError("pivot_root", new_root);
@@ -126,6 +146,45 @@ Status PidfdSendSignal(int pidfd, int sig) {
     return SysError("pidfd_send_signal", strsignal(sig));
   }
   return {};
+}
+
+Result<UniqueFd> PidfdOpen(pid_t pid, const std::string& subject) {
+  long fd = syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0) return SysError("pidfd_open", subject);
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Status WaitidPidfd(int pidfd, siginfo_t& info, int options) {
+  info = {};
+  if (syscall(SYS_waitid, P_PIDFD, pidfd, &info, options, nullptr) < 0) {
+    return SysError("waitid", "pidfd");
+  }
+  return {};
+}
+
+Status Faccessat(int dirfd, const std::string& path, int mode, const std::string& subject) {
+  if (syscall(SYS_faccessat, dirfd, path.c_str(), mode) < 0) return SysError("faccessat", subject);
+  return {};
+}
+
+Status JoinSessionKeyring() {
+  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0) {
+    return SysError("keyctl", "join a session keyring");
+  }
+  return {};
+}
+
+Status SeccompSetFilter(unsigned flags, const struct sock_fprog& prog) {
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog) < 0) {
+    return SysError("seccomp", "load filter");
+  }
+  return {};
+}
+
+Result<long> Bpf(int cmd, union bpf_attr& attr, const std::string& subject) {
+  long r = syscall(SYS_bpf, cmd, &attr, sizeof attr);
+  if (r < 0) return SysError("bpf", subject);
+  return r;
 }
 
 int ReadAllAndReap(int fd, pid_t pid, std::string& out) {

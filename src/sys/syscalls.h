@@ -2,8 +2,11 @@
 // Each retries EINTR where that is safe and returns an Error naming the op and subject.
 #pragma once
 
+#include <linux/bpf.h>
+#include <linux/filter.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -46,7 +49,12 @@ Result<UniqueFd> FsOpen(const std::string& fstype);
 Status FsConfigString(int fsfd, const std::string& key, const std::string& value);
 Status FsConfigCreate(int fsfd, const std::string& fstype);
 Result<UniqueFd> FsMount(int fsfd, uint64_t attrs, const std::string& subject);
+Status FsConfigFlag(int fsfd, const std::string& key, const std::string& subject);
 Status PivotRoot(const std::string& new_root, const std::string& put_old);
+// MOUNT_ATTR_IDMAP on the detached tree `tree` (flags: AT_RECURSIVE or 0), mapped as the
+// user namespace `userns_fd` maps. The Error's err is the kernel's (EINVAL or EOPNOTSUPP:
+// the filesystem cannot be mapped).
+Status MountSetIdmap(int tree, unsigned flags, int userns_fd, const std::string& subject);
 // Makes `path` the working directory, resolved inside this process's root as the kernel
 // resolves it for the root's own processes (openat2 RESOLVE_IN_ROOT), never through a
 // /proc magic link (RESOLVE_NO_MAGICLINKS: /proc/self/fd/N, /proc/PID/cwd and /root), and
@@ -56,6 +64,19 @@ Status PivotRoot(const std::string& new_root, const std::string& put_old);
 // CVE-2024-21626). Errors name `subject`.
 Status EnterDirInRoot(const std::string& path, const std::string& subject);
 Status PidfdSendSignal(int pidfd, int sig);
+Result<UniqueFd> PidfdOpen(pid_t pid, const std::string& subject);
+// waitid(P_PIDFD, ...): `info.si_pid` stays 0 if, with WNOHANG, nothing is waitable.
+Status WaitidPidfd(int pidfd, siginfo_t& info, int options);
+// The faccessat system call itself, never glibc's: glibc tries faccessat2 first, which an
+// OCI container's seccomp allow-list written before it (and loaded by then) answers with
+// EPERM.
+Status Faccessat(int dirfd, const std::string& path, int mode, const std::string& subject);
+// keyctl(KEYCTL_JOIN_SESSION_KEYRING) with no name: a new anonymous session keyring.
+Status JoinSessionKeyring();
+// seccomp(SECCOMP_SET_MODE_FILTER, flags, prog).
+Status SeccompSetFilter(unsigned flags, const struct sock_fprog& prog);
+// bpf(2): its result (a descriptor, or 0), or the Error naming `subject`.
+Result<long> Bpf(int cmd, union bpf_attr& attr, const std::string& subject);
 // After forking a child that reports a failed execve as an int on a CLOEXEC pipe: waits
 // for EOF (the exec succeeded: nothing) or the int the child wrote.
 std::optional<int> ReadExecError(int fd);
