@@ -31,21 +31,21 @@ namespace {
 // Runs `probe` in a child and returns its result; the child's error comes back as its
 // rendered line on a pipe.
 Status InChild(const std::function<Status()>& probe) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) < 0) return SysError("pipe2", "probe");
+  sys::FdPair report = BRIG_TRY(sys::FdPair::Pipe(true, "probe"));
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "probe");
   if (pid == 0) {
-    close(fds[0]);
+    report.TakeParentEnd().Reset();
+    sys::UniqueFd write_end = report.TakeChildEnd();
     Status s = probe();
     if (!s) {
       std::string line = s.error().Render();
-      (void)!write(fds[1], line.data(), line.size());
+      (void)!write(write_end.get(), line.data(), line.size());
     }
     _exit(s ? 0 : 1);
   }
-  close(fds[1]);
-  sys::UniqueFd read_end(fds[0]);
+  report.TakeChildEnd().Reset();
+  sys::UniqueFd read_end = report.TakeParentEnd();
   std::string line;
   int status = sys::ReadAllAndReap(read_end.get(), pid, line);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
@@ -126,21 +126,22 @@ Status ProbeOverlay() {
 
 // A user namespace mapping 0 to 65534, held by a child that waits for `release` to close.
 Result<sys::UniqueFd> MappedUserNs() {
-  int ready[2], release[2];
-  if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(release, O_CLOEXEC) < 0) return SysError("pipe2");
+  sys::FdPair ready = BRIG_TRY(sys::FdPair::Pipe(true, "user namespace holder"));
+  sys::FdPair release = BRIG_TRY(sys::FdPair::Pipe(false, "user namespace holder"));
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "user namespace holder");
   if (pid == 0) {
-    close(ready[0]);
-    close(release[1]);
+    ready.TakeParentEnd().Reset();
+    release.TakeParentEnd().Reset();
+    sys::UniqueFd said = ready.TakeChildEnd(), wait = release.TakeChildEnd();
     char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-    (void)!write(ready[1], &c, 1);
-    (void)!read(release[0], &c, 1);
+    (void)!write(said.get(), &c, 1);
+    (void)!read(wait.get(), &c, 1);
     _exit(0);
   }
-  close(ready[1]);
-  close(release[0]);
-  sys::UniqueFd ready_fd(ready[0]), release_fd(release[1]);
+  ready.TakeChildEnd().Reset();
+  release.TakeChildEnd().Reset();
+  sys::UniqueFd ready_fd = ready.TakeParentEnd(), release_fd = release.TakeParentEnd();
   char c = 'n';
   Status s = read(ready_fd.get(), &c, 1) == 1 && c == 'y' ? Status{} : SysError("unshare", "user");
   std::string proc = "/proc/" + std::to_string(pid) + "/";
@@ -184,9 +185,8 @@ Result<NftExitWait> MeasureNftExitWait() {
   std::vector<double> waits;
   char removal = 0;
   for (int i = 0; i < 3; ++i) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0) return SysError("pipe2", "probe");
-    sys::UniqueFd read_end(fds[0]), write_end(fds[1]);
+    sys::FdPair report = BRIG_TRY(sys::FdPair::Pipe(true, "probe"));
+    sys::UniqueFd read_end = report.TakeParentEnd(), write_end = report.TakeChildEnd();
     pid_t pid = fork();
     if (pid < 0) return SysError("fork", "probe");
     if (pid == 0) {

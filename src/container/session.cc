@@ -227,10 +227,9 @@ sys::CloneArgs Session::CloneArgs(uint64_t flags, int* pidfd) const {
 }
 
 Result<sys::Child> Session::CloneInit() {
-  int sp[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return SysError("socketpair");
-  sync_.Reset(sp[0]);
-  sys::UniqueFd child_end(sp[1]);
+  sys::FdPair sync = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "sync"));
+  sync_ = sync.TakeParentEnd();
+  sys::UniqueFd child_end = sync.TakeChildEnd();
   // Init starts with the supervisor's credentials, and setgroups is denied in its user
   // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
   // follow it and the workload for good. The supervisor, root, needs none of them. (Only

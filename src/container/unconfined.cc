@@ -20,11 +20,12 @@ bool Session::LaunchUnconfined() {
   std::vector<char*> argv = ExecArray(sb_.argv), envp = ExecArray(sb_.env);
   std::vector<std::string> script = ScriptArgv(*path, sb_.argv);
   std::vector<char*> script_argv = ExecArray(script);
-  int p[2], g[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return Failed(SysError("pipe2"));
-  sys::UniqueFd err_rd(p[0]), err_wr(p[1]);
-  if (pipe2(g, O_CLOEXEC) < 0) return Failed(SysError("pipe2"));
-  sys::UniqueFd go_rd(g[0]), go_wr(g[1]);
+  auto errors = sys::FdPair::Pipe(true, "exec errors");
+  if (!errors) return Failed(std::move(errors).error());
+  auto go = sys::FdPair::Pipe(false, "start");
+  if (!go) return Failed(std::move(go).error());
+  sys::UniqueFd err_rd = errors->TakeParentEnd(), err_wr = errors->TakeChildEnd();
+  sys::UniqueFd go_wr = go->TakeParentEnd(), go_rd = go->TakeChildEnd();
   int pidfd = -1;
   pid_t supervisor = getpid();
   auto pid = sys::Clone3(CloneArgs(0, &pidfd));

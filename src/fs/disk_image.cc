@@ -37,9 +37,9 @@ std::string FindMkfs() {
 // none to zero in the background: the file holds only what is written.
 Status Mkfs(const std::string& mkfs, int image, const std::string& path) {
   sys::UniqueFd high(fcntl(image, F_DUPFD_CLOEXEC, 10));
-  int p[2];
-  if (!high || pipe2(p, O_CLOEXEC) < 0) return SysError("mkfs.ext4", path);
-  sys::UniqueFd r(p[0]), w(p[1]);
+  if (!high) return SysError("mkfs.ext4", path);
+  sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "mkfs.ext4 " + path));
+  sys::UniqueFd r = errors.TakeParentEnd(), w = errors.TakeChildEnd();
   std::vector<std::string> argv = {mkfs,
                                    "-q",
                                    "-F",

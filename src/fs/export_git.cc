@@ -177,9 +177,8 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const char* in, bool
       "GIT_TERMINAL_PROMPT=0",   "GIT_NO_REPLACE_OBJECTS=1"};
   if (index) env.push_back("GIT_INDEX_FILE=/tmp/o/.git/index");
   std::vector<char*> cargv = CStrings(argv), cenv = CStrings(env);
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return SysError("export: pipe");
-  sys::UniqueFd r(p[0]), w(p[1]);
+  sys::FdPair out = BRIG_TRY(sys::FdPair::Pipe(true, "export: git"));
+  sys::UniqueFd r = out.TakeParentEnd(), w = out.TakeChildEnd();
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
@@ -274,9 +273,8 @@ Result<std::string> Classify(const std::vector<GitPath>& paths, bool index) {
 }  // namespace
 
 Result<GitChanges> DiffForGit(const GitTrees& trees, const std::vector<GitPath>& paths) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return SysError("export: pipe");
-  sys::UniqueFd r(p[0]), w(p[1]);
+  sys::FdPair report = BRIG_TRY(sys::FdPair::Pipe(true, "export"));
+  sys::UniqueFd r = report.TakeParentEnd(), w = report.TakeChildEnd();
   pid_t pid = fork();
   if (pid < 0) return SysError("export: fork", "git");
   if (pid == 0) ChildMain(trees, paths, w.get());

@@ -175,11 +175,8 @@ Result<int> Exec(const ExecOptions& o) {
     }
     console = BRIG_TRY(ConnectConsoleSocket(o.console_socket));
   }
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-    return SysError("socketpair", "exec");
-  }
-  sys::UniqueFd parent_end(sv[0]), child_end(sv[1]);
+  sys::FdPair sync = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "exec"));
+  sys::UniqueFd parent_end = sync.TakeParentEnd(), child_end = sync.TakeChildEnd();
   sigset_t chld, old;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);

@@ -27,9 +27,8 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
   if (args.empty()) args.push_back(h.path());
   std::vector<std::string> env(h.env().begin(), h.env().end());
   std::vector<char*> argv = container::ExecArray(args), envp = container::ExecArray(env);
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2", subject);
-  sys::UniqueFd rd(p[0]), wr(p[1]);
+  sys::FdPair state = BRIG_TRY(sys::FdPair::Pipe(false, subject));
+  sys::UniqueFd wr = state.TakeParentEnd(), rd = state.TakeChildEnd();
   int pidfd = -1;
   sys::CloneArgs ca;
   ca.flags = CLONE_PIDFD;

@@ -325,12 +325,9 @@ Result<pid_t> Create(const CreateOptions& o) {
   if (spec.process().terminal()) {
     console = BRIG_TRY(Above(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
   }
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-    return SysError("socketpair", "sync");
-  }
-  sys::UniqueFd parent_end(sv[0]);
-  sys::UniqueFd child_end = BRIG_TRY(Above(sys::UniqueFd(sv[1]), min_fd));
+  sys::FdPair sync = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "sync"));
+  sys::UniqueFd parent_end = sync.TakeParentEnd();
+  sys::UniqueFd child_end = BRIG_TRY(Above(sync.TakeChildEnd(), min_fd));
   if (!ns.pid_path.empty()) {
     sys::UniqueFd pidns(open(ns.pid_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!pidns.valid() || setns(pidns.get(), CLONE_NEWPID) < 0) {

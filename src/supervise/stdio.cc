@@ -35,10 +35,9 @@ sys::UniqueFd Dup(const sys::UniqueFd& fd) {
 
 // A pipe whose read end is brig's (nonblocking) and whose write end is the workload's.
 Status MakePipe(sys::UniqueFd& read_end, sys::UniqueFd& write_end) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2", "workload output");
-  read_end.Reset(p[0]);
-  write_end.Reset(p[1]);
+  sys::FdPair pipe = BRIG_TRY(sys::FdPair::Pipe(true, "workload output"));
+  read_end = pipe.TakeParentEnd();
+  write_end = pipe.TakeChildEnd();
   (void)fcntl(read_end.get(), F_SETPIPE_SZ, kPipeSize);
   if (fcntl(read_end.get(), F_SETFL, O_NONBLOCK) < 0) return SysError("fcntl", "workload output");
   return {};

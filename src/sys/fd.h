@@ -2,10 +2,15 @@
 // exactly one of these; a raw int or a const& borrows.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 #include <utility>
+
+#include "brig/result.h"
 
 namespace brig::sys {
 
@@ -40,6 +45,30 @@ class UniqueFd {
 
  private:
   int fd_ = -1;
+};
+
+// Two connected descriptors, both CLOEXEC, one for each side of a fork or clone: each side
+// takes its end and closes the other at once (style.md 2.4).
+class FdPair {
+ public:
+  // An AF_UNIX socketpair of `type` (SOCK_SEQPACKET, SOCK_STREAM...).
+  static Result<FdPair> SocketPair(int type, const std::string& subject) {
+    int sv[2];
+    if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0) return SysError("socketpair", subject);
+    return FdPair(sv[0], sv[1]);
+  }
+  // A pipe the parent reads from (the child writes) or, with `parent_reads` false, writes to.
+  static Result<FdPair> Pipe(bool parent_reads, const std::string& subject) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2", subject);
+    return parent_reads ? FdPair(p[0], p[1]) : FdPair(p[1], p[0]);
+  }
+  UniqueFd TakeParentEnd() { return std::move(parent_); }
+  UniqueFd TakeChildEnd() { return std::move(child_); }
+
+ private:
+  FdPair(int parent, int child) : parent_(parent), child_(child) {}
+  UniqueFd parent_, child_;
 };
 
 }  // namespace brig::sys

@@ -260,7 +260,9 @@ TEST_F(Stdio, OutsideAUtf8LocaleNoByteTheTerminalTakesForAC1ControlReachesIt) {
     EXPECT_TRUE(ended) << c.lc_all << ": " << ::testing::PrintToString(seen);
     EXPECT_EQ(WaitExit(pid), 0) << c.lc_all;
     EXPECT_EQ(seen, c.want) << c.lc_all;
-    if (std::string(c.lc_all) != "C.UTF-8") EXPECT_FALSE(HasC1Byte(seen)) << c.lc_all;
+    if (std::string(c.lc_all) != "C.UTF-8") {
+      EXPECT_FALSE(HasC1Byte(seen)) << c.lc_all;
+    }
     close(slave);
     close(master);
   }
