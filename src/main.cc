@@ -1,10 +1,9 @@
 // brig's entry point: the global options (runc's --debug, --log, --log-format), then the
-// verb. Verbs print their own one-line errors and return the exit code of the output
-// contract.
+// verb, looked up in cli's table of verbs. Verbs print their own one-line errors and return
+// the exit code of the output contract.
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,7 +11,6 @@
 #include "cli/cli.h"
 #include "cli/global.h"
 #include "container/init.h"
-#include "oci/launch.h"
 #include "log/log.h"
 
 namespace {
@@ -24,19 +22,6 @@ bool AsksHelp(const std::vector<std::string>& args) {
     if (a == "--help") return true;
   }
   return false;
-}
-
-// The verbs that act on the host as root, and why, for the one line a non-root caller
-// gets before anything (a log file included) is created. `brig policy` reads files only,
-// and works for anyone, so that a reviewer needs no root to read a policy.
-const char* WhyRoot(const std::string& verb) {
-  if (verb == "run") return "it creates namespaces, cgroups and nftables tables as root";
-  if (verb == "check") return "its probes make namespaces, mounts and nftables tables as root";
-  if (verb == "gc") return "it removes what sandboxes left in /run/brig, cgroups and nftables";
-  if (verb == "list") return "it tells a live sandbox by the lock on its record in /run/brig";
-  if (verb == "spec" || verb == "features") return nullptr;
-  if (brig::cli::IsOciVerb(verb)) return "it makes and acts on containers as root";
-  return nullptr;
 }
 
 }  // namespace
@@ -68,34 +53,24 @@ int main(int argc, char** argv) {
     printf("brig %s\n", BRIG_VERSION);
     return 0;
   }
-  if (const char* why = WhyRoot(args[0]);
-      why && geteuid() != 0 && !AsksHelp({args.begin() + 1, args.end()})) {
-    fprintf(stderr, "brig %s: brig needs root (%s; run it with sudo)\n", args[0].c_str(), why);
+  std::vector<std::string> verb_args(args.begin() + 1, args.end());
+  const brig::cli::Verb* verb = brig::cli::FindVerb(args[0], global, verb_args);
+  // A caller who is not root learns it before anything (a log file included) is created.
+  if (verb && verb->why_root && geteuid() != 0 && !AsksHelp(verb_args)) {
+    fprintf(stderr, "brig %s: brig needs root (%s; run it with sudo)\n", args[0].c_str(),
+            verb->why_root);
     return brig::kExitRefused;
   }
-  std::vector<std::string> verb_args(args.begin() + 1, args.end());
-  // `run` and `list` are the sandbox verbs but with --bundle and --root respectively.
-  bool oci = args[0] == "run"    ? brig::cli::IsOciRun(verb_args)
-             : args[0] == "list" ? !global.root.empty()
-                                 : brig::cli::IsOciVerb(args[0]);
-  // Before brig opens anything: --preserve-fds hands over only what brig was given.
-  if (oci && std::any_of(verb_args.begin(), verb_args.end(), [](const std::string& a) {
-        return a.rfind("--preserve-fds", 0) == 0 || a.rfind("-preserve-fds", 0) == 0;
-      })) {
-    brig::oci::RecordInheritedFds();
-  }
+  if (verb) verb->BeforeOpening(verb_args);
   if (auto s = brig::log::Configure(global.debug, global.log_path, global.log_format); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
     return brig::kExitRefused;
   }
-  if (oci || args[0] != "run") sigprocmask(SIG_SETMASK, &caller, nullptr);
+  if (!verb || !verb->holds_signals) sigprocmask(SIG_SETMASK, &caller, nullptr);
   brig::log::Debug("brig ", BRIG_VERSION, ": ", args[0]);
-  if (oci) return brig::cli::OciMain(args[0], global, verb_args);
-  if (args[0] == "run") return brig::cli::RunMain({args.begin() + 1, args.end()});
-  if (args[0] == "gc") return brig::cli::GcMain({args.begin() + 1, args.end()});
-  if (args[0] == "list") return brig::cli::ListMain({args.begin() + 1, args.end()});
-  if (args[0] == "check") return brig::cli::CheckMain({args.begin() + 1, args.end()});
-  if (args[0] == "policy") return brig::cli::PolicyMain({args.begin() + 1, args.end()});
-  fprintf(stderr, "brig: unknown command '%s' (see brig --help)\n", args[0].c_str());
-  return brig::kExitRefused;
+  if (!verb) {
+    fprintf(stderr, "brig: unknown command '%s' (see brig --help)\n", args[0].c_str());
+    return brig::kExitRefused;
+  }
+  return verb->Run(global, verb_args);
 }

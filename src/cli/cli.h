@@ -2,6 +2,7 @@
 // error line ("brig: ...") and returns its exit code (brig/exit.h).
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,13 +44,47 @@ int CheckMain(const std::vector<std::string>& args);
 int GcMain(const std::vector<std::string>& args);
 // `brig list`: the running sandboxes (cli/list.cc).
 int ListMain(const std::vector<std::string>& args);
-// The OCI runtime verbs with runc's command line (cli/oci.cc): `verb` is one that
-// IsOciVerb names; of the global options, --root (empty: /run/brig/oci) and
-// --systemd-cgroup (refused) are theirs.
-bool IsOciVerb(const std::string& verb);
-// Whether `brig run ARGS` is the OCI verb: it names a bundle (--bundle, -b) before "--".
-bool IsOciRun(const std::vector<std::string>& args);
-int OciMain(const std::string& verb, const GlobalFlags& global,
-            const std::vector<std::string>& args);
+
+struct OciFlag;     // cli/oci.h
+struct OciRequest;  // cli/oci.h
+
+// One verb of brig's command line, a row of the table main looks a verb up in
+// (cli/verbs.cc): brig's own verbs, each of which parses its arguments itself, and the OCI
+// runtime verbs, which share runc's command line (cli/oci.cc, brig-oci(1)).
+struct Verb {
+  const char* name;
+  // Why the verb acts as root, for the one line a caller who is not root gets before
+  // anything (a log file included) is created; nullptr: anyone may run it.
+  const char* why_root = nullptr;
+  // For a name that brig's own verb and an OCI verb share: whether `brig NAME ARGS`, under
+  // these global options, is this row's verb. nullptr: the name's row for every other call.
+  bool (*chosen)(const GlobalFlags& global, const std::vector<std::string>& args) = nullptr;
+  // Whether SIGTERM, SIGINT and SIGHUP stay blocked, as they are from main's first
+  // instruction, for the verb to read them from a signalfd (brig run's Session); every
+  // other verb gets the caller's mask back before it starts.
+  bool holds_signals = false;
+  // brig's own verb: its main, given the arguments after the verb.
+  int (*main)(const std::vector<std::string>& args) = nullptr;
+  // An OCI verb: its --help's synopsis (after "brig [GLOBAL OPTIONS] NAME ") and sentence,
+  // the flags it takes besides --help, in --help's order, and its action once they are
+  // parsed.
+  const char* synopsis = nullptr;
+  const char* what = nullptr;
+  std::span<const OciFlag* const> flags;
+  Result<int> (*act)(OciRequest& request) = nullptr;
+
+  // Before brig opens anything: a verb given --preserve-fds notes the fds brig was started
+  // with, so that it hands over only those (oci::RecordInheritedFds).
+  void BeforeOpening(const std::vector<std::string>& args) const;
+  // Runs the verb on the arguments after it; it prints its own errors and returns the exit
+  // code of the output contract.
+  int Run(const GlobalFlags& global, const std::vector<std::string>& args) const;
+};
+
+// The row `brig NAME ARGS` runs under `global`, or nullptr if no verb has that name.
+const Verb* FindVerb(const std::string& name, const GlobalFlags& global,
+                     const std::vector<std::string>& args);
+// Every row of the table: brig's own verbs, then the OCI verbs.
+std::span<const Verb> Verbs();
 
 }  // namespace brig::cli

@@ -1,8 +1,9 @@
 // The OCI runtime verbs with runc's command line (brig-oci(1)): create, start, state,
-// kill, delete, run --bundle, ps, pause, resume, update, events, spec, features, and
-// list under --root. Each verb's row lists the flags it takes, from one flag table, and
-// names its action. Errors are printed once, on stderr and in the --log file (containerd
-// reads the last JSON line's msg), as one line.
+// kill, delete, run --bundle, exec, ps, pause, resume, update, events, spec, features, and
+// list under --root. Their rows in the table of verbs (cli/verbs.cc) list the flags each
+// takes; this parses them, prints a verb's --help and runs its action. Errors are printed
+// once, on stderr and in the --log file (containerd reads the last JSON line's msg), as
+// one line.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,21 +12,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
-#include <span>
 #include <sstream>
-#include <string_view>
 
 #include <google/protobuf/util/json_util.h>
 
-#include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/oci.h"
 #include "container/command.h"
 #include "log/log.h"
 #include "oci/container.h"
-#include "oci/exec.h"
-#include "oci/launch.h"
 #include "oci/process.h"
 #include "oci/spec.h"
 #include "oci/state.h"
@@ -36,267 +32,12 @@
 namespace brig::cli {
 namespace {
 
-struct OciRequest {
-  std::string root;
-  std::vector<std::string> positional;
-  oci::CreateOptions create;
-  bool detach = false, all = false, force = false, stats = false, rootless = false;
-  bool json = false, help = false, keep = false;
-  std::string resources_file;
-  oci::Resources update;
-  bool update_set = false;
-  std::chrono::milliseconds interval{5000};
-  oci::ExecOptions exec;
-};
-
-struct Flag {
-  const char* name;
-  const char* metavar;
-  const char* help;
-  Status (*apply)(OciRequest&, const std::string&);
-};
-
-Result<int64_t> Number(const std::string& flag, const std::string& v) {
-  int64_t n = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || p != v.data() + v.size()) return BadInput(flag, v, "not a number");
-  return n;
-}
-
-// The OCI verbs' flags, in runc's spelling and meaning (--help, which every verb takes, is
-// kHelp below).
-constexpr Flag kFlags[] = {
-    {"--bundle", "DIR", "the bundle: config.json and the rootfs it names (default: .)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.create.bundle = v;
-       return {};
-     }},
-    {"--pid-file", "FILE", "write the container's pid (on the host) to FILE",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.create.pid_file = v;
-       r.exec.pid_file = v;
-       return {};
-     }},
-    {"--console-socket", "PATH", "send a terminal's master to this unix socket",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.create.console_socket = v;
-       r.exec.console_socket = v;
-       return {};
-     }},
-    {"--preserve-fds", "N", "pass fds 3 .. 3+N-1 to the container",
-     [](OciRequest& r, const std::string& v) -> Status {
-       int64_t n = BRIG_TRY(Number("--preserve-fds", v));
-       if (n < 0 || n > 1000) return BadInput("--preserve-fds", v, "not between 0 and 1000");
-       r.create.preserve_fds = static_cast<int>(n);
-       r.exec.preserve_fds = static_cast<int>(n);
-       return {};
-     }},
-    {"--no-pivot", nullptr, "enter the root with MS_MOVE and chroot, not pivot_root",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.create.no_pivot = true;
-       return {};
-     }},
-    {"--no-new-keyring", nullptr, "keep the caller's session keyring",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.create.no_new_keyring = true;
-       return {};
-     }},
-    {"--detach", nullptr, "return once the process runs, without waiting for it",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.detach = true;
-       r.exec.detach = true;
-       return {};
-     }},
-    {"--process", "FILE", "the process as a runtime-spec Process object in JSON",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.exec.process_file = v;
-       return {};
-     }},
-    {"--tty", nullptr, "give the process a terminal (needs --console-socket)",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.exec.tty = true;
-       return {};
-     }},
-    {"--cwd", "DIR", "the process's working directory in the container",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.exec.cwd = v;
-       return {};
-     }},
-    {"--env", "K=V", "one more environment variable (repeatable)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       if (v.find('=') == std::string::npos) return BadInput("--env", v, "expected K=V");
-       r.exec.env.push_back(v);
-       return {};
-     }},
-    {"--user", "UID[:GID]", "the process's user and group ids",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.exec.user = v;
-       return {};
-     }},
-    {"--additional-gids", "GID", "one more supplementary group (repeatable)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.exec.additional_gids.push_back(
-           static_cast<uint32_t>(BRIG_TRY(Number("--additional-gids", v))));
-       return {};
-     }},
-    {"--cap", "CAP", "one more capability (repeatable)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.exec.caps.push_back(v);
-       return {};
-     }},
-    {"--no-new-privs", nullptr, "set no_new_privs for the process",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.exec.no_new_privs = true;
-       return {};
-     }},
-    {"--keep", nullptr, "do not delete the container when it exits (run)",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.keep = true;
-       return {};
-     }},
-    {"--all", nullptr, "signal every process of the container",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.all = true;
-       return {};
-     }},
-    {"--force", nullptr, "kill a running container before deleting it",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.force = true;
-       return {};
-     }},
-    {"--format", "table|json", "print a table (the default) or JSON",
-     [](OciRequest& r, const std::string& v) -> Status {
-       if (v != "table" && v != "json") return BadInput("--format", v, "expected table or json");
-       r.json = v == "json";
-       return {};
-     }},
-    {"--stats", nullptr, "print the container's statistics once and exit",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.stats = true;
-       return {};
-     }},
-    {"--interval", "DURATION", "time between two statistics (default 5s)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.interval = BRIG_TRY(util::ParseDuration(v));
-       if (r.interval.count() <= 0) return BadInput("--interval", v, "must be positive");
-       return {};
-     }},
-    {"--rootless", nullptr, "a config for a user namespace of the caller's ids",
-     [](OciRequest& r, const std::string&) -> Status {
-       r.rootless = true;
-       return {};
-     }},
-    {"--resources", "FILE", "linux.resources as JSON, from FILE or - (stdin)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.resources_file = v;
-       return {};
-     }},
-    {"--memory", "BYTES", "memory limit",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_memory()->set_limit(static_cast<int64_t>(BRIG_TRY(util::ParseMemory(v))));
-       r.update_set = true;
-       return {};
-     }},
-    {"--memory-swap", "BYTES", "memory plus swap limit (-1: unlimited)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_memory()->set_swap(
-           v == "-1" ? -1 : static_cast<int64_t>(BRIG_TRY(util::ParseMemory(v))));
-       r.update_set = true;
-       return {};
-     }},
-    {"--memory-reservation", "BYTES", "memory soft limit",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_memory()->set_reservation(
-           static_cast<int64_t>(BRIG_TRY(util::ParseMemory(v))));
-       r.update_set = true;
-       return {};
-     }},
-    {"--cpu-shares", "N", "CPU shares (relative weight)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_cpu()->set_shares(
-           static_cast<uint64_t>(BRIG_TRY(Number("--cpu-shares", v))));
-       r.update_set = true;
-       return {};
-     }},
-    {"--cpu-quota", "MICROSECONDS", "CPU time per period (-1: unlimited)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_cpu()->set_quota(BRIG_TRY(Number("--cpu-quota", v)));
-       r.update_set = true;
-       return {};
-     }},
-    {"--cpu-period", "MICROSECONDS", "the CPU period the quota is of",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_cpu()->set_period(
-           static_cast<uint64_t>(BRIG_TRY(Number("--cpu-period", v))));
-       r.update_set = true;
-       return {};
-     }},
-    {"--cpuset-cpus", "LIST", "CPUs the container may use (0-3, 5)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_cpu()->set_cpus(v);
-       r.update_set = true;
-       return {};
-     }},
-    {"--cpuset-mems", "LIST", "memory nodes the container may use",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_cpu()->set_mems(v);
-       r.update_set = true;
-       return {};
-     }},
-    {"--pids-limit", "N", "the most processes (-1: unlimited)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_pids()->set_limit(BRIG_TRY(Number("--pids-limit", v)));
-       r.update_set = true;
-       return {};
-     }},
-    {"--blkio-weight", "N", "block IO weight (10-1000)",
-     [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_block_io()->set_weight(
-           static_cast<uint32_t>(BRIG_TRY(Number("--blkio-weight", v))));
-       r.update_set = true;
-       return {};
-     }},
-};
-
-// The flag of kFlags named `name`; a name it lacks does not compile.
-consteval const Flag* Named(std::string_view name) {
-  for (const Flag& f : kFlags) {
-    if (name == f.name) return &f;
-  }
-  throw "no such flag";
-}
-
-// The flags each OCI verb takes, in its --help's order.
-constexpr const Flag* kCreateFlags[] = {Named("--bundle"),         Named("--pid-file"),
-                                        Named("--console-socket"), Named("--preserve-fds"),
-                                        Named("--no-pivot"),       Named("--no-new-keyring")};
-constexpr const Flag* kRunFlags[] = {Named("--bundle"),         Named("--pid-file"),
-                                     Named("--console-socket"), Named("--preserve-fds"),
-                                     Named("--no-pivot"),       Named("--no-new-keyring"),
-                                     Named("--detach"),         Named("--keep")};
-constexpr const Flag* kExecFlags[] = {Named("--pid-file"),     Named("--console-socket"),
-                                      Named("--preserve-fds"), Named("--detach"),
-                                      Named("--process"),      Named("--tty"),
-                                      Named("--cwd"),          Named("--env"),
-                                      Named("--user"),         Named("--additional-gids"),
-                                      Named("--cap"),          Named("--no-new-privs")};
-constexpr const Flag* kKillFlags[] = {Named("--all")};
-constexpr const Flag* kDeleteFlags[] = {Named("--force")};
-constexpr const Flag* kFormatFlags[] = {Named("--format")};
-constexpr const Flag* kEventsFlags[] = {Named("--stats"), Named("--interval")};
-constexpr const Flag* kSpecFlags[] = {Named("--bundle"), Named("--rootless")};
-constexpr const Flag* kUpdateFlags[] = {
-    Named("--resources"),          Named("--memory"),      Named("--memory-swap"),
-    Named("--memory-reservation"), Named("--cpu-shares"),  Named("--cpu-quota"),
-    Named("--cpu-period"),         Named("--cpuset-cpus"), Named("--cpuset-mems"),
-    Named("--pids-limit"),         Named("--blkio-weight")};
-
 // Every OCI verb's last option.
-constexpr Flag kHelp = {"--help", nullptr, "show this help",
-                        [](OciRequest& r, const std::string&) -> Status {
-                          r.help = true;
-                          return {};
-                        }};
+constexpr OciFlag kHelp = {"--help", nullptr, "show this help",
+                           [](OciRequest& r, const std::string&) -> Status {
+                             r.help = true;
+                             return {};
+                           }};
 
 // runc's short spellings, and its single-dash long ones (urfave/cli takes -bundle).
 std::string Canonical(const std::string& verb, const std::string& a) {
@@ -312,27 +53,16 @@ std::string Canonical(const std::string& verb, const std::string& a) {
   return a;
 }
 
-// An OCI verb: its --help's synopsis (after "brig [GLOBAL OPTIONS] NAME ") and sentence,
-// the flags it takes besides --help, in --help's order, and its action once they are
-// parsed.
-struct Verb {
-  const char* name;
-  const char* synopsis;
-  const char* what;
-  std::span<const Flag* const> flags;
-  Result<int> (*act)(OciRequest&);
-};
-
 // The flags `verb` takes, --help last.
-std::vector<Flag> FlagsOf(const Verb& verb) {
-  std::vector<Flag> flags;
-  for (const Flag* f : verb.flags) flags.push_back(*f);
+std::vector<OciFlag> FlagsOf(const Verb& verb) {
+  std::vector<OciFlag> flags;
+  for (const OciFlag* f : verb.flags) flags.push_back(*f);
   flags.push_back(kHelp);
   return flags;
 }
 
 Result<OciRequest> Parse(const Verb& verb, const std::vector<std::string>& args) {
-  std::vector<Flag> table = FlagsOf(verb);
+  std::vector<OciFlag> table = FlagsOf(verb);
   std::string name = verb.name;
   OciRequest r;
   // Flags in runc's spellings become the table's; their values stay as given.
@@ -355,7 +85,7 @@ std::string Usage(const Verb& verb) {
   std::ostringstream out;
   out << "Usage: brig [GLOBAL OPTIONS] " << verb.name << " " << verb.synopsis << "\n\n"
       << verb.what << "\n\nOptions:\n";
-  for (const Flag& f : FlagsOf(verb)) {
+  for (const OciFlag& f : FlagsOf(verb)) {
     UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),
              f.help);
   }
@@ -518,6 +248,8 @@ Result<oci::Resources> UpdatedResources(const OciRequest& r, const std::string& 
   return from;
 }
 
+}  // namespace
+
 Result<int> OciCreate(OciRequest& r) {
   BRIG_TRY(PrepareCreate(r, "create"));
   BRIG_TRY(oci::Create(r.create));
@@ -639,117 +371,20 @@ Result<int> OciList(OciRequest& r) {
   return 0;
 }
 
-constexpr Verb kVerbs[] = {
-    {.name = "create",
-     .synopsis = "[OPTIONS] ID",
-     .what = "Create container ID from its bundle; its process waits for start.",
-     .flags = kCreateFlags,
-     .act = OciCreate},
-    {.name = "start",
-     .synopsis = "ID",
-     .what = "Start the process of created container ID.",
-     .act = OciStart},
-    {.name = "state",
-     .synopsis = "ID",
-     .what = "Print the state of container ID as JSON.",
-     .act = OciState},
-    {.name = "kill",
-     .synopsis = "[--all] ID [SIGNAL]",
-     .what = "Send SIGNAL (default SIGTERM) to container ID.",
-     .flags = kKillFlags,
-     .act = OciKill},
-    {.name = "delete",
-     .synopsis = "[--force] ID",
-     .what = "Delete container ID and everything it left.",
-     .flags = kDeleteFlags,
-     .act = OciDelete},
-    {.name = "run",
-     .synopsis = "--bundle DIR [OPTIONS] ID",
-     .what = "Create and start container ID, and wait for it unless --detach.",
-     .flags = kRunFlags,
-     .act = OciRun},
-    {.name = "exec",
-     .synopsis = "[OPTIONS] ID [COMMAND [ARG...]]",
-     .what = "Run a new process in running container ID (the command, or --process FILE).",
-     .flags = kExecFlags,
-     .act = OciExec},
-    {.name = "ps",
-     .synopsis = "[--format table|json] ID [PS ARGS]",
-     .what = "List the processes of container ID.",
-     .flags = kFormatFlags,
-     .act = OciPs},
-    {.name = "pause",
-     .synopsis = "ID",
-     .what = "Freeze every process of container ID.",
-     .act = OciPause},
-    {.name = "resume",
-     .synopsis = "ID",
-     .what = "Thaw the processes of paused container ID.",
-     .act = OciResume},
-    {.name = "update",
-     .synopsis = "[OPTIONS] ID",
-     .what = "Change the resource limits of container ID.",
-     .flags = kUpdateFlags,
-     .act = OciUpdate},
-    {.name = "events",
-     .synopsis = "[--stats] [--interval D] ID",
-     .what = "Print the statistics of container ID.",
-     .flags = kEventsFlags,
-     .act = OciEvents},
-    {.name = "spec",
-     .synopsis = "[--bundle DIR] [--rootless]",
-     .what = "Write a config.json that brig runs as it is.",
-     .flags = kSpecFlags,
-     .act = OciSpec},
-    {.name = "features",
-     .synopsis = "",
-     .what = "Print what this brig supports, as features.md says.",
-     .act = OciFeatures},
-    {.name = "list",
-     .synopsis = "[--format table|json]",
-     .what = "List the OCI containers under --root.",
-     .flags = kFormatFlags,
-     .act = OciList},
-};
-
-}  // namespace
-
-bool IsOciVerb(const std::string& verb) {
-  for (const Verb& v : kVerbs) {
-    if (verb == v.name) return true;
-  }
-  return false;
-}
-
-bool IsOciRun(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--") return false;
-    if (a == "--bundle" || a == "-b" || a == "-bundle" || a.rfind("--bundle=", 0) == 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-int OciMain(const std::string& verb, const GlobalFlags& global,
-            const std::vector<std::string>& args) {
+int OciMain(const Verb& verb, const GlobalFlags& global, const std::vector<std::string>& args) {
   if (global.systemd_cgroup) {
     return Refuse(BadInput("--systemd-cgroup", "",
                            "brig has no systemd cgroup driver; give cgroupsPath as a path "
                            "(the cgroupfs driver)"));
   }
-  const Verb* v = nullptr;
-  for (const Verb& k : kVerbs) {
-    if (verb == k.name) v = &k;
-  }
-  auto r = Parse(*v, args);
+  auto r = Parse(verb, args);
   if (!r) return Refuse(r.error());
   if (r->help) {
-    fputs(Usage(*v).c_str(), stdout);
+    fputs(Usage(verb).c_str(), stdout);
     return 0;
   }
   r->root = global.root.empty() ? oci::kDefaultRoot : global.root;
-  auto rc = v->act(*r);
+  auto rc = verb.act(*r);
   if (!rc) return Refuse(rc.error());
   return *rc;
 }
