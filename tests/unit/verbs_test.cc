@@ -1,0 +1,72 @@
+// The table of verbs main looks a verb up in (cli/verbs.cc): every call of a name reaches
+// one row, and `run` and `list` reach the OCI verb's row exactly when runc's command line
+// says so.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+
+namespace brig::cli {
+namespace {
+
+bool IsOci(const Verb* verb) { return verb && verb->act; }
+
+TEST(Verbs, EveryNameHasOneRowForTheCallsNoOtherRowChooses) {
+  std::map<std::string, int> unchosen;
+  for (const Verb& verb : Verbs()) {
+    unchosen[verb.name] += verb.chosen ? 0 : 1;
+    EXPECT_NE(!verb.main, !verb.act) << verb.name << ": brig's own verb or an OCI verb";
+  }
+  for (const auto& [name, rows] : unchosen) EXPECT_EQ(rows, 1) << name;
+}
+
+// A row without a reason to need root runs for anyone: only these three, which read files
+// or write a document, may be such rows.
+TEST(Verbs, OnlyPolicySpecAndFeaturesRunWithoutRoot) {
+  std::set<std::string> without_root;
+  for (const Verb& verb : Verbs()) {
+    if (!verb.why_root) without_root.insert(verb.name);
+  }
+  EXPECT_EQ(without_root, (std::set<std::string>{"features", "policy", "spec"}));
+}
+
+TEST(Verbs, RunIsTheOciVerbWhenItNamesABundleBeforeDashDash) {
+  GlobalFlags global;
+  for (std::vector<std::string> args : {std::vector<std::string>{"--bundle", "b", "id"},
+                                        {"-b", "b", "id"},
+                                        {"-bundle", "b", "id"},
+                                        {"--bundle=b", "id"},
+                                        {"--detach", "--bundle", "b", "id"}}) {
+    const Verb* verb = FindVerb("run", global, args);
+    ASSERT_TRUE(IsOci(verb)) << args[0];
+    EXPECT_FALSE(verb->holds_signals) << "only brig's own run reads signals from a signalfd";
+  }
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--", "--bundle", "b"}, {"true"}, {"--bundles", "b"}, {}}) {
+    const Verb* verb = FindVerb("run", global, args);
+    ASSERT_NE(verb, nullptr);
+    EXPECT_FALSE(IsOci(verb));
+    EXPECT_TRUE(verb->holds_signals);
+  }
+}
+
+TEST(Verbs, ListIsTheOciVerbUnderRoot) {
+  GlobalFlags global;
+  const Verb* own = FindVerb("list", global, {});
+  ASSERT_NE(own, nullptr);
+  EXPECT_FALSE(IsOci(own));
+  global.root = "/run/containerd/runc/k8s.io";
+  EXPECT_TRUE(IsOci(FindVerb("list", global, {})));
+}
+
+TEST(Verbs, AnUnknownNameHasNoRow) {
+  EXPECT_EQ(FindVerb("nosuch", GlobalFlags{}, {}), nullptr);
+  EXPECT_EQ(FindVerb("", GlobalFlags{}, {}), nullptr);
+}
+
+}  // namespace
+}  // namespace brig::cli
