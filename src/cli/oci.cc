@@ -153,20 +153,19 @@ std::string ListJson(const std::vector<oci::Listed>& all) {
 
 // ps(1)'s output; an error if it fails.
 Result<std::string> RunPs(const std::vector<std::string>& argv) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2", "ps");
+  sys::FdPair table = BRIG_TRY(sys::FdPair::Pipe(true, "ps"));
   std::vector<char*> args = container::ExecArray(argv);
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "ps");
   if (pid == 0) {
-    dup2(p[1], 1);
+    dup2(table.TakeChildEnd().get(), 1);
     execvp("ps", args.data());
     _exit(127);
   }
-  close(p[1]);
+  table.TakeChildEnd().Reset();
+  sys::UniqueFd read_end = table.TakeParentEnd();
   std::string out;
-  int status = sys::ReadAllAndReap(p[0], pid, out);
-  close(p[0]);
+  int status = sys::ReadAllAndReap(read_end.get(), pid, out);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Fail("ps", "", "ps(1) failed");
   return out;
 }
