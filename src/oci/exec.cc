@@ -99,6 +99,29 @@ Status ParseUser(const std::string& user, Process& p) {
   _exit(container::SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid)) ? 0 : 125);
 }
 
+// The exec's side of the order drawn above, each step within a setup step's time: the
+// child's kPid (the child is reaped), then EOF at the process's execve. Returns the
+// process's host pid. A process that fails or goes silent before its command is reaped
+// unless `detach` (its parent is then brig's child, which has exited).
+Result<pid_t> AwaitProcess(int sync, pid_t child, bool detach) {
+  container::SyncSequence seq(container::Flow::kExec);
+  auto m = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
+  if (!m) kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (!m) return std::move(m).error().Wrap("exec");
+  BRIG_TRY(seq.Accept(m->type));
+  if (m->type == Msg::kError) return container::DecodeError(*m);
+  pid_t pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
+  m = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
+  if (!m && m.error().detail == container::kPeerClosed) return pid;
+  Error e = m ? container::DecodeError(*m) : std::move(m).error().Wrap("exec");
+  if (m) BRIG_TRY(seq.Accept(m->type));
+  // The process never got to its command: it is brig's still, and goes.
+  if (!m) kill(pid, SIGKILL);
+  if (!detach) waitpid(pid, nullptr, 0);
+  return e;
+}
+
 }  // namespace
 
 Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
@@ -203,27 +226,7 @@ Result<int> Exec(const ExecOptions& o) {
   child_end.Reset();
   console.Reset();
   tasks.clear();
-  container::SyncSequence seq(container::Flow::kExec);
-  auto m = container::RecvMessage(parent_end.get(), container::kSetupStepTimeoutMs);
-  if (!m) kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  if (!m) return std::move(m).error().Wrap("exec");
-  BRIG_TRY(seq.Accept(m->type));
-  if (m->type == Msg::kError) return container::DecodeError(*m);
-  pid_t pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
-  // EOF: the process's execve closed its end; an error before it comes as kError.
-  m = container::RecvMessage(parent_end.get(), container::kSetupStepTimeoutMs);
-  if (!m && m.error().detail != container::kPeerClosed) {
-    // The process never got to its command: it is brig's still, and goes.
-    kill(pid, SIGKILL);
-    if (!o.detach) waitpid(pid, nullptr, 0);
-    return std::move(m).error().Wrap("exec");
-  }
-  if (m) {
-    BRIG_TRY(seq.Accept(m->type));
-    if (!o.detach) waitpid(pid, nullptr, 0);
-    return container::DecodeError(*m);
-  }
+  pid_t pid = BRIG_TRY(AwaitProcess(parent_end.get(), child, o.detach));
   if (!o.pid_file.empty()) {
     BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(pid)), "--pid-file");
   }
