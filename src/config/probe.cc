@@ -15,6 +15,7 @@
 #include "egress/upstream.h"
 #include "fs/disk_image.h"
 #include "fs/outputs.h"
+#include "security/caps.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -40,18 +41,12 @@ Status CheckDir(std::string& path, const char* flag) {
 }
 
 // init runs in a user namespace and cannot raise a hard limit above brig's own.
-Status CheckRlimits(const security::Rlimits& rl) {
-  const std::pair<int, std::pair<const char*, uint64_t>> items[] = {
-      {RLIMIT_NOFILE, {"nofile", rl.nofile}},
-      {RLIMIT_NPROC, {"nproc", rl.nproc}},
-      {RLIMIT_CORE, {"core", rl.core}},
-      {RLIMIT_MSGQUEUE, {"msgqueue", rl.msgqueue}},
-      {RLIMIT_SIGPENDING, {"sigpending", rl.sigpending}}};
-  for (const auto& [res, nv] : items) {
+Status CheckRlimits(const security::Rlimits& limits) {
+  for (const security::Rlimit& r : security::RlimitList(limits)) {
     struct rlimit cur;
-    if (getrlimit(res, &cur) < 0) return SysError("getrlimit", nv.first);
-    if (cur.rlim_max != RLIM_INFINITY && nv.second > cur.rlim_max) {
-      return BadInput("rlimit", std::string(nv.first) + "=" + std::to_string(nv.second),
+    if (getrlimit(r.resource, &cur) < 0) return SysError("getrlimit", r.name);
+    if (cur.rlim_max != RLIM_INFINITY && r.hard > cur.rlim_max) {
+      return BadInput("rlimit", r.name + "=" + std::to_string(r.hard),
                       "above brig's own hard limit " + std::to_string(cur.rlim_max));
     }
   }

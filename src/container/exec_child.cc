@@ -52,7 +52,9 @@ void ExecChild(const ExecSpec& s) {
   }
   // The workload's limits, not its parent's: brig init must keep its own few fds whatever
   // they are.
-  if (!security::ApplyRlimits(*s.rlimits)) Failed(s.err_fd, errno, ErrorKind::kSetup);
+  if (auto r = security::ApplyRlimits(s.rlimits); !r) {
+    Failed(s.err_fd, r.error().err, ErrorKind::kSetup);
+  }
   // Seccomp last: nothing after this needs more than execve.
   if (s.seccomp && !security::LoadSeccomp(*s.seccomp)) Failed(s.err_fd, -errno, ErrorKind::kSetup);
   execve(s.path, s.argv, s.envp);

@@ -7,8 +7,9 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <span>
 
-#include "security/limits.h"
+#include "security/caps.h"
 #include "security/seccomp.h"
 
 namespace brig::container {
@@ -21,7 +22,7 @@ struct ExecSpec {
   // it with /bin/sh instead, as execvp(3) and a shell do (ScriptArgv).
   char* const* script_argv;
   const char* workdir;  // chdir here first; "" stays where it is
-  const security::Rlimits* rlimits;
+  std::span<const security::Rlimit> rlimits;
   const security::SeccompProgram* seccomp;  // loaded last, before execve; null: none
   // The start pipe: the child waits on `go_fd` until the parent lets it go. A byte is the
   // go when `parent` is set (brig is the parent, and its death must stop the child, not

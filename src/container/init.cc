@@ -35,19 +35,33 @@ char* g_args_end = nullptr;
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
                               SIGCONT, SIGALRM};
 
+// The sandbox user, as init is from the id map on and the workload is: no supplementary
+// groups (the supervisor dropped its own before the clone, and setgroups is denied here,
+// session.cc's WriteIdMaps).
+security::Credentials SandboxUser() {
+  security::Credentials c;
+  c.uid = config::kSandboxUid;
+  c.gid = config::kSandboxGid;
+  return c;
+}
 
-
+// Init builds the sandbox as the sandbox user, since what it makes there needs an owner the
+// namespace maps (host uid 0 is not mapped), and with every capability a new user
+// namespace gave it.
 Status BecomeSandboxUser() {
-  // No supplementary groups: the supervisor dropped them before the clone, and setgroups
-  // is denied here (session.cc, WriteIdMaps).
-  if (setresgid(config::kSandboxGid, config::kSandboxGid, config::kSandboxGid) < 0) {
-    return SysError("setresgid", std::to_string(config::kSandboxGid));
-  }
-  // Inside uid 0 is unmapped, so this keeps the capabilities init holds in its user
-  // namespace (commoncap's setuid fixup only drops them when leaving the ns's root).
-  if (setresuid(config::kSandboxUid, config::kSandboxUid, config::kSandboxUid) < 0) {
-    return SysError("setresuid", std::to_string(config::kSandboxUid));
-  }
+  security::Credentials c = SandboxUser();
+  c.caps.bounding = c.caps.effective = c.caps.permitted = security::kEveryCapability;
+  return security::ApplyCredentials(c);
+}
+
+// Every capability set emptied and no_new_privs, before the workload is forked, so that it
+// inherits nothing to drop; its rlimits are its own (ExecChild).
+Status DropPrivileges() {
+  security::Credentials c = SandboxUser();
+  c.no_new_privs = true;
+  BRIG_TRY(security::ApplyCredentials(c));
+  // PR_SET_DUMPABLE 0: the workload (same uid) cannot ptrace brig init or read its /proc.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
   return {};
 }
 
@@ -72,6 +86,7 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   std::vector<char*> argv = ExecArray(a.sandbox->argv), envp = ExecArray(a.sandbox->env);
   std::vector<std::string> script = ScriptArgv(path, a.sandbox->argv);
   std::vector<char*> script_argv = ExecArray(script);
+  std::vector<security::Rlimit> rlimits = security::RlimitList(a.sandbox->rlimits);
   int p[2], g[2];
   if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
   sys::UniqueFd rd(p[0]), wr(p[1]);
@@ -83,8 +98,8 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   if (pid < 0) return SysError("fork", "workload");
   if (pid == 0) {
     ExecChild({path.c_str(), argv.data(), envp.data(), script_argv.data(),
-               a.sandbox->workdir.c_str(), &a.sandbox->rlimits, a.seccomp, go_rd.get(),
-               go_wr.get(), wr.get(), 0});
+               a.sandbox->workdir.c_str(), rlimits, a.seccomp, go_rd.get(), go_wr.get(), wr.get(),
+               0});
   }
   wr.Reset();
   go_rd.Reset();
@@ -205,7 +220,7 @@ Status Setup(const InitArgs& a) {
   // those too, so the sandbox sees "/" in every hierarchy.
   if (unshare(CLONE_NEWCGROUP) < 0) return SysError("unshare", "cgroup namespace");
   log::Debug("a cgroup namespace of its own");
-  BRIG_TRY_CTX(security::DropPrivileges(), "privileges");
+  BRIG_TRY_CTX(DropPrivileges(), "privileges");
   log::Debug("capabilities dropped, no_new_privs set");
   return {};
 }

@@ -20,6 +20,7 @@ bool Session::LaunchUnconfined() {
   std::vector<char*> argv = ExecArray(sb_.argv), envp = ExecArray(sb_.env);
   std::vector<std::string> script = ScriptArgv(*path, sb_.argv);
   std::vector<char*> script_argv = ExecArray(script);
+  std::vector<security::Rlimit> rlimits = security::RlimitList(sb_.rlimits);
   auto errors = sys::FdPair::Pipe(true, "exec errors");
   if (!errors) return Failed(std::move(errors).error());
   auto go = sys::FdPair::Pipe(false, "start");
@@ -33,7 +34,7 @@ bool Session::LaunchUnconfined() {
   if (*pid == 0) {
     stdio_->ApplyInChild();
     ExecChild({path->c_str(), argv.data(), envp.data(), script_argv.data(), sb_.workdir.c_str(),
-               &sb_.rlimits, nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
+               rlimits, nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
   log::Debug("clone: unconfined command is pid ", *pid);
