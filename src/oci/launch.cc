@@ -23,12 +23,13 @@
 //                          ─── kStart {state} ──▶
 //                                                    hooks createContainer, pivot_root,
 //                                                    masked/readonly paths, hostname,
-//                                                    sysctl, terminal, credentials
+//                                                    sysctl, terminal, credentials and
+//                                                    no_new_privs
 //                          ◀── kCreated
 //   record: pid + start time; --pid-file
 //                          ─── kStart ──▶            waits for a byte on exec.fifo
 //   exits                                            (`brig start`), hooks startContainer,
-//                                                    no_new_privs, seccomp, execve
+//                                                    seccomp, execve
 //   any failure:           ◀── kError {errno, kind, step, subject}; init _exits
 #include "oci/launch.h"
 

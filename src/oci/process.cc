@@ -1,24 +1,19 @@
 // The container's process, prepared in the parent and applied in the child (process.h).
-// Capabilities are set with prctl and capset directly: each of the five sets is exactly
-// the spec's, in the order the kernel requires (the bounding set while still privileged,
-// the ids under PR_SET_KEEPCAPS, then effective/permitted/inheritable, then ambient).
+// Its ids, groups, capabilities, rlimits and no_new_privs are security::Credentials, taken
+// as brig run's init takes its own (security/caps.h); what only an OCI process has (the oom
+// score, the seccomp filter's place, umask, cwd) is here around them.
 #include "oci/process.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <termios.h>
-#include <linux/capability.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,39 +68,28 @@ brig::v1::SeccompPolicy AsLibseccompResolves(const brig::v1::SeccompPolicy& in) 
   return out;
 }
 
-int CapLastCap() {
-  int last = CAP_LAST_CAP;
-  while (prctl(PR_CAPBSET_READ, last + 1, 0, 0, 0) >= 0) ++last;
-  return last;
-}
-
-Status SetCapabilities(const CapSets& c) {
-  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct data[2] = {};
-  for (int i = 0; i < 2; ++i) {
-    data[i].effective = static_cast<uint32_t>(c.effective >> (32 * i));
-    data[i].permitted = static_cast<uint32_t>(c.permitted >> (32 * i));
-    data[i].inheritable = static_cast<uint32_t>(c.inheritable >> (32 * i));
-  }
-  if (syscall(SYS_capset, &header, data) < 0) return SysError("capset", "process.capabilities");
-  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) {
-    return SysError("prctl", "PR_CAP_AMBIENT_CLEAR_ALL");
-  }
-  for (int cap = 0; cap < 64; ++cap) {
-    if (!(c.ambient & (uint64_t{1} << cap))) continue;
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0) {
-      return SysError("prctl", "process.capabilities.ambient " + std::to_string(cap));
-    }
-  }
-  return {};
-}
-
 }  // namespace
 
 Status CheckSelinuxLabel(std::string_view property, const std::string& label) {
   if (label.empty() || access("/sys/fs/selinux/enforce", F_OK) < 0) return {};
   return BadInput(std::string(property), label,
                   "not supported: brig applies no SELinux label, and this host has SELinux");
+}
+
+Result<security::Credentials> CredentialsOf(const Process& p) {
+  security::Credentials c;
+  c.uid = p.user().uid();
+  c.gid = p.user().gid();
+  c.groups.assign(p.user().additional_gids().begin(), p.user().additional_gids().end());
+  c.caps = BRIG_TRY(CapabilitySets(p));
+  for (const Rlimit& r : p.rlimits()) {
+    std::optional<int> res = RlimitResource(r.type());
+    if (!res) return BadInput("process.rlimits", r.type(), "unknown rlimit");
+    c.rlimits.push_back({*res, r.soft(), r.hard(), r.type()});
+  }
+  c.no_new_privs = p.no_new_privileges();
+  c.prefix = "process.";
+  return c;
 }
 
 Result<PreparedProcess> PrepareProcess(const Process& p,
@@ -115,17 +99,8 @@ Result<PreparedProcess> PrepareProcess(const Process& p,
   out.args.assign(p.args().begin(), p.args().end());
   out.env.assign(p.env().begin(), p.env().end());
   out.cwd = p.cwd().empty() ? "/" : p.cwd();
-  out.uid = p.user().uid();
-  out.gid = p.user().gid();
-  out.groups.assign(p.user().additional_gids().begin(), p.user().additional_gids().end());
   if (p.user().has_umask()) out.umask = p.user().umask();
-  if (p.has_capabilities()) out.caps = BRIG_TRY(CapabilitySets(p));
-  for (const Rlimit& r : p.rlimits()) {
-    std::optional<int> res = RlimitResource(r.type());
-    if (!res) return BadInput("process.rlimits", r.type(), "unknown rlimit");
-    out.rlimits.push_back({*res, r.soft(), r.hard()});
-  }
-  out.no_new_privileges = p.no_new_privileges();
+  out.credentials = BRIG_TRY(CredentialsOf(p));
   if (p.has_oom_score_adj()) out.oom_score_adj = p.oom_score_adj();
   if (seccomp) {
     // Compiling an engine's policy for three architectures costs several milliseconds of
@@ -142,12 +117,6 @@ Result<PreparedProcess> PrepareProcess(const Process& p,
 }
 
 Status ApplyCredentials(const PreparedProcess& p) {
-  for (const auto& r : p.rlimits) {
-    struct rlimit rl = {r.soft, r.hard};
-    if (setrlimit(r.resource, &rl) < 0) {
-      return SysError("setrlimit", "process.rlimits " + std::to_string(r.resource));
-    }
-  }
   if (p.oom_score_adj) {
     std::string v = std::to_string(*p.oom_score_adj);
     int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -158,40 +127,21 @@ Status ApplyCredentials(const PreparedProcess& p) {
     }
     close(fd);
   }
-  if (p.seccomp && !p.no_new_privileges) {
+  // Without no_new_privs, loading a filter needs CAP_SYS_ADMIN, which the credentials may
+  // drop: it loads before them, as runc loads it.
+  if (p.seccomp && !p.credentials.no_new_privs) {
     BRIG_TRY_CTX(security::LoadSeccomp(*p.seccomp), "linux.seccomp");
   }
-  int last = CapLastCap();
-  for (int cap = 0; cap <= last; ++cap) {
-    if (cap < 64 && (p.caps.bounding & (uint64_t{1} << cap))) continue;
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
-      return SysError("prctl", "PR_CAPBSET_DROP " + std::to_string(cap));
-    }
-  }
-  if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_KEEPCAPS");
-  if (setgroups(p.groups.size(), p.groups.data()) < 0) {
-    // Joining a user namespace whose setgroups is denied: only no groups can be kept.
-    if (!(errno == EPERM && p.groups.empty())) {
-      return SysError("setgroups", "process.user.additionalGids");
-    }
-  }
-  if (setresgid(p.gid, p.gid, p.gid) < 0) {
-    return SysError("setresgid", "process.user.gid " + std::to_string(p.gid));
-  }
-  if (setresuid(p.uid, p.uid, p.uid) < 0) {
-    return SysError("setresuid", "process.user.uid " + std::to_string(p.uid));
-  }
-  if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_KEEPCAPS");
-  BRIG_TRY(SetCapabilities(p.caps));
+  BRIG_TRY(security::ApplyCredentials(p.credentials));
   if (p.umask) umask(*p.umask);
   BRIG_TRY(sys::EnterDirInRoot(p.cwd, "process.cwd"));
   return {};
 }
 
 Status ApplyLastSteps(const PreparedProcess& p) {
-  if (!p.no_new_privileges) return {};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_NO_NEW_PRIVS");
-  if (p.seccomp) BRIG_TRY_CTX(security::LoadSeccomp(*p.seccomp), "linux.seccomp");
+  if (p.seccomp && p.credentials.no_new_privs) {
+    BRIG_TRY_CTX(security::LoadSeccomp(*p.seccomp), "linux.seccomp");
+  }
   return {};
 }
 

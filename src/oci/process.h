@@ -1,8 +1,9 @@
 // The container's process as config.json's `process` (or `brig exec`'s process.json) says:
 // prepared in the parent, where allocating is free and errors exit 125 before anything
-// runs; applied in the child that becomes it (container init, or exec's child), in runc's
-// order: rlimits, oom score, the bounding set, groups and ids, the other capability sets,
-// no_new_privs, umask, cwd, and the seccomp filter last, before execve.
+// runs; applied in the child that becomes it (container init, or exec's child): the oom
+// score, the credentials in the kernel's order (security/caps.h: rlimits, the bounding set,
+// groups and ids, the other capability sets, no_new_privs), umask, cwd, and the seccomp
+// filter last, before execve (or before the credentials without no_new_privileges).
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +16,7 @@
 #include "brig/result.h"
 #include "oci/spec.h"
 #include "proto/oci.pb.h"
+#include "security/caps.h"
 #include "security/seccomp.h"
 #include "sys/fd.h"
 
@@ -28,33 +30,29 @@ Status CheckSelinuxLabel(std::string_view property, const std::string& label);
 struct PreparedProcess {
   std::vector<std::string> args, env;
   std::string cwd;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;
   std::optional<mode_t> umask;
-  CapSets caps;
-  struct Limit {
-    int resource;
-    uint64_t soft, hard;
-  };
-  std::vector<Limit> rlimits;
-  bool no_new_privileges = false;
+  security::Credentials credentials;
   std::optional<int> oom_score_adj;
   std::optional<security::SeccompProgram> seccomp;
 };
 
-// Everything that can be checked or computed before a process exists: capability masks,
-// rlimit numbers, and the seccomp program compiled as runc and crun enforce an engine's
-// policy (process.cc, AsLibseccompResolves).
+// process.user's ids and additionalGids, process.capabilities, process.rlimits and
+// process.noNewPrivileges as the credentials the process takes, its errors naming those
+// properties. Pure.
+Result<security::Credentials> CredentialsOf(const Process& p);
+
+// Everything that can be checked or computed before a process exists: the credentials,
+// and the seccomp program compiled as runc and crun enforce an engine's policy
+// (process.cc, AsLibseccompResolves).
 Result<PreparedProcess> PrepareProcess(const Process& p,
                                        const std::optional<brig::v1::SeccompPolicy>& seccomp);
 
-// In the child, as root of its user namespace with every capability: the rlimits and
-// the oom score (which need privileges to raise), then ids and capabilities. Loads the
-// seccomp filter here already when no_new_privileges is off (loading it then needs
-// CAP_SYS_ADMIN, which the ids change may drop), as runc does.
+// In the child, as root of its user namespace with every capability: the oom score (which
+// needs privileges to raise), then the credentials, umask and cwd. Loads the seccomp
+// filter before the credentials when no_new_privileges is off (loading it then needs
+// CAP_SYS_ADMIN, which they may drop), as runc does.
 Status ApplyCredentials(const PreparedProcess& p);
-// The last steps before execve: no_new_privs and the filter when no_new_privileges is on.
+// The last step before execve: the filter when no_new_privileges is on.
 Status ApplyLastSteps(const PreparedProcess& p);
 // --console-socket's unix socket, connected, for SetupConsole.
 Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path);

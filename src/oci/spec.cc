@@ -143,8 +143,8 @@ Status ParseJson(std::string_view json, std::string_view name, google::protobuf:
 // ---------------------------------------------------------------------------------------
 // The process.
 
-Result<CapSets> CapabilitiesOf(const Process& p, std::string_view at) {
-  CapSets sets;
+Result<security::CapSets> CapabilitiesOf(const Process& p, std::string_view at) {
+  security::CapSets sets;
   if (!p.has_capabilities()) return sets;
   const Capabilities& c = p.capabilities();
   std::string base = Field(at, "capabilities");
@@ -597,7 +597,9 @@ Result<uint64_t> CapabilityMask(const RepeatedPtrField<std::string>& names,
   return mask;
 }
 
-Result<CapSets> CapabilitySets(const Process& p) { return CapabilitiesOf(p, "process"); }
+Result<security::CapSets> CapabilitySets(const Process& p) {
+  return CapabilitiesOf(p, "process");
+}
 
 std::optional<int> RlimitResource(std::string_view name) {
   if (const Named* r = Find(kRlimits, name)) return r->value;

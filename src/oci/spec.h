@@ -16,6 +16,7 @@
 
 #include "brig/result.h"
 #include "proto/oci.pb.h"
+#include "security/caps.h"
 
 namespace brig::oci {
 
@@ -59,10 +60,7 @@ Result<unsigned long> RootfsPropagation(std::string_view value);
 // Capability names (CAP_CHOWN...) as a bit mask; an unknown name is an error naming it.
 Result<uint64_t> CapabilityMask(const google::protobuf::RepeatedPtrField<std::string>& names,
                                 std::string_view field);
-struct CapSets {
-  uint64_t bounding = 0, effective = 0, inheritable = 0, permitted = 0, ambient = 0;
-};
-Result<CapSets> CapabilitySets(const Process& p);
+Result<security::CapSets> CapabilitySets(const Process& p);
 
 // RLIMIT_NOFILE... as its resource number; nullopt if unknown.
 std::optional<int> RlimitResource(std::string_view name);

@@ -1,6 +1,7 @@
 // security/caps: the one path by which brig init and an OCI process take their
-// credentials. Taking them is tried in a forked child (as root: the ids change and the
-// capability sets need it), whose /proc/self/status says what it holds.
+// credentials. What config.json makes of them is pure; taking them is tried in a forked
+// child (as root: the ids change and the capability sets need it), whose /proc/self/status
+// says what it holds.
 #include "security/caps.h"
 
 #include <fcntl.h>
@@ -22,10 +23,56 @@
 #include <utility>
 #include <vector>
 
+#include "oci/process.h"
+#include "oci/spec.h"
+
 namespace brig::security {
 namespace {
 
 constexpr uint64_t Bit(int cap) { return uint64_t{1} << cap; }
+
+TEST(Credentials, OfAnOciProcessAreItsUserCapabilitiesRlimitsAndNoNewPrivileges) {
+  auto p = oci::ParseProcess(R"({"args": ["sh"], "cwd": "/",
+      "user": {"uid": 1000, "gid": 1001, "additionalGids": [2000, 3000], "umask": 18},
+      "capabilities": {"bounding": ["CAP_KILL", "CAP_NET_BIND_SERVICE"],
+        "effective": ["CAP_KILL"], "permitted": ["CAP_KILL"], "inheritable": ["CAP_KILL"],
+        "ambient": ["CAP_KILL"]},
+      "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 654}],
+      "noNewPrivileges": true})",
+                             "process.json");
+  ASSERT_TRUE(p) << p.error().Render();
+  auto c = oci::CredentialsOf(*p);
+  ASSERT_TRUE(c) << c.error().Render();
+  EXPECT_EQ(c->uid, 1000u);
+  EXPECT_EQ(c->gid, 1001u);
+  EXPECT_EQ(c->groups, (std::vector<gid_t>{2000, 3000}));
+  EXPECT_EQ(c->caps.bounding, Bit(CAP_KILL) | Bit(CAP_NET_BIND_SERVICE));
+  EXPECT_EQ(c->caps.effective, Bit(CAP_KILL));
+  EXPECT_EQ(c->caps.permitted, Bit(CAP_KILL));
+  EXPECT_EQ(c->caps.inheritable, Bit(CAP_KILL));
+  EXPECT_EQ(c->caps.ambient, Bit(CAP_KILL));
+  ASSERT_EQ(c->rlimits.size(), 1u);
+  EXPECT_EQ(c->rlimits[0].resource, RLIMIT_NOFILE);
+  EXPECT_EQ(c->rlimits[0].soft, 321u);
+  EXPECT_EQ(c->rlimits[0].hard, 654u);
+  EXPECT_EQ(c->rlimits[0].name, "RLIMIT_NOFILE");
+  EXPECT_TRUE(c->no_new_privs);
+  EXPECT_EQ(c->prefix, "process.");
+}
+
+TEST(Credentials, AnOciProcessWithoutCapabilitiesOrUserIsRootWithEverySetEmpty) {
+  auto p = oci::ParseProcess(R"({"args": ["sh"], "cwd": "/"})", "process.json");
+  ASSERT_TRUE(p) << p.error().Render();
+  auto c = oci::CredentialsOf(*p);
+  ASSERT_TRUE(c) << c.error().Render();
+  EXPECT_EQ(c->uid, 0u);
+  EXPECT_EQ(c->gid, 0u);
+  EXPECT_TRUE(c->groups.empty());
+  const CapSets& s = c->caps;
+  EXPECT_EQ(s.bounding | s.effective | s.permitted | s.inheritable | s.ambient, 0u);
+  EXPECT_TRUE(c->rlimits.empty());
+  EXPECT_FALSE(c->no_new_privs);
+}
 
 TEST(Credentials, ASandboxsRlimitsAreEntriesWithSoftAsHard) {
   auto list =
