@@ -161,10 +161,12 @@ Config::Config() {
   readonly_paths = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
 }
 
+std::string Config::ProcessJson() const { return oci::ProcessJson(*this); }
+
 std::string Config::Json() const {
   std::ostringstream o;
   o << "{\"ociVersion\":\"1.0.2\",";
-  if (has_process) o << "\"process\":" << ProcessJson(*this) << ",";
+  if (has_process) o << "\"process\":" << ProcessJson() << ",";
   o << "\"root\":{\"path\":" << Q(root_path) << ",\"readonly\":" << Bool(readonly)
     << "},\"hostname\":" << Q(hostname) << ",\"mounts\":[";
   for (size_t i = 0; i < mounts.size(); ++i) {

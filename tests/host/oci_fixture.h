@@ -40,6 +40,8 @@ struct Rlimit {
 struct Config {
   Config();
   std::string Json() const;
+  // The process object alone, as `brig exec --process` reads it.
+  std::string ProcessJson() const;
 
   bool has_process = true;
   bool terminal = false;

@@ -141,6 +141,61 @@ TEST_F(Oci, TheProcessIsAsConfigured) {
   EXPECT_EQ(f["cwd"], "/home/user");
 }
 
+// Without noNewPrivileges the filter needs CAP_SYS_ADMIN to load, which the bounding set
+// here does not keep: it is loaded before the credentials drop it, and holds after.
+TEST_F(Oci, WithoutNoNewPrivilegesTheFilterLoadsBeforeTheCapabilitiesGo) {
+  Config c = Cfg("nonnp");
+  c.uid = c.gid = 1000;
+  c.no_new_privileges = false;
+  c.mounts.push_back({"/tmp", "tmpfs", "tmpfs", {"mode=1777"}});
+  c.seccomp_json = R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],)"
+                   R"("action":"SCMP_ACT_ERRNO","errnoRet":1}]})";
+  c.args = {"sh", "-c",
+            "grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/$$/status; "
+            "mkdir /tmp/x 2>/dev/null; echo mkdir=$?"};
+  RunOutput r = Run({"run", "--bundle", Bundle(c), "nonnp"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = Fields(r.out);
+  EXPECT_EQ(f["Uid"], "1000 1000 1000 1000") << r.out;
+  EXPECT_EQ(f["CapBnd"], CapHex(CapMask(c.bounding)));
+  EXPECT_EQ(f["CapEff"], CapHex(0));
+  EXPECT_EQ(f["NoNewPrivs"], "0");
+  EXPECT_EQ(f["Seccomp"], "2");
+  EXPECT_EQ(f["mkdir"], "1") << "mkdir was not refused: " << r.out;
+}
+
+// brig exec's process takes its credentials as create's does (security/caps.h).
+TEST_F(Oci, AnExecdProcessIsAsItsProcessJsonSays) {
+  pid_t init = CreateAndStart(Cfg("exc"), "exc", "sleep");
+  ASSERT_GT(init, 0);
+  Config p = Cfg("exc");
+  p.uid = 1000;
+  p.gid = 1001;
+  p.additional_gids = {2000};
+  p.bounding = {"CAP_KILL", "CAP_NET_BIND_SERVICE"};
+  p.effective = p.permitted = p.inheritable = p.ambient = {"CAP_NET_BIND_SERVICE"};
+  p.rlimits = {{"RLIMIT_NOFILE", 200, 100}};
+  p.args = {"sh", "-c",
+            "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' "
+            "/proc/$$/status; echo nofile=$(ulimit -n)/$(ulimit -Hn)"};
+  const std::string file = scratch_.Write("process.json", p.ProcessJson());
+  RunOutput r = Run({"exec", "--process", file, "exc"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = Fields(r.out);
+  EXPECT_EQ(f["Uid"], "1000 1000 1000 1000") << r.out;
+  EXPECT_EQ(f["Gid"], "1001 1001 1001 1001");
+  EXPECT_EQ(f["Groups"], "2000");
+  EXPECT_EQ(f["CapBnd"], CapHex(CapMask(p.bounding)));
+  for (const char* set : {"CapEff", "CapPrm", "CapInh", "CapAmb"}) {
+    EXPECT_EQ(f[set], CapHex(CapMask(p.ambient))) << set;
+  }
+  EXPECT_EQ(f["NoNewPrivs"], "1");
+  EXPECT_EQ(f["nofile"], "100/200");
+  RunOutput del = Run({"delete", "--force", "exc"});
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_TRUE(AwaitGone(init));
+}
+
 // ---- the file system -----------------------------------------------------------------
 
 TEST_F(Oci, ReadonlyRootMountsMaskedAndReadonlyPaths) {

@@ -67,6 +67,19 @@ TEST_F(Run, CapabilitiesNoNewPrivsSeccomp) {
   EXPECT_EQ(groups.find_first_not_of(" \t"), std::string::npos) << "groups: " << groups;
 }
 
+// brig init (pid 1) took the same credentials before it forked the workload: it holds
+// nothing the workload could reach through it.
+TEST_F(Run, BrigInitHoldsNoCapabilityEither) {
+  auto r = Sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Uid):' /proc/1/status");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    EXPECT_NE(r.out.find(std::string(cap) + ":\t0000000000000000"), std::string::npos)
+        << cap << " not empty:\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("NoNewPrivs:\t1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Uid:\t1000\t1000\t1000\t1000"), std::string::npos) << r.out;
+}
+
 TEST_F(Run, HostRootIsNeverMapped) {
   auto r = Sh("cat /proc/self/uid_map /proc/self/gid_map");
   ASSERT_EQ(r.exit_code, 0) << r.err;
