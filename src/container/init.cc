@@ -87,11 +87,10 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   std::vector<std::string> script = ScriptArgv(path, a.sandbox->argv);
   std::vector<char*> script_argv = ExecArray(script);
   std::vector<security::Rlimit> rlimits = security::RlimitList(a.sandbox->rlimits);
-  int p[2], g[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return SysError("pipe2");
-  sys::UniqueFd rd(p[0]), wr(p[1]);
-  if (pipe2(g, O_CLOEXEC) < 0) return SysError("pipe2");
-  sys::UniqueFd go_rd(g[0]), go_wr(g[1]);
+  sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "exec errors"));
+  sys::FdPair go = BRIG_TRY(sys::FdPair::Pipe(false, "start"));
+  sys::UniqueFd rd = errors.TakeParentEnd(), wr = errors.TakeChildEnd();
+  sys::UniqueFd go_wr = go.TakeParentEnd(), go_rd = go.TakeChildEnd();
   Error exec_failed = SysError("execve", a.sandbox->argv[0]);
   Error seccomp_failed = SysError("seccomp", "load filter");
   pid_t pid = fork();
