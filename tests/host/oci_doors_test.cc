@@ -130,6 +130,26 @@ std::vector<pid_t> ProcsIn(const std::vector<std::string>& groups) {
   return out;
 }
 
+// The runtime with --root `root` and `args`, in a session of its own, its stdio /dev/null,
+// not waited for: a verb the test watches, or kills, while it runs.
+pid_t SpawnVerb(const std::string& root, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"brig", "--root", root};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c;
+  for (std::string& a : argv) c.push_back(a.data());
+  c.push_back(nullptr);
+  std::string binary = RuntimeBinary();
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
+    execv(binary.c_str(), c.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 // An engine that kills `create` mid-way (on its own timeout) must still be able to state,
 // kill and delete the container: its init used to hold a copy of brig's end of the sync
 // socket and the lock on the container's directory, and waited for ever, and every verb
@@ -147,15 +167,7 @@ TEST_F(OciDoors, AKilledCreateLeavesNoInitAndNoLockBehind) {
                    R"("echo ran > )" + fifo + R"(; exec sleep )" + std::to_string(1000000 + n) +
                    R"("]}]})";
     std::string bundle = Bundle(c, id);
-    pid_t create = fork();
-    if (create == 0) {
-      setsid();
-      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-      for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
-      execl(RuntimeBinary().c_str(), "brig", "--root", root_.c_str(), "create", "--bundle",
-            bundle.c_str(), id.c_str(), nullptr);
-      _exit(127);
-    }
+    pid_t create = SpawnVerb(root_, {"create", "--bundle", bundle, id});
     int r = open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(r, 0);
     ASSERT_EQ(ReadUntil(r, "\n"), "ran\n") << phase << ": the hook did not run";
@@ -341,15 +353,7 @@ TEST_F(OciDoors, EveryProcessTheVerbsStartHoldsNothingOfTheHosts) {
     EXPECT_EQ(HostHeld(p, rootfs), std::vector<std::string>{}) << "exec --detach, tty " << tty;
   }
   // An attached exec: its process, not brig's, is checked while brig waits for it.
-  pid_t attached = fork();
-  if (attached == 0) {
-    setsid();
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
-    execl(RuntimeBinary().c_str(), "brig", "--root", root_.c_str(), "exec", "held1", "sleep",
-          "995", nullptr);
-    _exit(127);
-  }
+  pid_t attached = SpawnVerb(root_, {"exec", "held1", "sleep", "995"});
   std::vector<pid_t> found;
   ASSERT_TRUE(Eventually([&] { return (found = FindProcesses("sleep 995")).size() == 1; }));
   EXPECT_EQ(HostHeld(found[0], rootfs), std::vector<std::string>{}) << "exec, attached";
@@ -389,15 +393,7 @@ TEST_F(OciDoors, AHookProcessHoldsNothingOfBrigs) {
     std::string bundle = Bundle(c, id);
     if (inside) fifo = bundle + "/rootfs/hook.fifo";
     ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
-    pid_t verb = fork();
-    if (verb == 0) {
-      setsid();
-      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-      for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
-      execl(RuntimeBinary().c_str(), "brig", "--root", root_.c_str(), "run", "--detach",
-            "--bundle", bundle.c_str(), id.c_str(), nullptr);
-      _exit(127);
-    }
+    pid_t verb = SpawnVerb(root_, {"run", "--detach", "--bundle", bundle, id});
     int r = open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(r, 0);
     EXPECT_EQ(ReadUntil(r, "\n"), "ran\n") << phase << ": the hook did not run";
