@@ -39,7 +39,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -55,6 +54,7 @@
 #include "oci/process.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "sys/child.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -153,22 +153,25 @@ Result<sys::UniqueFd> Above(sys::UniqueFd fd, int min) {
 struct Making {
   std::optional<ContainerDir> dir;
   std::unique_ptr<Cgroups> cgroups;
-  sys::UniqueFd init_pidfd;  // the container's process once it exists
-  pid_t clone_pid = 0;       // brig's own child: init, or the stage child
+  sys::Child child;          // brig's own: init, or the stage child until it exits
+  sys::UniqueFd stage_init;  // init forked by the stage child (not brig's to reap)
   bool done = false;
 
+  // The container's process, once it exists: what tells how it ended.
+  int init_pidfd() const { return stage_init.valid() ? stage_init.get() : child.pidfd(); }
+
   ~Making() {
-    if (done) return;
-    if (init_pidfd.valid()) {
-      (void)sys::PidfdSendSignal(init_pidfd.get(), SIGKILL);
-      struct pollfd p = {init_pidfd.get(), POLLIN, 0};
+    if (done) {
+      child.Release();
+      return;
+    }
+    if (stage_init.valid()) {
+      (void)sys::PidfdSendSignal(stage_init.get(), SIGKILL);
+      struct pollfd p = {stage_init.get(), POLLIN, 0};
       while (poll(&p, 1, -1) < 0 && errno == EINTR) {
       }
     }
-    if (clone_pid > 0) {
-      kill(clone_pid, SIGKILL);
-      waitpid(clone_pid, nullptr, 0);
-    }
+    child.KillAndReap();
     if (cgroups) (void)cgroups->Destroy();
     if (dir) (void)dir->Remove();
   }
@@ -178,14 +181,13 @@ struct Making {
 Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
                  int sync, const CreateOptions& o) {
   container::SyncSequence seq(container::Flow::kContainer);
-  pid_t init_pid = ns.new_pid && !ns.joins.empty() ? 0 : mk.clone_pid;
+  pid_t init_pid = ns.new_pid && !ns.joins.empty() ? 0 : mk.child.pid();
   // Init runs the createContainer hooks before it says kCreated.
   int wait_ms = container::kSetupStepTimeoutMs;
   for (;;) {
     auto m = container::RecvMessage(sync, wait_ms);
     if (!m) {
-      int pidfd = mk.init_pidfd.valid() ? mk.init_pidfd.get() : -1;
-      if (pidfd >= 0) {
+      if (int pidfd = mk.init_pidfd(); pidfd >= 0) {
         if (auto why = container::WhyInitIsGone(sync, pidfd, m.error())) return *why;
       }
       return std::move(m).error().Wrap("container init");
@@ -198,16 +200,15 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
       case Msg::kError:
         return container::DecodeError(*m);
       case Msg::kNeedIdMap:
-        if (ns.new_user) BRIG_TRY(WriteIdMaps(mk.clone_pid, spec));
+        if (ns.new_user) BRIG_TRY(WriteIdMaps(mk.child.pid(), spec));
         log::Debug("init in its cgroups, id map written");
         BRIG_TRY(container::SendMessage(sync, Msg::kIdMapDone));
         continue;
       case Msg::kPid: {
         if (init_pid != 0) break;
         init_pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
-        waitpid(mk.clone_pid, nullptr, 0);
-        mk.clone_pid = 0;
-        mk.init_pidfd = BRIG_TRY(sys::PidfdOpen(init_pid, "container init"));
+        BRIG_TRY_CTX(mk.child.Reap(), "container init's stage");
+        mk.stage_init = BRIG_TRY(sys::PidfdOpen(init_pid, "container init"));
         continue;
       }
       case Msg::kReady: {
@@ -378,10 +379,8 @@ Result<pid_t> Create(const CreateOptions& o) {
   }
   pid_t pid = BRIG_TRY(sys::Clone3(ca));
   if (pid == 0) ContainerInit(args);
-  mk.clone_pid = pid;
+  mk.child = sys::Child(pid, sys::UniqueFd(pidfd));
   log::Debug("container init cloned: pid ", pid);
-  if (!args.fork_for_pid) mk.init_pidfd = sys::UniqueFd(pidfd);
-  else close(pidfd);
   child_end.Reset();
   fifo_fd.Reset();
   console.Reset();

@@ -44,6 +44,11 @@ class Child {
   Result<ChildExit> Reap();
   // SIGKILL, then reap: what every path that gives up on the child does.
   void KillAndReap();
+  // Lets the child go on without this owner, which then neither kills nor reaps it.
+  void Release() {
+    pid_ = 0;
+    pidfd_.Reset();
+  }
 
  private:
   pid_t pid_ = 0;
