@@ -253,6 +253,71 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
   }
 }
 
+// What create takes from the bundle, every property checked before anything is made.
+struct Bundle {
+  Spec spec;
+  std::string rootfs;  // root.path, resolved
+  Namespaces ns;
+  PreparedProcess process;
+};
+
+Result<Bundle> ReadBundle(const CreateOptions& o) {
+  Bundle b;
+  b.spec = BRIG_TRY(LoadSpec(o.bundle));
+  const Spec& spec = b.spec;
+  if (!spec.has_process()) return BadInput("config.json", "process", "missing");
+  std::string root_path = spec.root().path();
+  if (root_path.empty() || root_path[0] != '/') root_path = o.bundle + "/" + root_path;
+  std::optional<std::string> rootfs = util::RealPath(root_path);
+  struct stat st;
+  if (!rootfs || stat(rootfs->c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) {
+    return BadInput("root.path", root_path, "not a directory");
+  }
+  b.rootfs = *rootfs;
+  b.ns = BRIG_TRY(PlanNamespaces(spec));
+  BRIG_TRY(CheckSysctlsStayInside(spec, b.ns));
+  BRIG_TRY(CheckSelinuxLabel("linux.mountLabel", spec.linux().mount_label()));
+  std::optional<brig::v1::SeccompPolicy> policy;
+  if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();
+  b.process = BRIG_TRY(PrepareProcess(spec.process(), policy));
+  log::Debug("config.json read, process prepared");
+  if (spec.process().terminal() && o.console_socket.empty()) {
+    return BadInput("process.terminal", "true", "needs --console-socket to hand the terminal to");
+  }
+  return b;
+}
+
+bool Has(const Namespaces& ns, bool made, int flag) {
+  return made || std::any_of(ns.joins.begin(), ns.joins.end(),
+                             [flag](const auto& j) { return j.first == flag; });
+}
+
+// Container init's arguments but its descriptors, which Create opens.
+InitArgs ArgsFor(const Bundle& b, const CreateOptions& o, const Cgroups& cgroups) {
+  const Namespaces& ns = b.ns;
+  InitArgs args;
+  args.spec = &b.spec;
+  args.process = &b.process;
+  args.fs.rootfs = b.rootfs;
+  args.fs.bundle = o.bundle;
+  args.fs.cgroupns = Has(ns, ns.new_cgroup, CLONE_NEWCGROUP);
+  args.fs.cgroup_dirs = cgroups.dirs();
+  args.fs.userns = Has(ns, ns.new_user, CLONE_NEWUSER);
+  args.preserve_fds = o.preserve_fds;
+  args.start_wait_ms =
+      StepWithHooksMs({&b.spec.hooks().prestart(), &b.spec.hooks().create_runtime()});
+  args.new_cgroupns = ns.new_cgroup;
+  args.no_pivot = o.no_pivot;
+  args.new_keyring = !o.no_new_keyring;
+  if (!ns.joins.empty()) {
+    // Joined namespaces come first, then the new ones are made from inside them.
+    args.joins = ns.joins;
+    args.unshare_flags = ns.clone_flags & ~CLONE_NEWPID;
+    args.fork_for_pid = ns.new_pid;
+  }
+  return args;
+}
+
 std::bitset<1024> g_inherited;
 
 }  // namespace
@@ -281,32 +346,17 @@ Status CheckPreserved(int n) {
 Result<pid_t> Create(const CreateOptions& o) {
   BRIG_TRY(CheckId(o.id));
   BRIG_TRY(CheckPreserved(o.preserve_fds));
-  Spec spec = BRIG_TRY(LoadSpec(o.bundle));
-  if (!spec.has_process()) return BadInput("config.json", "process", "missing");
-  std::string root_path = spec.root().path();
-  if (root_path.empty() || root_path[0] != '/') root_path = o.bundle + "/" + root_path;
-  std::optional<std::string> rootfs = util::RealPath(root_path);
-  struct stat st;
-  if (!rootfs || stat(rootfs->c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) {
-    return BadInput("root.path", root_path, "not a directory");
-  }
-  Namespaces ns = BRIG_TRY(PlanNamespaces(spec));
-  BRIG_TRY(CheckSysctlsStayInside(spec, ns));
-  BRIG_TRY(CheckSelinuxLabel("linux.mountLabel", spec.linux().mount_label()));
-  std::optional<brig::v1::SeccompPolicy> policy;
-  if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();
-  PreparedProcess proc = BRIG_TRY(PrepareProcess(spec.process(), policy));
-  log::Debug("config.json read, process prepared");
-  if (spec.process().terminal() && o.console_socket.empty()) {
-    return BadInput("process.terminal", "true", "needs --console-socket to hand the terminal to");
-  }
+  Bundle b = BRIG_TRY(ReadBundle(o));
+  const Spec& spec = b.spec;
+  const std::string& rootfs = b.rootfs;
+  const Namespaces& ns = b.ns;
 
   Making mk;
   mk.dir = BRIG_TRY(ContainerDir::Create(o.root, o.id));
   Container rec;
   rec.set_id(o.id);
   rec.set_bundle(o.bundle);
-  rec.set_rootfs(*rootfs);
+  rec.set_rootfs(rootfs);
   rec.set_created(log::Timestamp(log::Now()));
   *rec.mutable_config() = spec;
   BRIG_TRY(mk.dir->Write(rec));
@@ -337,37 +387,14 @@ Result<pid_t> Create(const CreateOptions& o) {
     }
   }
 
-  InitArgs args;
-  args.spec = &spec;
-  args.process = &proc;
-  args.fs.rootfs = *rootfs;
-  args.fs.bundle = o.bundle;
-  args.fs.cgroupns = ns.new_cgroup ||
-                     std::any_of(ns.joins.begin(), ns.joins.end(),
-                                 [](const auto& j) { return j.first == CLONE_NEWCGROUP; });
-  args.fs.cgroup_dirs = mk.cgroups->dirs();
+  InitArgs args = ArgsFor(b, o, *mk.cgroups);
   args.sync_fd = child_end.get();
   args.fifo_fd = fifo_fd.get();
   args.console_fd = console.get();
-  args.preserve_fds = o.preserve_fds;
-  args.start_wait_ms =
-      StepWithHooksMs({&spec.hooks().prestart(), &spec.hooks().create_runtime()});
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
   args.cgroup_tasks = &tasks;
-  args.fs.userns = ns.new_user || std::any_of(ns.joins.begin(), ns.joins.end(), [](const auto& j) {
-                  return j.first == CLONE_NEWUSER;
-                });
-  args.new_cgroupns = ns.new_cgroup;
-  args.no_pivot = o.no_pivot;
-  args.new_keyring = !o.no_new_keyring;
-  uint64_t clone_flags = static_cast<uint64_t>(ns.clone_flags);
-  if (!ns.joins.empty()) {
-    // Joined namespaces come first, then the new ones are made from inside them.
-    args.joins = ns.joins;
-    args.unshare_flags = ns.clone_flags & ~CLONE_NEWPID;
-    args.fork_for_pid = ns.new_pid;
-    clone_flags = 0;
-  }
+  // Joined namespaces come first: the new ones are made from inside them (ArgsFor).
+  uint64_t clone_flags = ns.joins.empty() ? static_cast<uint64_t>(ns.clone_flags) : 0;
   int pidfd = -1;
   sys::CloneArgs ca;
   ca.flags = clone_flags | CLONE_PIDFD;
