@@ -35,6 +35,7 @@ namespace brig::oci {
 namespace {
 
 using container::Msg;
+using container::SendErrorAndExit;
 
 Status ParseUser(const std::string& user, Process& p) {
   size_t colon = user.find(':');
@@ -56,19 +57,21 @@ Status ParseUser(const std::string& user, Process& p) {
 [[noreturn]] void BecomeProcess(const PreparedProcess& p, bool terminal,
                                 const ConsoleSize& size, int console_fd, int sync_fd,
                                 int preserve_fds) {
-  if (setsid() < 0) container::SendErrorAndExit(sync_fd, SysError("setsid"));
+  if (setsid() < 0) SendErrorAndExit(sync_fd, SysError("setsid"));
   if (terminal) {
-    if (auto s = SetupConsole(console_fd, size, false); !s) container::SendErrorAndExit(sync_fd, s.error());
+    if (auto s = SetupConsole(console_fd, size, false); !s) SendErrorAndExit(sync_fd, s.error());
   }
   // Before the credentials, whose seccomp filter (without no_new_privileges) may refuse
   // fcntl. Only the sync socket is left above them, and it goes at execve.
   for (int i = 0; i < preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   if (terminal) close(console_fd);
-  if (auto s = ApplyCredentials(p); !s) container::SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
+  if (auto s = ApplyCredentials(p); !s) {
+    SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
+  }
   auto path = ResolveExecutable(p);
-  if (!path) container::SendErrorAndExit(sync_fd, std::move(path).error());
-  if (auto s = ApplyLastSteps(p); !s) container::SendErrorAndExit(sync_fd, s.error());
-  container::SendErrorAndExit(sync_fd, Exec(*path, p));
+  if (!path) SendErrorAndExit(sync_fd, std::move(path).error());
+  if (auto s = ApplyLastSteps(p); !s) SendErrorAndExit(sync_fd, s.error());
+  SendErrorAndExit(sync_fd, Exec(*path, p));
 }
 
 [[noreturn]] void JoinAndFork(int pidfd, int ns_flags, const PreparedProcess& p, bool terminal,
@@ -79,22 +82,26 @@ Status ParseUser(const std::string& user, Process& p) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   // brig's own binary is about to enter the container's namespaces: none of its processes
   // may ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) container::SendErrorAndExit(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+    SendErrorAndExit(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  }
   // Nor its command line, which /proc/PID/cmdline shows without ptrace access.
   container::ScrubProcessArgs();
   // Before the container's cgroup namespace, and before the process is forked.
-  if (auto s = cgroup::JoinV1(tasks); !s) container::SendErrorAndExit(sync_fd, std::move(s).error());
-  if (setns(pidfd, ns_flags) < 0) container::SendErrorAndExit(sync_fd, SysError("setns", "the container's namespaces"));
+  if (auto s = cgroup::JoinV1(tasks); !s) SendErrorAndExit(sync_fd, std::move(s).error());
+  if (setns(pidfd, ns_flags) < 0) {
+    SendErrorAndExit(sync_fd, SysError("setns", "the container's namespaces"));
+  }
   // Every descriptor of brig's goes before anything is resolved in the container: the
   // container's cgroup directories (CLONE_INTO_CGROUP's and the v1 tasks files), its
   // process's pidfd, brig's log. A process holding one starts where a container's
   // /proc/self/fd/N reaches the host (runc CVE-2024-21626). What --preserve-fds hands over
   // stays.
   if (auto s = sys::CloseAllExcept({sync_fd, console_fd}, 3 + preserve_fds); !s) {
-    container::SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
+    SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
   }
   pid_t pid = fork();
-  if (pid < 0) container::SendErrorAndExit(sync_fd, SysError("fork", "exec"));
+  if (pid < 0) SendErrorAndExit(sync_fd, SysError("fork", "exec"));
   if (pid == 0) BecomeProcess(p, terminal, size, console_fd, sync_fd, preserve_fds);
   _exit(container::SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid)) ? 0 : 125);
 }

@@ -34,6 +34,7 @@ namespace brig::oci {
 namespace {
 
 using container::Msg;
+using container::SendErrorAndExit;
 
 // The stage path: join the namespaces named by path, make the new ones, and, for a new
 // pid namespace, fork the process that will be its pid 1.
@@ -185,13 +186,15 @@ Status DropWhatBrigHeld(const InitArgs& a) {
 void ContainerInit(const InitArgs& a) {
   int fd = a.sync_fd;
   if (auto s = DropWhatBrigHeld(a); !s) {
-    container::SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
+    SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }
   container::ForwardLogs(fd);
   // Until execve, this is brig's own binary in the container's namespaces: no process of
   // the container may ptrace it or reach the binary through /proc/PID/exe (runc
   // CVE-2019-5736). execve makes the process dumpable again.
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) container::SendErrorAndExit(fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+    SendErrorAndExit(fd, SysError("prctl", "PR_SET_DUMPABLE"));
+  }
   // Nor is brig's command line (the bundle's and the state's host paths) the container's
   // to read in /proc/1/cmdline, which needs no ptrace access.
   container::ScrubProcessArgs();
@@ -200,17 +203,17 @@ void ContainerInit(const InitArgs& a) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (auto s = SetUp(a); !s) {
-    container::SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
+    SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }
   if (auto s = container::SendMessage(fd, Msg::kReady); !s) _exit(125);
   // Meanwhile the parent runs the prestart and createRuntime hooks.
   auto go = container::Expect(fd, Msg::kStart, a.start_wait_ms);
   if (!go) _exit(125);
   if (auto s = Finish(a, go->payload); !s) {
-    container::SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
+    SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }
   auto path = ResolveExecutable(*a.process);
-  if (!path) container::SendErrorAndExit(fd, std::move(path).error());
+  if (!path) SendErrorAndExit(fd, std::move(path).error());
   container::StopForwardingLogs();
   if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);
   // The parent has written the container's record; EOF means it died before: give up.
