@@ -22,6 +22,11 @@
 namespace brig::oci {
 namespace {
 
+// A hook's timeout in milliseconds, at most INT_MAX (poll's); -1 without one.
+int64_t TimeoutMs(const Hook& h) {
+  return h.has_timeout() ? std::min<int64_t>(int64_t{h.timeout()} * 1000, INT_MAX) : -1;
+}
+
 Status RunHook(const Hook& h, const std::string& subject, const std::string& state_json) {
   std::vector<std::string> args(h.args().begin(), h.args().end());
   if (args.empty()) args.push_back(h.path());
@@ -50,9 +55,7 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
   (void)!write(wr.get(), state_json.data(), state_json.size());
   signal(SIGPIPE, old);
   wr.Reset();
-  int timeout_ms =
-      h.has_timeout() ? static_cast<int>(std::min<int64_t>(int64_t{h.timeout()} * 1000, INT_MAX))
-                      : -1;
+  int timeout_ms = static_cast<int>(TimeoutMs(h));
   struct pollfd pfd = {child.get(), POLLIN, 0};
   int rc;
   do {
@@ -97,8 +100,8 @@ int StepWithHooksMs(
   int64_t ms = container::kSetupStepTimeoutMs;
   for (const auto* hooks : stages) {
     for (const Hook& h : *hooks) {
-      if (!h.has_timeout()) return -1;
-      ms += int64_t{h.timeout()} * 1000;
+      if (TimeoutMs(h) < 0) return -1;
+      ms += TimeoutMs(h);
     }
   }
   return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
