@@ -147,7 +147,8 @@ void Reclaimer::SweepStateDirs(Reclaimed& out) {
 }  // namespace
 
 Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
-  Reclaimer r(mode, BRIG_TRY(net::CurrentNetns()));
+  net::NetnsKey here = BRIG_TRY(net::CurrentNetns());
+  Reclaimer r(mode, here);
   auto collected = BRIG_TRY(state::CollectStale(
       state::kSandboxDir,
       [&](const std::string& id, const std::vector<state::Entry>& entries) {
@@ -159,7 +160,7 @@ Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
   out.failed = std::move(collected.failed);
   if (only.empty()) {
     r.SweepStateDirs(out);
-    if (auto leases = net::DropEmptyLeases(); !leases) {
+    if (auto leases = net::DropEmptyLeases(here); !leases) {
       out.failed.push_back(std::move(leases).error());
     } else {
       for (const auto& path : *leases) {

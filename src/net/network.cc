@@ -229,8 +229,8 @@ Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std
   return removed;
 }
 
-Result<std::vector<std::string>> DropEmptyLeases() {
-  std::string dir = DirOf(BRIG_TRY(CurrentNetns()).ino) + "/addr";
+Result<std::vector<std::string>> DropEmptyLeases(const NetnsKey& here) {
+  std::string dir = DirOf(here.ino) + "/addr";
   std::vector<std::string> removed;
   BRIG_TRY(util::DropUnheld(dir, &removed, [&](const std::string& name) {
     struct stat st;

@@ -80,8 +80,8 @@ Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std
 
 // Removes this namespace's address leases that no one holds and that note nothing: a brig
 // killed between taking an address and noting it (Lease::Note) made nothing there, and no
-// record names the file. Returns their paths.
-Result<std::vector<std::string>> DropEmptyLeases();
+// record names the file. `here` is this namespace. Returns their paths.
+Result<std::vector<std::string>> DropEmptyLeases(const NetnsKey& here);
 
 // brig's per-namespace state directories (kStateDir/INODE), each with the cookie it notes
 // (0 if it notes none).

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -127,10 +128,10 @@ Result<IdRange> ReadIdRange() {
   return ChooseIdRange(files);
 }
 
-bool HasProcesses(uid_t uid) {
+Result<std::set<uid_t>> ProcessUids() {
   DIR* d = opendir("/proc");
-  if (!d) return true;
-  bool found = false;
+  if (!d) return SysError("opendir", "/proc");
+  std::set<uid_t> uids;
   while (struct dirent* de = readdir(d)) {
     if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
     // A process that is gone meanwhile has no file: it holds nothing.
@@ -139,17 +140,19 @@ bool HasProcesses(uid_t uid) {
     size_t at = status->find("\nUid:");
     if (at == std::string::npos) continue;
     std::istringstream ids(status->substr(at + 5, status->find('\n', at + 1) - at - 5));
-    for (uint64_t id; ids >> id;) found = found || id == uid;
-    if (found) break;
+    for (uint64_t id; ids >> id;) uids.insert(static_cast<uid_t>(id));
   }
   closedir(d);
-  return found;
+  return uids;
 }
 
 Result<bool> DropLeft(const std::string& dir, std::vector<std::string>* removed) {
-  return util::DropUnheld(dir, removed, [](const std::string& name) {
+  // Read once, and only if a file is left: most runs find none.
+  std::optional<Result<std::set<uid_t>>> uids;
+  return util::DropUnheld(dir, removed, [&uids](const std::string& name) {
+    if (!uids) uids.emplace(ProcessUids());
     std::optional<uint64_t> uid = Number(name);
-    return !uid || HasProcesses(static_cast<uid_t>(*uid));
+    return !uid || !*uids || (*uids)->count(static_cast<uid_t>(*uid)) > 0;
   });
 }
 

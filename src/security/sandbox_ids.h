@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,9 @@ Result<IdRange> ChooseIdRange(const IdFiles& files);
 // Reads /etc/subuid, /etc/subgid, /etc/passwd and /etc/group (a missing one is empty).
 Result<IdRange> ReadIdRange();
 
-// Whether a process on the host has `uid` as its real, effective, saved or file-system uid
-// (/proc/PID/status), a zombie included. True if /proc cannot be read.
-bool HasProcesses(uid_t uid);
+// The real, effective, saved and file-system uids of every process on the host
+// (/proc/PID/status), zombies included.
+Result<std::set<uid_t>> ProcessUids();
 
 // One uid and gid of the range (the same offset in each), held for the sandbox's life as a
 // lock file kIdsDir/UID (util/slots.h): a concurrent run never gets it. A brig that ends
@@ -54,8 +55,8 @@ bool HasProcesses(uid_t uid);
 // kills its sandbox (brig init's parent-death signal), and no run takes an id whose file
 // is there, so two sandboxes never share a uid, not even while one is dying. DropLeft
 // removes such a file once no process of its uid is left (each run and brig gc call it).
+// If /proc cannot be read, every left file stays.
 Result<bool> DropLeft(const std::string& dir, std::vector<std::string>* removed);
-
 
 class SandboxIds {
  public:

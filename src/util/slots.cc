@@ -41,12 +41,10 @@ Result<std::optional<Slot>> TakeSlot(const std::string& dir, uint32_t first, uin
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t n = first + (start + i) % count;
     std::string path = dir + "/" + std::to_string(n);
-    auto fd = left == Left::kTake
-                  ? LockHeld(path, true)
-                  : Lock(sys::UniqueFd(open(path.c_str(),
-                                            O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT | O_EXCL,
-                                            0600)),
-                         path);
+    int excl = left == Left::kSkip ? O_EXCL : 0;
+    auto fd = Lock(
+        sys::UniqueFd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT | excl, 0600)),
+        path);
     if (fd) return std::optional<Slot>(Slot{n, std::move(path), std::move(*fd)});
     // Held, unlinked between our open and flock (LockHeld), or left (kSkip): another slot.
     int err = fd.error().err;
