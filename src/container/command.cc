@@ -34,6 +34,7 @@ Result<std::string> Check(int dir, const std::string& path) {
     return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
   }
   if (auto s = sys::Faccessat(dir, path, X_OK, path); !s) {
+    errno = s.error().err;
     return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
   }
   return path;
