@@ -127,6 +127,9 @@ Status ApplyCredentials(const PreparedProcess& p) {
     }
     close(fd);
   }
+  // Before any filter: one written before openat2(2) existed refuses it. As root, as runc
+  // enters it, so a user that cannot search the directory still starts there.
+  BRIG_TRY(sys::EnterDirInRoot(p.cwd, "process.cwd"));
   // Without no_new_privs, loading a filter needs CAP_SYS_ADMIN, which the credentials may
   // drop: it loads before them, as runc loads it.
   if (p.seccomp && !p.credentials.no_new_privs) {
@@ -134,7 +137,6 @@ Status ApplyCredentials(const PreparedProcess& p) {
   }
   BRIG_TRY(security::ApplyCredentials(p.credentials));
   if (p.umask) umask(*p.umask);
-  BRIG_TRY(sys::EnterDirInRoot(p.cwd, "process.cwd"));
   return {};
 }
 

@@ -1,9 +1,9 @@
 // The container's process as config.json's `process` (or `brig exec`'s process.json) says:
 // prepared in the parent, where allocating is free and errors exit 125 before anything
 // runs; applied in the child that becomes it (container init, or exec's child): the oom
-// score, the credentials in the kernel's order (security/caps.h: rlimits, the bounding set,
-// groups and ids, the other capability sets, no_new_privs), umask, cwd, and the seccomp
-// filter last, before execve (or before the credentials without no_new_privileges).
+// score, the cwd, the credentials in the kernel's order (security/caps.h: rlimits, the
+// bounding set, groups and ids, the other capability sets, no_new_privs), umask, and the
+// seccomp filter last, before execve (or before the credentials without no_new_privileges).
 #pragma once
 
 #include <sys/types.h>
@@ -48,9 +48,10 @@ Result<PreparedProcess> PrepareProcess(const Process& p,
                                        const std::optional<brig::v1::SeccompPolicy>& seccomp);
 
 // In the child, as root of its user namespace with every capability: the oom score (which
-// needs privileges to raise), then the credentials, umask and cwd. Loads the seccomp
-// filter before the credentials when no_new_privileges is off (loading it then needs
-// CAP_SYS_ADMIN, which they may drop), as runc does.
+// needs privileges to raise), the cwd (before any filter, which may refuse openat2), then
+// the credentials and umask. Loads the seccomp filter before the credentials when
+// no_new_privileges is off (loading it then needs CAP_SYS_ADMIN, which they may drop), as
+// runc does.
 Status ApplyCredentials(const PreparedProcess& p);
 // The last step before execve: the filter when no_new_privileges is on.
 Status ApplyLastSteps(const PreparedProcess& p);

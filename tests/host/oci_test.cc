@@ -164,6 +164,28 @@ TEST_F(Oci, WithoutNoNewPrivilegesTheFilterLoadsBeforeTheCapabilitiesGo) {
   EXPECT_EQ(f["mkdir"], "1") << "mkdir was not refused: " << r.out;
 }
 
+// A profile written before openat2(2) existed (runtime-tools' default, older engines') refuses
+// it. brig resolves process.cwd with openat2 before the filter loads, so the process still
+// starts in its cwd, by create and by exec, with or without noNewPrivileges.
+TEST_F(Oci, AFilterThatRefusesOpenat2StillLetsTheProcessStartInItsCwd) {
+  for (bool nnp : {false, true}) {
+    SCOPED_TRACE(nnp ? "noNewPrivileges" : "without noNewPrivileges");
+    const std::string id = nnp ? "o2nnp" : "o2";
+    Config c = Cfg(id);
+    c.no_new_privileges = nnp;
+    c.cwd = "/tmp";
+    c.mounts.push_back({"/tmp", "tmpfs", "tmpfs", {"mode=1777"}});
+    c.seccomp_json = R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["openat2"],)"
+                     R"("action":"SCMP_ACT_ERRNO","errnoRet":1}]})";
+    pid_t init = CreateAndStart(c, id, "sleep");
+    ASSERT_GT(init, 0);
+    RunOutput r = Run({"exec", id, "sh", "-c", "readlink /proc/1/cwd; pwd"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "/tmp\n/tmp\n");
+    EXPECT_EQ(Run({"delete", "--force", id}).exit_code, 0);
+  }
+}
+
 // brig exec's process takes its credentials as create's does (security/caps.h).
 TEST_F(Oci, AnExecdProcessIsAsItsProcessJsonSays) {
   pid_t init = CreateAndStart(Cfg("exc"), "exc", "sleep");
