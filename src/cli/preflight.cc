@@ -22,6 +22,7 @@
 #include "net/nft.h"
 #include "security/sandbox_ids.h"
 #include "security/seccomp.h"
+#include "sys/id_map.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 
@@ -145,8 +146,7 @@ Result<sys::UniqueFd> MappedUserNs() {
   char c = 'n';
   Status s = read(ready_fd.get(), &c, 1) == 1 && c == 'y' ? Status{} : SysError("unshare", "user");
   std::string proc = "/proc/" + std::to_string(pid) + "/";
-  if (s) s = util::WriteFile(proc + "uid_map", "0 65534 1\n");
-  if (s) s = util::WriteFile(proc + "gid_map", "0 65534 1\n");
+  if (s) s = sys::WriteIdMaps(pid, {.uids = {{.host = 65534}}, .gids = {{.host = 65534}}});
   sys::UniqueFd ns(open((proc + "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
   release_fd.Reset();
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {

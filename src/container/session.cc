@@ -20,6 +20,7 @@
 #include "log/log.h"
 #include "security/init_filter.h"
 #include "security/seccomp_cache.h"
+#include "sys/id_map.h"
 #include "sys/syscalls.h"
 
 namespace brig::container {
@@ -27,16 +28,6 @@ namespace {
 
 constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                                  CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
-
-Status WriteProcFile(pid_t pid, const char* name, const std::string& data) {
-  std::string path = "/proc/" + std::to_string(pid) + "/" + name;
-  sys::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return SysError("open", path);
-  if (write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
-    return SysError("write", path);
-  }
-  return {};
-}
 
 // Maps the sandbox user to its host ids: the sandbox's own (security/sandbox_ids.h), or the
 // workspace's owner where the mount plan could not map the trees it writes to them
@@ -47,11 +38,9 @@ Status WriteIdMaps(pid_t pid, uid_t uid, gid_t gid) {
   if (uid == 0 || gid == 0) {
     return Fail("id map", "", "refusing to map host root", ErrorKind::kInternal);
   }
-  BRIG_TRY(WriteProcFile(pid, "uid_map",
-                         std::to_string(config::kSandboxUid) + " " + std::to_string(uid) + " 1\n"));
-  BRIG_TRY(WriteProcFile(pid, "setgroups", "deny"));
-  return WriteProcFile(pid, "gid_map",
-                       std::to_string(config::kSandboxGid) + " " + std::to_string(gid) + " 1\n");
+  return sys::WriteIdMaps(pid, {.uids = {{.inside = config::kSandboxUid, .host = uid}},
+                                .gids = {{.inside = config::kSandboxGid, .host = gid}},
+                                .deny_setgroups = true});
 }
 
 // What brig changes of its own process to clone as another user, put back by Restore.

@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "sys/child.h"
+#include "sys/id_map.h"
 #include "sys/syscalls.h"
-#include "util/files.h"
 
 namespace brig::fs {
 namespace {
@@ -31,11 +31,9 @@ Result<sys::UniqueFd> UserNamespace(const IdMap& m) {
   }
   sys::Child holder(pid, sys::UniqueFd(pidfd));
   const std::string proc = "/proc/" + std::to_string(pid) + "/";
-  auto line = [](uint32_t from, uint32_t to) {
-    return std::to_string(from) + " " + std::to_string(to) + " 1\n";
-  };
-  BRIG_TRY_CTX(util::WriteFile(proc + "uid_map", line(m.from_uid, m.to_uid)), "id map");
-  BRIG_TRY_CTX(util::WriteFile(proc + "gid_map", line(m.from_gid, m.to_gid)), "id map");
+  BRIG_TRY_CTX(sys::WriteIdMaps(pid, {.uids = {{.inside = m.from_uid, .host = m.to_uid}},
+                                      .gids = {{.inside = m.from_gid, .host = m.to_gid}}}),
+               "id map");
   sys::UniqueFd ns(open((proc + "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
   if (!ns) return SysError("open", proc + "ns/user").Wrap("id map");
   return ns;

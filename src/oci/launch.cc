@@ -56,6 +56,7 @@
 #include "oci/state.h"
 #include "sys/child.h"
 #include "sys/fd.h"
+#include "sys/id_map.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 
@@ -125,19 +126,14 @@ Status CheckSysctlsStayInside(const Spec& spec, const Namespaces& ns) {
 }
 
 Status WriteIdMaps(pid_t pid, const Spec& spec) {
-  auto render = [](const google::protobuf::RepeatedPtrField<IdMapping>& maps) {
-    std::string out;
-    for (const IdMapping& m : maps) {
-      out += std::to_string(m.container_id()) + " " + std::to_string(m.host_id()) + " " +
-             std::to_string(m.size()) + "\n";
-    }
+  auto maps = [](const google::protobuf::RepeatedPtrField<IdMapping>& from) {
+    std::vector<sys::IdMapping> out;
+    for (const IdMapping& m : from) out.push_back({m.container_id(), m.host_id(), m.size()});
     return out;
   };
-  std::string proc = "/proc/" + std::to_string(pid);
-  BRIG_TRY_CTX(util::WriteFile(proc + "/uid_map", render(spec.linux().uid_mappings())),
-               "linux.uidMappings");
-  BRIG_TRY_CTX(util::WriteFile(proc + "/gid_map", render(spec.linux().gid_mappings())),
-               "linux.gidMappings");
+  BRIG_TRY_CTX(sys::WriteIdMaps(pid, {.uids = maps(spec.linux().uid_mappings()),
+                                      .gids = maps(spec.linux().gid_mappings())}),
+               "linux.uidMappings, linux.gidMappings");
   return {};
 }
 
