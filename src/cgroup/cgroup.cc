@@ -250,6 +250,11 @@ std::string ParentDir(const Hierarchy& h, const std::string& parent) {
   return rel == "/" ? h.mount : h.mount + rel;
 }
 
+std::string GroupDir(const Hierarchy& h, const std::string& clean_path) {
+  if (clean_path[0] == '/') return ParentDir(h, clean_path);
+  return ParentDir(h, "") + "/" + clean_path;
+}
+
 Plan PlanFor(const Layout& layout, const std::string& parent) {
   Plan plan;
   plan.parent = parent;

@@ -99,6 +99,10 @@ std::optional<bool> ProbeCgroupKill(const Hierarchy& v2, const std::string& pare
 Status CheckParent(const std::string& parent);
 // The directory of `parent` in a hierarchy.
 std::string ParentDir(const Hierarchy& h, const std::string& parent);
+// A group's directory in hierarchy `h` for a tidied path (oci::CleanCgroupsPath): an
+// absolute one under the hierarchy's mount, a relative one under the group brig runs in
+// there (runc's cgroupfs driver).
+std::string GroupDir(const Hierarchy& h, const std::string& clean_path);
 
 struct Usage {
   std::optional<uint64_t> cpu_usec, peak_memory, peak_pids;

@@ -20,7 +20,7 @@ namespace {
 struct Opened {
   ContainerDir dir;
   Container rec;
-  std::unique_ptr<Cgroups> cgroups;
+  std::unique_ptr<cgroup::Groups> cgroups;
   ContainerStatus status;
 };
 
@@ -28,7 +28,7 @@ Result<Opened> OpenContainer(const std::string& root, const std::string& id) {
   BRIG_TRY(CheckId(id));
   ContainerDir dir = BRIG_TRY(ContainerDir::Open(root, id));
   Container rec = BRIG_TRY(dir.Read());
-  std::unique_ptr<Cgroups> cg = Cgroups::FromRecord(rec);
+  std::unique_ptr<cgroup::Groups> cg = CgroupsOf(rec);
   ContainerStatus status = StatusOf(rec, cg->Frozen());
   return Opened{std::move(dir), std::move(rec), std::move(cg), status};
 }
@@ -98,7 +98,7 @@ Status Delete(const std::string& root, const std::string& id, bool force) {
     // that hangs in a hook, a verb stuck on the container), the container's processes
     // die first, which ends what waits on them, and the lock is tried once more.
     if (auto rec = ContainerDir::Peek(root, id)) {
-      (void)Cgroups::FromRecord(*rec)->Destroy();
+      (void)CgroupsOf(*rec)->Destroy();
       if (std::optional<sys::UniqueFd> pidfd = OpenProcess(*rec)) {
         (void)sys::PidfdSendSignal(pidfd->get(), SIGKILL);
       }
@@ -162,7 +162,7 @@ Status Update(const std::string& root, const std::string& id, const Resources& r
 Result<std::string> Stats(const std::string& root, const std::string& id) {
   Opened c = BRIG_TRY(OpenContainer(root, id));
   if (c.status == ContainerStatus::kStopped) return NotIn(id, c.status, "container not running");
-  return StatsJson(id, c.cgroups->Stats());
+  return StatsJson(id, c.cgroups->ReadStats());
 }
 
 Result<std::vector<Listed>> List(const std::string& root) {

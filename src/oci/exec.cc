@@ -1,5 +1,5 @@
 // `brig exec` (exec.h). brig clones a child into the container's v2 group, which joins its
-// v1 groups itself (oci/cgroups.h) and the container's namespaces through its process's
+// v1 groups itself (cgroup/groups.h) and the container's namespaces through its process's
 // pidfd (setns(2) with every namespace at once); since a pid namespace is entered only by
 // children, that child forks the process, reports its pid and exits.
 //
@@ -175,14 +175,14 @@ Result<int> Exec(const ExecOptions& o) {
   BRIG_TRY(CheckPreserved(o.preserve_fds));
   int ns_flags = 0;
   Container rec;
-  std::unique_ptr<Cgroups> cg;
+  std::unique_ptr<cgroup::Groups> cg;
   std::optional<sys::UniqueFd> pidfd;
   {
     // The lock is held only while the container is looked at: an attached exec may last,
     // and the engine must still be able to kill or delete the container meanwhile.
     ContainerDir dir = BRIG_TRY(ContainerDir::Open(o.root, o.id));
     rec = BRIG_TRY(dir.Read());
-    cg = Cgroups::FromRecord(rec);
+    cg = CgroupsOf(rec);
     ContainerStatus st = StatusOf(rec, cg->Frozen());
     if (st != ContainerStatus::kRunning && st != ContainerStatus::kCreated) {
       return BadInput("container", o.id,

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "oci/cgroups.h"
+#include "cgroup/cgroup.h"
 #include "oci/process.h"
 #include "oci/rootfs.h"
 #include "proto/oci.pb.h"

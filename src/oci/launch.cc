@@ -8,7 +8,7 @@
 //   the v1 groups' tasks files opened
 //   [a pid namespace joined by path: setns here, for the child]
 //   clone3(new namespaces | CLONE_INTO_CGROUP) ───▶ "0" to each v1 tasks file (into
-//                                                    its groups, oci/cgroups.h)
+//                                                    its groups, cgroup/groups.h)
 //                                                    [stage path: setns by path, user
 //                                                    first; unshare the new ones]
 //                          ◀── kLog ...              (with --debug, until kCreated)
@@ -148,7 +148,7 @@ Result<sys::UniqueFd> Above(sys::UniqueFd fd, int min) {
 // What create has made so far; on any failure it all goes again (design.md, invariant 6).
 struct Making {
   std::optional<ContainerDir> dir;
-  std::unique_ptr<Cgroups> cgroups;
+  std::unique_ptr<cgroup::Groups> cgroups;
   sys::Child child;          // brig's own: init, or the stage child until it exits
   sys::UniqueFd stage_init;  // init forked by the stage child (not brig's to reap)
   bool done = false;
@@ -289,7 +289,7 @@ bool Has(const Namespaces& ns, bool made, int flag) {
 }
 
 // Container init's arguments but its descriptors, which Create opens.
-InitArgs ArgsFor(const Bundle& b, const CreateOptions& o, const Cgroups& cgroups) {
+InitArgs ArgsFor(const Bundle& b, const CreateOptions& o, const cgroup::Groups& cgroups) {
   const Namespaces& ns = b.ns;
   InitArgs args;
   args.spec = &b.spec;
@@ -356,10 +356,13 @@ Result<pid_t> Create(const CreateOptions& o) {
   rec.set_created(log::Timestamp(log::Now()));
   *rec.mutable_config() = spec;
   BRIG_TRY(mk.dir->Write(rec));
-  mk.cgroups = BRIG_TRY(Cgroups::Create(spec, o.id, [&](const std::vector<Cgroups::Noted>& dirs) {
-    for (const auto& d : dirs) *(d.owned ? rec.add_cgroups() : rec.add_joined_cgroups()) = d.dir;
-    return mk.dir->Write(rec);
-  }));
+  mk.cgroups =
+      BRIG_TRY(CreateCgroups(spec, o.id, [&](const std::vector<cgroup::Groups::Noted>& dirs) {
+        for (const auto& d : dirs) {
+          *(d.owned ? rec.add_cgroups() : rec.add_joined_cgroups()) = d.dir;
+        }
+        return mk.dir->Write(rec);
+      }));
 
   log::Debug("record and cgroups made: ", rec.cgroups_size(), " made, ",
              rec.joined_cgroups_size(), " joined");

@@ -74,7 +74,7 @@ Result<std::vector<std::string>> ListIds(const std::string& root);
 // start time); nullopt once it is gone (or was never started).
 std::optional<sys::UniqueFd> OpenProcess(const Container& c);
 
-// The status as the host shows it now. `frozen`: whether its cgroup is frozen (oci/cgroups.h);
+// The status as the host shows it now. `frozen`: whether its cgroup is frozen (cgroup/groups.h);
 // a running container whose cgroup is frozen is paused.
 ContainerStatus StatusOf(const Container& c, bool frozen);
 

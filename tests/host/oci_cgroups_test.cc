@@ -17,16 +17,16 @@
 #include <cstring>
 
 #include "cgroup/cgroup.h"
+#include "cgroup/device_filter.h"
 #include "host/host_fixture.h"
 #include "oci/cgroups.h"
-#include "oci/device_filter.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 
 namespace brig::testing {
 namespace {
 
-using oci::Cgroups;
+using cgroup::Groups;
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -52,7 +52,7 @@ char StateOf(pid_t pid) {
 class SpinningChild {
  public:
   // Born in the v2 group of `cg` and joining its v1 groups itself, as create's init does.
-  explicit SpinningChild(const Cgroups& cg) {
+  explicit SpinningChild(const Groups& cg) {
     int go[2], ready[2];
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) return;
     auto tasks = cg.OpenV1Tasks();
@@ -144,8 +144,8 @@ class OciCgroups : public HostTest {
     return spec;
   }
 
-  Result<std::unique_ptr<Cgroups>> Create(const oci::Spec& spec) {
-    return Cgroups::Create(spec, "c1", [this](const std::vector<Cgroups::Noted>& dirs) -> Status {
+  Result<std::unique_ptr<Groups>> Create(const oci::Spec& spec) {
+    return oci::CreateCgroups(spec, "c1", [this](const std::vector<Groups::Noted>& dirs) -> Status {
       ++note_calls_;
       for (const auto& d : dirs) {
         notes_.push_back({d.dir, d.owned});
@@ -157,7 +157,7 @@ class OciCgroups : public HostTest {
   }
 
   // The container's group in the hierarchy mounted at `mount`, or empty.
-  static std::string DirIn(const Cgroups& cg, const std::string& mount) {
+  static std::string DirIn(const Groups& cg, const std::string& mount) {
     for (const auto& d : cg.dirs()) {
       if (util::PathWithin(d, mount)) return d;
     }
@@ -206,7 +206,7 @@ TEST_F(OciCgroups, LimitsHoldAndTheContainerIsFrozenCountedAndKilled) {
   r->mutable_cpu()->set_period(100000);
   auto created = Create(spec);
   ASSERT_TRUE(created) << created.error().Render();
-  Cgroups& cg = **created;
+  Groups& cg = **created;
   ASSERT_FALSE(cg.dirs().empty());
   for (const auto& d : cg.dirs()) {
     EXPECT_TRUE(Exists(d)) << d;
@@ -256,7 +256,7 @@ TEST_F(OciCgroups, LimitsHoldAndTheContainerIsFrozenCountedAndKilled) {
   EXPECT_FALSE(cg.Frozen());
   EXPECT_TRUE(Eventually([&] { return StateOf(child) == 'R'; })) << "thawed, it runs again";
 
-  oci::CgroupStats stats = cg.Stats();
+  cgroup::Stats stats = cg.ReadStats();
   EXPECT_GT(stats.memory_usage.value_or(0), 0u);
   EXPECT_EQ(stats.memory_limit, 64u << 20);
   EXPECT_EQ(stats.pids_current, 1u);
@@ -267,7 +267,7 @@ TEST_F(OciCgroups, LimitsHoldAndTheContainerIsFrozenCountedAndKilled) {
 
   // The record's view of the same groups, and an update through it: both memory limits
   // raised (memory+swap must go first on v1, or the kernel refuses the new limit).
-  auto again = Cgroups::FromRecord(Record());
+  auto again = oci::CgroupsOf(Record());
   EXPECT_EQ(again->dirs(), cg.dirs());
   oci::Resources more;
   more.mutable_memory()->set_limit(256 << 20);
@@ -305,7 +305,7 @@ TEST_F(OciCgroups, WithoutCgroupV2TheV1FreezerFreezesAndKills) {
     struct statfs fs;
     if (statfs(d.c_str(), &fs) == 0 && fs.f_type == CGROUP_SUPER_MAGIC) *v1_only.add_cgroups() = d;
   }
-  auto v1 = Cgroups::FromRecord(v1_only);
+  auto v1 = oci::CgroupsOf(v1_only);
   EXPECT_EQ(v1->v2_fd(), -1);
   SpinningChild spinner(**created);
   pid_t child = spinner.pid();
@@ -367,9 +367,9 @@ TEST_F(OciCgroups, TheV2DeviceFilterDeniesWhatTheRulesDeny) {
   sys::UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_TRUE(fd);
   // Deny all but /dev/zero.
-  auto list = oci::EmulateDevices({oci::DeviceAccess{false, 'a', -1, -1, oci::kDevAll},
-                                   oci::DeviceAccess{true, 'c', 1, 5, oci::kDevAll}});
-  auto attached = oci::AttachDeviceFilter(fd.get(), oci::DeviceProgram(list));
+  auto list = cgroup::EmulateDevices({cgroup::DeviceAccess{false, 'a', -1, -1, cgroup::kDevAll},
+                                      cgroup::DeviceAccess{true, 'c', 1, 5, cgroup::kDevAll}});
+  auto attached = cgroup::AttachDeviceFilter(fd.get(), cgroup::DeviceProgram(list));
   ASSERT_TRUE(attached) << attached.error().Render();
 
   // A child in the group opens /dev/zero and /dev/null and says which it could.
@@ -399,8 +399,8 @@ TEST_F(OciCgroups, TheV2DeviceFilterDeniesWhatTheRulesDeny) {
   EXPECT_EQ(opens(), "yn") << "/dev/zero allowed, /dev/null denied";
 
   // A second filter replaces the first.
-  auto all = oci::EmulateDevices({oci::DeviceAccess{true, 'a', -1, -1, oci::kDevAll}});
-  attached = oci::AttachDeviceFilter(fd.get(), oci::DeviceProgram(all));
+  auto all = cgroup::EmulateDevices({cgroup::DeviceAccess{true, 'a', -1, -1, cgroup::kDevAll}});
+  attached = cgroup::AttachDeviceFilter(fd.get(), cgroup::DeviceProgram(all));
   ASSERT_TRUE(attached) << attached.error().Render();
   EXPECT_EQ(opens(), "yy") << "the first filter is gone";
 }

@@ -1,6 +1,6 @@
 // Device rules: checked, completed with runc's defaults, emulated as the v1 controller
-// keeps them, and compiled into the cgroup v2 device program (oci/device_filter.h).
-#include "oci/device_filter.h"
+// keeps them, and compiled into the cgroup v2 device program (cgroup/device_filter.h).
+#include "cgroup/device_filter.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
-namespace brig::oci {
+namespace brig::cgroup {
 namespace {
 
 // The devices runc lets every container use, after the spec's own rules (runc's
@@ -72,10 +72,10 @@ bpf_insn JumpImm(uint8_t op, uint8_t dst, int32_t imm) {
 }  // namespace
 
 Result<std::vector<DeviceAccess>> DeviceRules(
-    const google::protobuf::RepeatedPtrField<DeviceRule>& rules) {
+    const google::protobuf::RepeatedPtrField<oci::DeviceRule>& rules) {
   std::vector<DeviceAccess> out;
   for (int i = 0; i < rules.size(); ++i) {
-    const DeviceRule& r = rules[i];
+    const oci::DeviceRule& r = rules[i];
     DeviceAccess a;
     a.allow = r.allow();
     const std::string& type = r.type();
@@ -245,4 +245,4 @@ Status AttachDeviceFilter(int cgroup_fd, const std::vector<bpf_insn>& program) {
   return {};
 }
 
-}  // namespace brig::oci
+}  // namespace brig::cgroup

@@ -1,14 +1,23 @@
-// linux.cgroupsPath and linux.resources as directories and control-file writes, for v1 and
-// v2 alike (oci/cgroup_plan.h). Pure: the facts about the host come in as arguments.
-#include "oci/cgroup_plan.h"
+// An OCI Resources as control-file writes, for v1 and v2 alike (cgroup/resources.h). Pure:
+// the facts about the host come in as arguments.
+#include "cgroup/resources.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "oci/device_filter.h"
+#include "cgroup/device_filter.h"
 #include "util/parse.h"
 
-namespace brig::oci {
+namespace brig::cgroup {
+
+using oci::DeviceRule;
+using oci::HugepageLimit;
+using oci::InterfacePriority;
+using oci::NetworkResources;
+using oci::Resources;
+using oci::ThrottleDevice;
+using oci::WeightDevice;
+
 namespace {
 
 using util::Split;
@@ -409,36 +418,6 @@ Status Planner::Unified(const google::protobuf::Map<std::string, std::string>& u
 
 }  // namespace
 
-Result<std::string> CleanCgroupsPath(const std::string& path, const std::string& id) {
-  const char* prop = "linux.cgroupsPath";
-  if (path.empty()) return "/brig/" + id;
-  for (unsigned char c : path) {
-    if (c < 0x20 || c == 0x7f) return BadInput(prop, path, "control characters are not allowed");
-  }
-  if (path[0] != '/' && path.find('/') == std::string::npos &&
-      std::count(path.begin(), path.end(), ':') == 2) {
-    return BadInput(prop, path,
-                    "systemd cgroup paths need --systemd-cgroup, and this host has no systemd");
-  }
-  std::string out = path[0] == '/' ? "/" : "";
-  for (auto part : Split(path, '/')) {
-    if (part.empty() || part == ".") continue;
-    if (part == "..") return BadInput(prop, path, "'..' components are not allowed");
-    if (!out.empty() && out.back() != '/') out += '/';
-    out += part;
-  }
-  if (out.empty() || out == "/") {
-    return BadInput(prop, path, "names the group brig runs in or the root, not a group of its own");
-  }
-  return out;
-}
-
-std::string GroupDir(const cgroup::Hierarchy& h, const std::string& clean_path) {
-  if (clean_path[0] == '/') return cgroup::ParentDir(h, clean_path);
-  std::string own = cgroup::ParentDir(h, "");
-  return own + "/" + clean_path;
-}
-
 Result<WritePlan> PlanWrites(const Resources& r, const Routes& routes, const HostFacts& facts) {
   Planner p(routes, facts);
   // runc's order on v2 (pids, memory, io, cpu, devices, cpuset, hugetlb, unified last): a
@@ -494,4 +473,4 @@ uint64_t IoWeightFromBlkioWeight(uint64_t weight) {
   return 1 + (weight - 10) * 9999 / 990;
 }
 
-}  // namespace brig::oci
+}  // namespace brig::cgroup

@@ -1,8 +1,8 @@
-// The pure half of an OCI container's cgroups (oci/cgroups.h): linux.cgroupsPath as one
-// directory per hierarchy, and linux.resources as the ordered control-file writes of a v1,
-// hybrid or pure v2 layout, with runc's conversions (cpu.weight from shares, memory.swap.max
-// from memory+swap, io.weight from the blkio weight). Nothing here reads or writes the host:
-// cgroups.cc gathers the facts, makes the groups and carries the writes out.
+// The pure planner of every cgroup limit brig sets: an OCI Resources (an OCI container's
+// linux.resources) as the ordered control-file writes of a v1, hybrid or pure v2 layout,
+// with runc's conversions (cpu.weight from shares, memory.swap.max from memory+swap,
+// io.weight from the blkio weight). Nothing here reads or writes the host: the caller
+// gathers the facts, makes the groups and carries the writes out.
 #pragma once
 
 #include <cstdint>
@@ -13,20 +13,9 @@
 #include <vector>
 
 #include "brig/result.h"
-#include "cgroup/cgroup.h"
 #include "proto/oci.pb.h"
 
-namespace brig::oci {
-
-// linux.cgroupsPath checked and tidied ("." components and repeated or trailing slashes
-// dropped): absolute ("/a/b") or relative ("a/b"); empty is "/brig/ID". Refused: ".."
-// components, control characters, and a systemd "slice:prefix:name" (brig has no systemd
-// driver).
-Result<std::string> CleanCgroupsPath(const std::string& path, const std::string& id);
-// The group's directory in hierarchy `h` for a tidied path: an absolute one under the
-// hierarchy's mount, a relative one under the group brig runs in there (runc's cgroupfs
-// driver).
-std::string GroupDir(const cgroup::Hierarchy& h, const std::string& clean_path);
+namespace brig::cgroup {
 
 // Where one controller's files are written.
 struct Route {
@@ -67,13 +56,13 @@ struct WritePlan {
 // `r` as writes, in the order they are made. A property this layout cannot honour (its
 // controller is missing or takes no such setting in that version, its group was joined
 // rather than made, or its value is invalid) is refused naming it.
-Result<WritePlan> PlanWrites(const Resources& r, const Routes& routes, const HostFacts& facts);
+Result<WritePlan> PlanWrites(const oci::Resources& r, const Routes& routes, const HostFacts& facts);
 
 // The v2 controllers `r` needs enabled for its group (a unified key's controller too).
-std::set<std::string> V2ControllersFor(const Resources& r);
+std::set<std::string> V2ControllersFor(const oci::Resources& r);
 
 // runc's conversions, for the v2 files that the spec's v1-shaped values become.
 uint64_t CpuWeightFromShares(uint64_t shares);
 uint64_t IoWeightFromBlkioWeight(uint64_t weight);
 
-}  // namespace brig::oci
+}  // namespace brig::cgroup

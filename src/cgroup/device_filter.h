@@ -1,7 +1,8 @@
-// linux.resources.devices for an OCI container's cgroups (oci/cgroups.h): the rules checked
-// and completed as runc completes them, their meaning as the v1 devices controller gives
-// it (an emulation of its allow/deny list), and that meaning as the eBPF program cgroup v2
-// needs instead. Pure but for AttachDeviceFilter, which loads and attaches the program.
+// Device rules for a container's cgroups (an OCI container's linux.resources.devices; brig
+// run's sandbox sets none, its /dev holds only what it allows): the rules checked and
+// completed as runc completes them, their meaning as the v1 devices controller gives it (an
+// emulation of its allow/deny list), and that meaning as the eBPF program cgroup v2 needs
+// instead. Pure but for AttachDeviceFilter, which loads and attaches the program.
 #pragma once
 
 #include <linux/bpf.h>
@@ -13,7 +14,7 @@
 #include "brig/result.h"
 #include "proto/oci.pb.h"
 
-namespace brig::oci {
+namespace brig::cgroup {
 
 // Access bits, as the kernel's BPF_DEVCG_ACC_* (mknod 1, read 2, write 4).
 inline constexpr uint32_t kDevMknod = BPF_DEVCG_ACC_MKNOD, kDevRead = BPF_DEVCG_ACC_READ,
@@ -34,7 +35,7 @@ struct DeviceAccess {
 // /dev/null, zero, full, random, urandom, tty, ptmx, the pts devices and /dev/net/tun.
 // Like runc, the list starts from "deny all": an "a" rule is needed to allow everything.
 Result<std::vector<DeviceAccess>> DeviceRules(
-    const google::protobuf::RepeatedPtrField<DeviceRule>& rules);
+    const google::protobuf::RepeatedPtrField<oci::DeviceRule>& rules);
 
 // A rule as devices.allow and devices.deny take it: "a", "c 1:3 rwm", "b *:* m".
 std::string V1DeviceRule(const DeviceAccess& r);
@@ -65,4 +66,4 @@ std::vector<bpf_insn> DeviceProgram(const DeviceList& list);
 // force before the old ones go.
 Status AttachDeviceFilter(int cgroup_fd, const std::vector<bpf_insn>& program);
 
-}  // namespace brig::oci
+}  // namespace brig::cgroup

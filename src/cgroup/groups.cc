@@ -1,0 +1,547 @@
+// A container's groups in every hierarchy (cgroup/groups.h): made or joined, the resource
+// writes of the plan (cgroup/resources.h) carried out, and the verbs after create: enter,
+// update, freeze, pids, stats, destroy. Waits are on the kernel's events (cgroup.events)
+// where v2 has them; a v1 group can only be re-read.
+#include "cgroup/groups.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "cgroup/control.h"
+#include "cgroup/device_filter.h"
+#include "cgroup/resources.h"
+#include "util/files.h"
+#include "util/parse.h"
+
+namespace brig::cgroup {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using util::Split;
+
+// How long a freeze may take, and how long killed processes may take to leave their
+// groups, before brig gives up (a task stuck in the kernel: the record stays for delete).
+constexpr auto kFreezeLimit = std::chrono::seconds(10);
+constexpr auto kExitLimit = std::chrono::seconds(30);
+
+// The v1 controllers a container gets a group for (runc's cgroupfs driver's set).
+constexpr std::string_view kV1Controllers[] = {"cpu",     "cpuacct", "cpuset",   "memory",
+                                               "pids",    "blkio",   "devices",  "freezer",
+                                               "hugetlb", "net_cls", "net_prio", "perf_event"};
+// v2 controllers enabled for stats even where no resource needs them; failing to is no
+// error.
+const std::set<std::string> kV2StatsControllers = {"cpu", "memory", "pids"};
+
+std::string ParentOf(const std::string& dir) { return dir.substr(0, dir.rfind('/')); }
+
+Result<std::vector<pid_t>> ReadProcs(const std::string& dir) {
+  std::string text = BRIG_TRY_CTX(util::ReadFile(dir + "/cgroup.procs"), "cgroup");
+  std::vector<pid_t> pids;
+  for (auto line : Split(text, '\n')) {
+    if (!line.empty()) pids.push_back(static_cast<pid_t>(std::atol(std::string(line).c_str())));
+  }
+  return pids;
+}
+
+// Waits until cgroup.events in `dir` says `key` is `value`: the kernel flags the file for
+// poll(2) with POLLPRI at every change of it. False when `limit` passes first.
+Result<bool> AwaitEvent(const std::string& dir, std::string_view key, std::string_view value,
+                        Clock::duration limit) {
+  std::string path = dir + "/cgroup.events";
+  sys::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return SysError("open", path);
+  auto end = Clock::now() + limit;
+  for (;;) {
+    // Read before each poll: a change after this read wakes the poll at once.
+    std::string text = BRIG_TRY(util::ReadFd(fd.get(), 0));
+    if (KeyedIn(text, key) == value) return true;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd.get(), POLLPRI, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      return SysError("poll", path);
+    }
+  }
+}
+
+// A pause between re-reads of a v1 group, which has no events: short at first, then
+// longer, never more than 10 ms.
+class Backoff {
+ public:
+  void Wait() {
+    std::this_thread::sleep_for(pause_);
+    pause_ = std::min(pause_ * 2, std::chrono::microseconds(10000));
+  }
+
+ private:
+  std::chrono::microseconds pause_{50};
+};
+
+// Freezes (or thaws) a v1 freezer group and waits until it reads FROZEN. A group with
+// tasks still forking may stay FREEZING a while: the write is repeated, as runc does.
+Status FreezeV1(const std::string& dir, bool frozen) {
+  std::string state = dir + "/freezer.state";
+  if (!frozen) return util::WriteFile(state, "THAWED");
+  auto end = Clock::now() + kFreezeLimit;
+  Backoff backoff;
+  while (Clock::now() < end) {
+    BRIG_TRY(util::WriteFile(state, "FROZEN"));
+    if (ReadTrimmed(state) == "FROZEN") return {};
+    backoff.Wait();
+  }
+  (void)util::WriteFile(state, "THAWED");
+  return Fail("freeze", dir, "the v1 freezer did not reach FROZEN within 10 s");
+}
+
+// SIGKILLs what `dir` holds until it holds nothing (a v1 group, or v2 without
+// cgroup.kill). A pid read here may be gone by the signal; that is no error.
+Status KillAll(const std::string& dir) {
+  auto end = Clock::now() + kExitLimit;
+  Backoff backoff;
+  for (;;) {
+    auto pids = ReadProcs(dir);
+    if (!pids && std::move(pids).error().err == ENOENT) return {};
+    if (!pids) return std::move(pids).error();
+    if (pids->empty()) return {};
+    if (Clock::now() > end) {
+      return Fail("cgroup", dir, "processes are still in it 30 s after SIGKILL");
+    }
+    for (pid_t p : *pids) (void)kill(p, SIGKILL);
+    backoff.Wait();
+  }
+}
+
+// Removes the group `dir` and the groups its processes made in it, deepest first.
+Status RemoveTree(const std::string& dir) {
+  sys::UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd && errno == ENOENT) return {};
+  if (!fd) return SysError("open", dir).Wrap("cgroup");
+  for (const auto& name : util::ListDir(fd.get())) {
+    struct stat st;
+    if (fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+      BRIG_TRY(RemoveTree(dir + "/" + name));
+    }
+  }
+  return RemoveEmptyGroup(dir);
+}
+
+// The routes of a container's groups (Groups::Group): each controller to its group, the
+// v2 group itself as "cgroup". `read_v2`: a v2 group's controllers as the kernel has them
+// now rather than as remembered (an update may have enabled more).
+template <typename GroupList>
+Routes RoutesOf(const GroupList& groups, bool read_v2) {
+  Routes routes;
+  for (const auto& g : groups) {
+    if (g.v2) routes["cgroup"] = Route{g.dir, true, g.owned};
+    for (const auto& c : g.v2&& read_v2 ? Words(g.dir + "/cgroup.controllers") : g.controllers) {
+      routes[c] = Route{g.dir, g.v2, g.owned};
+    }
+  }
+  return routes;
+}
+
+bool IsV1Controller(std::string_view c) {
+  return std::find(std::begin(kV1Controllers), std::end(kV1Controllers), c) !=
+         std::end(kV1Controllers);
+}
+
+}  // namespace
+
+bool Groups::Group::Has(std::string_view c) const {
+  return std::find(controllers.begin(), controllers.end(), c) != controllers.end();
+}
+
+const Groups::Group* Groups::With(std::string_view controller) const {
+  for (const auto& g : groups_) {
+    if (g.Has(controller)) return &g;
+  }
+  return nullptr;
+}
+
+const Groups::Group* Groups::V2() const {
+  for (const auto& g : groups_) {
+    if (g.v2) return &g;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Groups::Missing(const Group& g) {
+  std::vector<std::string> missing;
+  if (!g.owned) return missing;
+  for (std::string d = g.dir; !Exists(d); d = ParentOf(d)) missing.insert(missing.begin(), d);
+  return missing;
+}
+
+Status Groups::Make(Group& g, const std::vector<std::string>& missing) {
+  bool cpuset = !g.v2 && g.Has("cpuset");
+  for (const auto& d : missing) {
+    if (mkdir(d.c_str(), 0755) < 0) {
+      // Another container's create may have made a shared ancestor meanwhile.
+      if (errno == EEXIST && d != g.dir) continue;
+      // The group itself made meanwhile by someone else is not brig's to remove.
+      if (errno == EEXIST) g.owned = false;
+      return SysError("mkdir", d).Wrap("cgroup");
+    }
+    if (d != g.dir) parents_.push_back(d);
+    if (cpuset) {
+      // A v1 cpuset group starts with no CPUs and no memory nodes, and no task may join
+      // it so: each level gets its parent's.
+      for (const char* f : {"/cpuset.cpus", "/cpuset.mems"}) {
+        if (ReadTrimmed(d + f).value_or("").empty()) {
+          auto parent = ReadTrimmed(ParentOf(d) + f);
+          if (!parent) return SysError("read", ParentOf(d) + f).Wrap("cgroup");
+          BRIG_TRY_CTX(util::WriteFile(d + f, *parent), "cgroup");
+        }
+      }
+    }
+  }
+  return {};
+}
+
+Status Groups::EnableV2(const std::string& mount, const std::set<std::string>& want,
+                         bool required) const {
+  const Group* g = V2();
+  if (!g || !g->owned || want.empty()) return {};
+  // The chain from the leaf's parent up to the mount, nearest first.
+  std::vector<std::string> chain;
+  for (std::string d = ParentOf(g->dir); d.size() >= mount.size(); d = ParentOf(d)) {
+    chain.push_back(d);
+    if (d == mount) break;
+  }
+  for (const auto& c : want) {
+    // From the nearest ancestor that offers `c` (its cgroup.controllers) down to the
+    // parent: enabled in each cgroup.subtree_control that lacks it. In ancestors brig did
+    // not make, that is the only write brig makes, as runc and crun do.
+    size_t top = 0;
+    while (top < chain.size()) {
+      auto offered = Words(chain[top] + "/cgroup.controllers");
+      if (std::find(offered.begin(), offered.end(), c) != offered.end()) break;
+      ++top;
+    }
+    // Offered nowhere: a v1 hierarchy has it, or the plan refuses what needs it.
+    if (top == chain.size()) continue;
+    for (size_t i = top + 1; i-- > 0;) {
+      auto enabled = Words(chain[i] + "/cgroup.subtree_control");
+      if (std::find(enabled.begin(), enabled.end(), c) != enabled.end()) continue;
+      auto s = util::WriteFile(chain[i] + "/cgroup.subtree_control", "+" + c);
+      if (!s && required) return std::move(s).error().Wrap("cgroup");
+      if (!s) break;
+    }
+  }
+  return {};
+}
+
+Status Groups::Apply(const oci::Resources& r, bool create) const {
+  Routes routes = RoutesOf(groups_, true);
+  if (auto m = routes.find("memory"); m != routes.end() && m->second.v2 &&
+                                      r.memory().check_before_update() && r.memory().limit() > 0) {
+    uint64_t in_use = Number(m->second.dir + "/memory.current").value_or(0);
+    if (static_cast<uint64_t>(r.memory().limit()) < in_use) {
+      return BadInput("linux.resources.memory.limit", "",
+                      std::to_string(r.memory().limit()) + " is below the memory in use (" +
+                          std::to_string(in_use) + ")");
+    }
+  }
+  HostFacts facts = ReadFacts(routes);
+  facts.create = create;
+  WritePlan plan = BRIG_TRY(PlanWrites(r, routes, facts));
+  for (const auto& w : plan.writes) BRIG_TRY(WriteControl(w));
+  if (plan.v2_devices) {
+    auto rules = BRIG_TRY(DeviceRules(r.devices()));
+    DeviceList list = EmulateDevices(rules);
+    if (!AllowsAll(list) || !create) {
+      BRIG_TRY_CTX(AttachDeviceFilter(v2_fd_.get(), DeviceProgram(list)),
+                   "linux.resources.devices");
+    }
+  }
+  return {};
+}
+
+Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oci::Resources& r,
+                                               const Note& note) {
+  Layout layout = BRIG_TRY_CTX(ProbeLayout(), "cgroup");
+  std::unique_ptr<Groups> cg(new Groups());
+  for (const auto& h : layout.v1) {
+    if (std::none_of(h.controllers.begin(), h.controllers.end(), IsV1Controller)) continue;
+    std::string dir = GroupDir(h.at, path);
+    cg->groups_.push_back(Group{dir, !Exists(dir), false, h.controllers});
+  }
+  if (layout.v2) {
+    std::string dir = GroupDir(*layout.v2, path);
+    Group g{dir, !Exists(dir), true, {}};
+    // What it can have: what its nearest existing ancestor is offered.
+    std::string above = ParentOf(dir);
+    while (above.size() > layout.v2->mount.size() && !Exists(above)) above = ParentOf(above);
+    g.controllers = Words((g.owned ? above : dir) + "/cgroup.controllers");
+    cg->groups_.push_back(std::move(g));
+  }
+  for (const auto& g : cg->groups_) cg->dirs_.push_back(g.dir);
+  // Refused before anything is made: what the host cannot honour (the facts of the groups
+  // themselves only pick files, they refuse nothing).
+  BRIG_TRY(PlanWrites(r, RoutesOf(cg->groups_, false), HostFacts{}));
+  // Everything it will make or join is noted at once, before anything is made.
+  std::vector<std::vector<std::string>> missing;
+  std::vector<Noted> noted;
+  for (const auto& g : cg->groups_) {
+    missing.push_back(Missing(g));
+    if (!g.owned) noted.push_back({g.dir, false});
+    for (const auto& d : missing.back()) noted.push_back({d, true});
+  }
+  BRIG_TRY(note(noted));
+  Status s;
+  for (size_t i = 0; i < cg->groups_.size(); ++i) {
+    if (s) s = cg->Make(cg->groups_[i], missing[i]);
+  }
+  if (s && layout.v2) {
+    cg->v2_fd_.Reset(open(cg->V2()->dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!cg->v2_fd_) s = SysError("open", cg->V2()->dir).Wrap("cgroup");
+    if (s) s = cg->EnableV2(layout.v2->mount, V2ControllersFor(r), true);
+    if (s) s = cg->EnableV2(layout.v2->mount, kV2StatsControllers, false);
+    for (auto& g : cg->groups_) {
+      if (g.v2 && g.owned) g.controllers = Words(g.dir + "/cgroup.controllers");
+    }
+  }
+  if (s) s = cg->Apply(r, true);
+  if (!s) {
+    (void)cg->Remove();
+    return std::move(s).error();
+  }
+  return cg;
+}
+
+std::unique_ptr<Groups> Groups::Existing(const std::vector<std::string>& owned,
+                                         const std::vector<std::string>& joined) {
+  std::unique_ptr<Groups> cg(new Groups());
+  std::vector<std::pair<std::string, bool>> all;
+  for (const auto& d : owned) all.push_back({d, true});
+  for (const auto& d : joined) all.push_back({d, false});
+  auto layout = ProbeLayout();
+  for (const auto& entry : all) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const std::string& dir = entry.first;
+    bool owned = entry.second;
+    // An ancestor made on the way to another group is no group of the container's.
+    bool ancestor = std::any_of(all.begin(), all.end(), [&](const auto& other) {
+      return other.first != dir && util::PathWithin(other.first, dir);
+    });
+    if (ancestor) {
+      cg->parents_.push_back(dir);
+      continue;
+    }
+    Group g{dir, owned, false, {}};
+    if (layout && layout->v2 && util::PathWithin(dir, layout->v2->mount)) {
+      g.v2 = true;
+    } else if (layout) {
+      for (const auto& h : layout->v1) {
+        if (util::PathWithin(dir, h.at.mount)) g.controllers = h.controllers;
+      }
+    }
+    struct statfs fs;
+    if (!g.v2 && g.controllers.empty() && statfs(dir.c_str(), &fs) == 0) {
+      g.v2 = fs.f_type == CGROUP2_SUPER_MAGIC;
+    }
+    if (g.v2) {
+      g.controllers = Words(dir + "/cgroup.controllers");
+      cg->v2_fd_.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    }
+    cg->dirs_.push_back(dir);
+    cg->groups_.push_back(std::move(g));
+  }
+  std::sort(cg->parents_.begin(), cg->parents_.end(),
+            [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  return cg;
+}
+
+int Groups::v2_fd() const { return v2_fd_.get(); }
+
+Result<std::vector<TasksFile>> Groups::OpenV1Tasks() const {
+  std::vector<TasksFile> out;
+  for (const auto& g : groups_) {
+    if (!g.v2) out.push_back(BRIG_TRY(OpenTasks(g.dir)));
+  }
+  return out;
+}
+
+Status Groups::Update(const oci::Resources& r) const {
+  if (const Group* g = V2(); g && g->owned) {
+    Layout layout = BRIG_TRY_CTX(ProbeLayout(), "cgroup");
+    if (layout.v2) BRIG_TRY(EnableV2(layout.v2->mount, V2ControllersFor(r), true));
+  }
+  return Apply(r, false);
+}
+
+const Groups::Group* Groups::Freezer() const {
+  for (const auto& g : groups_) {
+    if (g.owned && g.v2 && Exists(g.dir + "/cgroup.freeze")) return &g;
+  }
+  for (const auto& g : groups_) {
+    if (g.owned && !g.v2 && g.Has("freezer")) return &g;
+  }
+  return nullptr;
+}
+
+Status Groups::Freeze(bool frozen) const {
+  const Group* g = Freezer();
+  if (!g) {
+    return Fail(frozen ? "pause" : "resume", "",
+                "the container has no freezer: no cgroup v2 group and no v1 freezer group of "
+                "brig's making");
+  }
+  if (!g->v2) return FreezeV1(g->dir, frozen);
+  BRIG_TRY_CTX(util::WriteFile(g->dir + "/cgroup.freeze", frozen ? "1" : "0"), "cgroup");
+  bool done =
+      BRIG_TRY_CTX(AwaitEvent(g->dir, "frozen", frozen ? "1" : "0", kFreezeLimit), "cgroup");
+  if (!done && frozen) {
+    (void)util::WriteFile(g->dir + "/cgroup.freeze", "0");
+    return Fail("pause", g->dir, "the group did not freeze within 10 s");
+  }
+  return {};
+}
+
+bool Groups::Frozen() const {
+  const Group* g = Freezer();
+  if (!g) return false;
+  if (!g->v2) return ReadTrimmed(g->dir + "/freezer.state") == "FROZEN";
+  auto text = util::ReadFile(g->dir + "/cgroup.events");
+  return text && KeyedIn(*text, "frozen") == "1";
+}
+
+Result<std::vector<pid_t>> Groups::Pids() const {
+  // Every group holds every process of the container: any will do, one of brig's making
+  // and with a controller that keeps processes in it first.
+  const Group* best = nullptr;
+  int best_rank = -1;
+  for (const auto& g : groups_) {
+    int rank = (g.owned ? 4 : 0) + ((g.v2 && (g.Has("pids") || g.Has("memory"))) ? 3
+                                    : g.Has("memory")                            ? 2
+                                    : g.Has("pids")                              ? 1
+                                                                                 : 0);
+    if (rank > best_rank) best = &g, best_rank = rank;
+  }
+  if (!best) return std::vector<pid_t>{};
+  return ReadProcs(best->dir);
+}
+
+Stats Groups::ReadStats() const {
+  Stats s;
+  const Group* v2 = V2();
+  if (const Group* acct = With("cpuacct"); acct && !acct->v2) {
+    s.cpu_usage_ns = Number(acct->dir + "/cpuacct.usage");
+    s.cpu_user_ns = Number(acct->dir + "/cpuacct.usage_user");
+    s.cpu_system_ns = Number(acct->dir + "/cpuacct.usage_sys");
+  } else if (v2) {
+    // A v2 group's cpu.stat has the usage even without the cpu controller.
+    std::string stat = v2->dir + "/cpu.stat";
+    auto ns = [](std::optional<uint64_t> us) { return us ? std::optional(*us * 1000) : us; };
+    s.cpu_usage_ns = ns(Keyed(stat, "usage_usec"));
+    s.cpu_user_ns = ns(Keyed(stat, "user_usec"));
+    s.cpu_system_ns = ns(Keyed(stat, "system_usec"));
+  }
+  if (const Group* cpu = With("cpu")) {
+    std::string stat = cpu->dir + "/cpu.stat";
+    s.cpu_periods = Keyed(stat, "nr_periods");
+    s.cpu_throttled_periods = Keyed(stat, "nr_throttled");
+    if (cpu->v2) {
+      auto us = Keyed(stat, "throttled_usec");
+      if (us) s.cpu_throttled_ns = *us * 1000;
+    } else {
+      s.cpu_throttled_ns = Keyed(stat, "throttled_time");
+    }
+  }
+  if (const Group* m = With("memory"); m && m->v2) {
+    s.memory_usage = Number(m->dir + "/memory.current");
+    s.memory_max_usage = Number(m->dir + "/memory.peak");
+    s.memory_limit = Number(m->dir + "/memory.max");
+    s.memory_failcnt = Keyed(m->dir + "/memory.events", "max");
+    s.memory_cache = Keyed(m->dir + "/memory.stat", "file");
+    s.oom_kills = Keyed(m->dir + "/memory.events", "oom_kill");
+    // memory+swap, as v1 and runc report it.
+    auto swap = Number(m->dir + "/memory.swap.current");
+    auto swap_max = Number(m->dir + "/memory.swap.max");
+    if (swap) s.swap_usage = *swap + s.memory_usage.value_or(0);
+    if (swap_max) {
+      s.swap_limit = *swap_max == UINT64_MAX || s.memory_limit == UINT64_MAX
+                         ? UINT64_MAX
+                         : *swap_max + s.memory_limit.value_or(0);
+    }
+  } else if (m) {
+    s.memory_usage = Number(m->dir + "/memory.usage_in_bytes");
+    s.memory_max_usage = Number(m->dir + "/memory.max_usage_in_bytes");
+    s.memory_limit = Number(m->dir + "/memory.limit_in_bytes");
+    s.memory_failcnt = Number(m->dir + "/memory.failcnt");
+    s.memory_cache = Keyed(m->dir + "/memory.stat", "total_cache");
+    s.swap_usage = Number(m->dir + "/memory.memsw.usage_in_bytes");
+    s.swap_limit = Number(m->dir + "/memory.memsw.limit_in_bytes");
+    s.oom_kills = Keyed(m->dir + "/memory.oom_control", "oom_kill");
+  }
+  if (const Group* p = With("pids")) {
+    s.pids_current = Number(p->dir + "/pids.current");
+    s.pids_limit = Number(p->dir + "/pids.max");
+    if (s.pids_limit == UINT64_MAX) s.pids_limit.reset();
+  }
+  return s;
+}
+
+Status Groups::Kill() const {
+  // Only through groups brig made: a joined group may hold processes of others.
+  const Group* v2 = V2();
+  if (v2 && v2->owned && Exists(v2->dir + "/cgroup.kill")) {
+    auto s = util::WriteFile(v2->dir + "/cgroup.kill", "1");
+    if (s) {
+      bool empty = BRIG_TRY_CTX(AwaitEvent(v2->dir, "populated", "0", kExitLimit), "cgroup");
+      if (!empty)
+        return Fail("cgroup", v2->dir, "processes are still in it 30 s after cgroup.kill");
+    } else if (Exists(v2->dir)) {
+      return std::move(s).error().Wrap("cgroup");
+    }
+  } else if (const Group* f = Freezer(); f && Exists(f->dir)) {
+    // Frozen, nothing forks between reading the members and signalling them; they die
+    // once thawed.
+    BRIG_TRY(Freeze(true));
+    auto pids = ReadProcs(f->dir);
+    if (pids) {
+      for (pid_t p : *pids) (void)kill(p, SIGKILL);
+    }
+    BRIG_TRY(Freeze(false));
+  }
+  // Whatever is left, and the groups of a host with neither: signalled until they are
+  // empty (a v1 group cannot be watched; re-read with short pauses).
+  for (const auto& g : groups_) {
+    if (g.owned) BRIG_TRY(KillAll(g.dir));
+  }
+  return {};
+}
+
+Status Groups::Remove() {
+  v2_fd_.Reset();
+  Status first;
+  for (const auto& g : groups_) {
+    if (!g.owned) continue;
+    if (auto s = RemoveTree(g.dir); !s && first) first = std::move(s);
+  }
+  // Deepest first; one that another container's group is in stays (EBUSY).
+  for (auto it = parents_.rbegin(); it != parents_.rend(); ++it) {
+    if (rmdir(it->c_str()) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY &&
+        first) {
+      first = SysError("rmdir", *it).Wrap("cgroup");
+    }
+  }
+  return first;
+}
+
+Status Groups::Destroy() {
+  BRIG_TRY(Kill());
+  return Remove();
+}
+
+}  // namespace brig::cgroup
