@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "cgroup/control.h"
+#include "cgroup/resources.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -27,11 +29,6 @@ bool Contains(const std::vector<std::string_view>& v, std::string_view x) {
     if (e == x) return true;
   }
   return false;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
 }
 
 
@@ -88,10 +85,6 @@ void AwaitControllers(const std::string& dir, const std::vector<std::string>& wa
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
-
-constexpr char kNoSwapAccounting[] =
-    "this host has swap but its kernel does not account it per cgroup, so the swap limit "
-    "cannot hold (boot with swapaccount=1, or run with --swap unlimited)";
 
 bool SwapInUse() {
   auto text = util::ReadFile("/proc/swaps");
@@ -314,50 +307,8 @@ std::optional<bool> ProbeCgroupKill(const Hierarchy& v2, const std::string& pare
 
 namespace {
 
-// A write to a control file, its error in the cgroup's context.
-Status WriteControl(const std::string& path, const std::string& value) {
-  if (auto s = util::WriteFile(path, value); !s) return std::move(s).error().Wrap("cgroup");
-  return {};
-}
-
 bool SwapLimited(const Limits& limits) {
   return limits.memory && limits.swap.value_or(0) != UINT64_MAX;
-}
-
-std::string CpuQuota(const Limits& limits) {
-  return std::to_string(*limits.cpu_milli * kCpuPeriodUs / 1000);
-}
-
-// memory.max, and swap beyond it where the group can bound swap; a host that swaps
-// without swap accounting cannot hold a swap limit.
-Status LimitV2Memory(const std::string& dir, const Limits& limits) {
-  // One OOM kill ends the whole sandbox, as on v1 (where brig does it).
-  BRIG_TRY(WriteControl(dir + "/memory.oom.group", "1"));
-  if (limits.memory) BRIG_TRY(WriteControl(dir + "/memory.max", std::to_string(*limits.memory)));
-  bool has_swap = Exists(dir + "/memory.swap.max");
-  if (SwapLimited(limits) && !has_swap && SwapInUse()) {
-    return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
-  }
-  if (SwapLimited(limits) && has_swap) {
-    BRIG_TRY(WriteControl(dir + "/memory.swap.max", std::to_string(limits.swap.value_or(0))));
-  }
-  return {};
-}
-
-// memsw bounds memory plus swap; without swap accounting, there is nothing to bound only
-// if the host has no swap.
-Status LimitV1Memory(const std::string& dir, const Limits& limits) {
-  if (!limits.memory) return {};
-  BRIG_TRY(WriteControl(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory)));
-  bool has_memsw = Exists(dir + "/memory.memsw.limit_in_bytes");
-  if (SwapLimited(limits) && !has_memsw && SwapInUse()) {
-    return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
-  }
-  if (SwapLimited(limits) && has_memsw) {
-    BRIG_TRY(WriteControl(dir + "/memory.memsw.limit_in_bytes",
-                             std::to_string(*limits.memory + limits.swap.value_or(0))));
-  }
-  return {};
 }
 
 // The v2 parent, made if missing, with the controllers the sandbox's group needs enabled
@@ -371,7 +322,7 @@ Status PrepareV2Parent(const std::string& parent, const Plan& plan) {
   std::string line;
   for (const auto& c : enable) line += (line.empty() ? "+" : " +") + c;
   for (const auto& d : created) {
-    if (!line.empty()) BRIG_TRY(WriteControl(d + "/cgroup.subtree_control", line));
+    if (!line.empty()) BRIG_TRY_CTX(util::WriteFile(d + "/cgroup.subtree_control", line), "cgroup");
   }
   if (created.empty()) AwaitControllers(parent, enable);
   return {};
@@ -388,7 +339,7 @@ Result<std::string> MakeV1Dir(const Hierarchy& h, const Plan& plan, const std::s
 }  // namespace
 
 Status Group::MakeV2(const Hierarchy& v2, const Plan& plan, const std::string& name,
-                     const Limits& limits, state::Record& record) {
+                     state::Record& record) {
   std::string parent = ParentDir(v2, plan.parent);
   BRIG_TRY(PrepareV2Parent(parent, plan));
   std::string dir = BRIG_TRY(MakeGroupDir(parent + "/" + name, record));
@@ -399,37 +350,51 @@ Status Group::MakeV2(const Hierarchy& v2, const Plan& plan, const std::string& n
   if (!v2_fd_) return SysError("open", dir).Wrap("cgroup");
   v2_memory_ = plan.memory == Path::kV2;
   v2_pids_ = plan.pids == Path::kV2;
-  if (v2_memory_) BRIG_TRY(LimitV2Memory(dir, limits));
-  if (v2_pids_ && limits.pids) {
-    BRIG_TRY(WriteControl(dir + "/pids.max", std::to_string(*limits.pids)));
-  }
-  if (plan.cpu == Path::kV2 && limits.cpu_milli) {
-    BRIG_TRY(WriteControl(dir + "/cpu.max",
-                             CpuQuota(limits) + " " + std::to_string(kCpuPeriodUs)));
-  }
   return {};
 }
 
 Status Group::MakeV1(Controller c, const Hierarchy& h, const Plan& plan, const std::string& name,
-                     const Limits& limits, state::Record& record) {
+                     state::Record& record) {
   std::string dir = BRIG_TRY(MakeV1Dir(h, plan, name, record));
   v1_.push_back({c, dir});
-  if (c == Controller::kPids && limits.pids) {
-    return WriteControl(dir + "/pids.max", std::to_string(*limits.pids));
-  }
-  if (c == Controller::kCpu && limits.cpu_milli) {
-    BRIG_TRY(WriteControl(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
-    return WriteControl(dir + "/cpu.cfs_quota_us", CpuQuota(limits));
-  }
   if (c != Controller::kMemory) return {};
-  BRIG_TRY(LimitV1Memory(dir, limits));
   // v1 has no memory.oom.group: the supervisor ends the sandbox on this event.
   oom_event_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!oom_event_) return SysError("eventfd").Wrap("cgroup");
   sys::UniqueFd oc(open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC));
   if (!oc) return SysError("open", dir + "/memory.oom_control").Wrap("cgroup");
-  return WriteControl(dir + "/cgroup.event_control",
-                         std::to_string(oom_event_.get()) + " " + std::to_string(oc.get()));
+  BRIG_TRY_CTX(util::WriteFile(dir + "/cgroup.event_control",
+                               std::to_string(oom_event_.get()) + " " + std::to_string(oc.get())),
+               "cgroup");
+  return {};
+}
+
+Status Group::Limit(const Plan& plan, const Limits& limits) {
+  // Each limited controller's group (memory's on v2 in any case, for memory.oom.group), the
+  // v2 group as "cgroup".
+  Routes routes;
+  if (!v2_.empty()) routes["cgroup"] = Route{v2_, true, true};
+  for (Controller c : kControllers) {
+    bool limited = c == Controller::kMemory ? limits.memory || v2_memory_
+                   : c == Controller::kPids ? limits.pids.has_value()
+                                            : limits.cpu_milli.has_value();
+    if (!limited || plan.For(c) == Path::kMissing) continue;
+    std::string dir = v2_;
+    for (const auto& [v1_c, v1_dir] : v1_) {
+      if (v1_c == c && plan.For(c) == Path::kV1) dir = v1_dir;
+    }
+    routes[std::string(Name(c))] = Route{dir, plan.For(c) == Path::kV2, true};
+  }
+  HostFacts facts = ReadFacts(routes);
+  facts.default_devices = false;
+  bool swap_in_use = !facts.swap_accounting && SwapLimited(limits) && SwapInUse();
+  oci::Resources r = BRIG_TRY(ResourcesOf(limits, plan, facts.swap_accounting, swap_in_use));
+  WritePlan writes = BRIG_TRY_CTX(PlanWrites(r, routes, facts), "cgroup");
+  for (auto& w : writes.writes) {
+    w.property = "cgroup";  // brig run's limits have no OCI property to name
+    BRIG_TRY(WriteControl(w));
+  }
+  return {};
 }
 
 Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& plan,
@@ -439,15 +404,16 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
   BRIG_TRY(FitLimits(plan, limits));
   // From here on, whatever fails removes what was made (the destructor).
   std::unique_ptr<Group> g(new Group());
-  if (layout.v2) BRIG_TRY(g->MakeV2(*layout.v2, plan, name, limits, record));
+  if (layout.v2) BRIG_TRY(g->MakeV2(*layout.v2, plan, name, record));
   const std::pair<Controller, const std::optional<Hierarchy>*> v1[] = {
       {Controller::kMemory, &layout.v1_memory},
       {Controller::kPids, &layout.v1_pids},
       {Controller::kCpu, &layout.v1_cpu}};
   for (const auto& [c, h] : v1) {
     if (plan.For(c) != Path::kV1) continue;
-    BRIG_TRY(g->MakeV1(c, **h, plan, name, limits, record));
+    BRIG_TRY(g->MakeV1(c, **h, plan, name, record));
   }
+  BRIG_TRY(g->Limit(plan, limits));
   // Without cgroup.kill the v1 freezer makes the kill (Kill).
   if (!g->v2_kill_ && layout.v1_freezer) {
     g->freezer_ = BRIG_TRY(MakeV1Dir(*layout.v1_freezer, plan, name, record));

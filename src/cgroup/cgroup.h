@@ -9,6 +9,11 @@
 // (an ISOLATION_NONE command is put into them by brig before it may exec). Where the v2
 // group has no cgroup.kill (no cgroup2 mount, or a kernel before 5.14), the v1 freezer
 // makes the kill: freeze, SIGKILL every member, thaw.
+//
+// The limits (config's Limits, from a profile and the run's flags) are written as an OCI
+// container's linux.resources are (cgroup/groups.h): ResourcesOf turns them into a
+// Resources, PlanWrites (cgroup/resources.h) into control-file writes, and WriteControl
+// (cgroup/control.h) makes them.
 #pragma once
 
 #include <sys/types.h>
@@ -157,11 +162,14 @@ class Group {
  private:
   Group() = default;
   // The sandbox's v2 group, and one v1 group of controller `c` in hierarchy `h`, each made
-  // under the plan's parent with `limits` written.
+  // under the plan's parent.
   Status MakeV2(const Hierarchy& v2, const Plan& plan, const std::string& name,
-                const Limits& limits, state::Record& record);
+                state::Record& record);
   Status MakeV1(Controller c, const Hierarchy& h, const Plan& plan, const std::string& name,
-                const Limits& limits, state::Record& record);
+                state::Record& record);
+  // `limits` written into the groups made, planned (cgroup/resources.h) and written
+  // (cgroup/control.h) as an OCI container's resources are.
+  Status Limit(const Plan& plan, const Limits& limits);
   std::string v2_;  // directory of the v2 group, empty if none
   std::vector<std::pair<Controller, std::string>> v1_;  // v1 groups by controller
   std::string freezer_;                                // v1 freezer group, kill without v2

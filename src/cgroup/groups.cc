@@ -253,7 +253,7 @@ Status Groups::Apply(const oci::Resources& r, bool create) const {
     }
   }
   HostFacts facts = ReadFacts(routes);
-  facts.create = create;
+  facts.default_devices = create;
   WritePlan plan = BRIG_TRY(PlanWrites(r, routes, facts));
   for (const auto& w : plan.writes) BRIG_TRY(WriteControl(w));
   if (plan.v2_devices) {

@@ -3,8 +3,7 @@
 // mounted) and v2 (the unified mount), on pure v2 and on hybrid hosts. An OCI container's
 // (oci/cgroups.h reads its cgroupsPath and linux.resources out of config.json, and its
 // directories out of the record); brig run's sandbox has cgroup::Group (cgroup/cgroup.h).
-// The limits are planned (cgroup/resources.h) and written (cgroup/control.h) as the
-// resources say.
+// Both are limited by one planner (cgroup/resources.h) and one writer (cgroup/control.h).
 // Every directory is noted before any is made. brig writes only to the directories it
 // made, and to a v2 parent's cgroup.subtree_control only where the controllers are not yet
 // enabled there (as runc and crun do on pure v2).

@@ -22,6 +22,10 @@ namespace {
 
 using util::Split;
 
+constexpr char kNoSwapAccounting[] =
+    "this host has swap but its kernel does not account it per cgroup, so the swap limit "
+    "cannot hold (boot with swapaccount=1, or run with --swap unlimited)";
+
 std::string Prop(const std::string& name) { return "linux.resources." + name; }
 
 std::string Indexed(const std::string& name, int i) {
@@ -340,7 +344,7 @@ Status Planner::Network(const NetworkResources& n) {
 }
 
 Status Planner::Devices(const google::protobuf::RepeatedPtrField<DeviceRule>& given) {
-  if (given.empty() && !facts_.create) return {};
+  if (given.empty() && !facts_.default_devices) return {};
   std::vector<DeviceAccess> rules = BRIG_TRY(DeviceRules(given));
   std::string property = Prop("devices");
   // runc's defaults are not imposed on a joined group; rules the spec gives are refused
@@ -435,6 +439,31 @@ Result<WritePlan> PlanWrites(const Resources& r, const Routes& routes, const Hos
   if (r.has_network()) BRIG_TRY(p.Network(r.network()));
   BRIG_TRY(p.Unified(r.unified()));
   return p.Take();
+}
+
+Result<Resources> ResourcesOf(const Limits& limits, const Plan& plan, bool swap_accounted,
+                              bool swap_in_use) {
+  // The spec's numbers are int64; brig's own never come near (util::ParseSize).
+  auto int64 = [](uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)); };
+  Resources r;
+  if (limits.pids) r.mutable_pids()->set_limit(int64(*limits.pids));
+  if (limits.cpu_milli) {
+    r.mutable_cpu()->set_quota(int64(*limits.cpu_milli * kCpuPeriodUs / 1000));
+    r.mutable_cpu()->set_period(kCpuPeriodUs);
+  }
+  if (plan.memory == Path::kV2) (*r.mutable_unified())["memory.oom.group"] = "1";
+  if (!limits.memory) return r;
+  int64_t memory = int64(*limits.memory);
+  r.mutable_memory()->set_limit(memory);
+  uint64_t swap = limits.swap.value_or(0);
+  if (swap == UINT64_MAX) return r;
+  if (!swap_accounted) {
+    if (swap_in_use) return Fail("cgroup", "swap", kNoSwapAccounting, ErrorKind::kSetup);
+    return r;
+  }
+  r.mutable_memory()->set_swap(swap > uint64_t{INT64_MAX} - memory ? INT64_MAX
+                                                                   : memory + int64(swap));
+  return r;
 }
 
 std::set<std::string> V2ControllersFor(const Resources& r) {

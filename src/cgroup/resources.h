@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "brig/result.h"
+#include "cgroup/cgroup.h"
 #include "proto/oci.pb.h"
 
 namespace brig::cgroup {
@@ -36,8 +37,10 @@ struct HostFacts {
   std::optional<uint64_t> v1_memory_limit;
   // The quota half of the v2 group's cpu.max now, kept when only the period changes.
   std::string v2_cpu_quota = "max";
-  // create: device rules are always applied (runc's defaults); update: only if given.
-  bool create = true;
+  // runc's default device rules are applied even where `r` gives none: an OCI container's
+  // create. Otherwise (an update, or brig run's sandbox, whose /dev holds only what it
+  // allows) device rules are applied only if given.
+  bool default_devices = true;
 };
 
 // One write: `value` to `dir`/`file`, for the property named in errors.
@@ -57,6 +60,18 @@ struct WritePlan {
 // controller is missing or takes no such setting in that version, its group was joined
 // rather than made, or its value is invalid) is refused naming it.
 Result<WritePlan> PlanWrites(const oci::Resources& r, const Routes& routes, const HostFacts& facts);
+
+// brig run's limits (FitLimits fitted them to `plan`) as the Resources the planner takes,
+// so that its sandbox's groups are written as an OCI container's are: memory as
+// memory.limit; the swap beyond it as memory.swap, which is memory+swap (OCI's and runc's
+// meaning), and none where it is unlimited; cpu_milli as a quota of cpu_milli / 1000 of
+// kCpuPeriodUs a kCpuPeriodUs period; pids as pids.limit; and with memory on v2,
+// memory.oom.group 1 (one OOM kill ends the whole sandbox, as on v1, where the supervisor
+// does it). A swap limit is refused (exit 125) where the group cannot account swap
+// (`swap_accounted` false) and the host has swap in use, and dropped if it has none: then
+// there is nothing to bound.
+Result<oci::Resources> ResourcesOf(const Limits& limits, const Plan& plan, bool swap_accounted,
+                                   bool swap_in_use);
 
 // The v2 controllers `r` needs enabled for its group (a unified key's controller too).
 std::set<std::string> V2ControllersFor(const oci::Resources& r);

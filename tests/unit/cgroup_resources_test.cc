@@ -133,7 +133,7 @@ TEST(CgroupResources, MinusOneIsMaxAndPidsZeroIsNoLimit) {
   r.mutable_cpu()->set_quota(-1);
   HostFacts facts;
   facts.swap_accounting = true;
-  facts.create = false;
+  facts.default_devices = false;
   auto v2 = PlanWrites(r, PureV2(), facts);
   ASSERT_TRUE(v2) << v2.error().Render();
   EXPECT_EQ(Files(*v2),
@@ -153,7 +153,7 @@ TEST(CgroupResources, AnUpdateWritesOnlyWhatItSetsAndRaisesSwapBeforeMemory) {
   r.mutable_memory()->set_limit(256 << 20);
   r.mutable_memory()->set_swap(512 << 20);
   HostFacts facts;
-  facts.create = false;
+  facts.default_devices = false;
   facts.v1_memory_limit = 64 << 20;
   auto plan = PlanWrites(r, Hybrid(), facts);
   ASSERT_TRUE(plan) << plan.error().Render();
@@ -181,7 +181,7 @@ TEST(CgroupResources, BlockIoOnBothVersions) {
   w->set_minor(16);
   w->set_rate(100);
   HostFacts facts;
-  facts.create = false;
+  facts.default_devices = false;
   auto v1 = PlanWrites(r, Hybrid(), facts);
   ASSERT_TRUE(v1) << v1.error().Render();
   EXPECT_EQ(Files(*v1),
@@ -293,7 +293,7 @@ TEST(CgroupResources, DeviceRulesAreAppliedAtCreateAndOnlyIfGivenOnUpdate) {
   ASSERT_TRUE(create);
   ASSERT_FALSE(create->writes.empty());
   EXPECT_EQ(Files(*create)[0], "/v1/devices/c1/devices.deny=a") << "runc's start: deny all";
-  facts.create = false;
+  facts.default_devices = false;
   EXPECT_TRUE(PlanWrites(none, Hybrid(), facts)->writes.empty());
   Resources allow_all;
   allow_all.add_devices()->set_allow(true);
@@ -423,6 +423,154 @@ TEST(CgroupDevices, TheV2ProgramDecidesAsTheV1ListDoes) {
       }
     }
   }
+}
+
+// brig run's limits as ResourcesOf hands them to the planner, and the writes the planner
+// makes of them: the ones brig run wrote itself before it fed the planner.
+constexpr uint64_t kMiB = 1 << 20;
+// A fresh v1 memory group's memory.limit_in_bytes.
+constexpr uint64_t kV1Unlimited = 9223372036854771712ull;
+
+Plan AllOn(Path p) {
+  Plan plan;
+  plan.memory = plan.pids = plan.cpu = p;
+  return plan;
+}
+
+// A sandbox's groups as Group::Limit routes them: all on v2, or each controller in its v1
+// hierarchy beside a v2 group without controllers (this host).
+Routes SandboxV2() {
+  Routes r;
+  for (const char* c : {"cgroup", "memory", "pids", "cpu"}) r[c] = Route{"/v2/s", true, true};
+  return r;
+}
+Routes SandboxV1() {
+  Routes r;
+  r["cgroup"] = Route{"/v2/s", true, true};
+  for (const char* c : {"memory", "pids", "cpu"}) {
+    r[c] = Route{std::string("/v1/") + c + "/s", false, true};
+  }
+  return r;
+}
+
+// The writes of `limits` on v2 and on v1, swap accounted.
+std::pair<std::vector<std::string>, std::vector<std::string>> NativeWrites(const Limits& limits) {
+  HostFacts facts;
+  facts.swap_accounting = true;
+  facts.default_devices = false;
+  facts.v1_memory_limit = kV1Unlimited;
+  auto v2 = ResourcesOf(limits, AllOn(Path::kV2), true, false);
+  auto v1 = ResourcesOf(limits, AllOn(Path::kV1), true, false);
+  EXPECT_TRUE(v2 && v1);
+  if (!v2 || !v1) return {};
+  auto v2_plan = PlanWrites(*v2, SandboxV2(), facts);
+  auto v1_plan = PlanWrites(*v1, SandboxV1(), facts);
+  EXPECT_TRUE(v2_plan) << v2_plan.error().Render();
+  EXPECT_TRUE(v1_plan) << v1_plan.error().Render();
+  if (!v2_plan || !v1_plan) return {};
+  return {Files(*v2_plan), Files(*v1_plan)};
+}
+
+TEST(CgroupNativeLimits, SwapBeyondMemoryBecomesMemoryPlusSwap) {
+  Limits l;
+  l.memory = 64 * kMiB;
+  l.swap = 32 * kMiB;
+  auto r = ResourcesOf(l, AllOn(Path::kV2), true, false);
+  ASSERT_TRUE(r) << r.error().Render();
+  EXPECT_EQ(r->memory().limit(), int64_t{64 * kMiB});
+  EXPECT_EQ(r->memory().swap(), int64_t{96 * kMiB}) << "OCI's swap is memory+swap";
+  auto [v2, v1] = NativeWrites(l);
+  EXPECT_EQ(v2, (std::vector<std::string>{"/v2/s/memory.swap.max=33554432",
+                                          "/v2/s/memory.max=67108864", "/v2/s/memory.oom.group=1"}))
+      << "memory.swap.max is the swap alone again";
+  EXPECT_EQ(v1, (std::vector<std::string>{"/v1/memory/s/memory.limit_in_bytes=67108864",
+                                          "/v1/memory/s/memory.memsw.limit_in_bytes=100663296"}));
+}
+
+TEST(CgroupNativeLimits, NoSwapIsNoneBeyondMemory) {
+  Limits l;
+  l.memory = 64 * kMiB;
+  l.swap = 0;
+  auto [v2, v1] = NativeWrites(l);
+  EXPECT_EQ(v2, (std::vector<std::string>{"/v2/s/memory.swap.max=0", "/v2/s/memory.max=67108864",
+                                          "/v2/s/memory.oom.group=1"}));
+  EXPECT_EQ(v1, (std::vector<std::string>{"/v1/memory/s/memory.limit_in_bytes=67108864",
+                                          "/v1/memory/s/memory.memsw.limit_in_bytes=67108864"}));
+  l.swap.reset();
+  EXPECT_EQ(NativeWrites(l).first[0], "/v2/s/memory.swap.max=0") << "unset is no swap too";
+}
+
+TEST(CgroupNativeLimits, UnlimitedSwapWritesNoSwapFile) {
+  Limits l;
+  l.memory = 64 * kMiB;
+  l.swap = UINT64_MAX;
+  auto [v2, v1] = NativeWrites(l);
+  EXPECT_EQ(v2,
+            (std::vector<std::string>{"/v2/s/memory.max=67108864", "/v2/s/memory.oom.group=1"}));
+  EXPECT_EQ(v1, (std::vector<std::string>{"/v1/memory/s/memory.limit_in_bytes=67108864"}));
+}
+
+TEST(CgroupNativeLimits, ASwapLimitWithoutSwapAccountingHoldsOnlyWithoutSwap) {
+  Limits l;
+  l.memory = 64 * kMiB;
+  l.swap = 0;
+  auto none = ResourcesOf(l, AllOn(Path::kV2), false, false);
+  ASSERT_TRUE(none) << none.error().Render();
+  EXPECT_FALSE(none->memory().has_swap()) << "no swap in use: nothing to bound";
+  EXPECT_EQ(none->memory().limit(), int64_t{64 * kMiB});
+  auto refused = ResourcesOf(l, AllOn(Path::kV2), false, true);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().Render(),
+            "cgroup 'swap': this host has swap but its kernel does not account it per cgroup, "
+            "so the swap limit cannot hold (boot with swapaccount=1, or run with --swap "
+            "unlimited)");
+  l.swap = UINT64_MAX;
+  EXPECT_TRUE(ResourcesOf(l, AllOn(Path::kV2), false, true)) << "unlimited swap needs no bound";
+}
+
+TEST(CgroupNativeLimits, CpuThousandthsAreAQuotaOfTheHundredMillisecondPeriod) {
+  for (auto [milli, quota] : {std::pair<uint64_t, std::string>{500, "50000"},
+                              {10, "1000"},
+                              {2500, "250000"},
+                              {1024000, "102400000"}}) {
+    Limits l;
+    l.cpu_milli = milli;
+    auto r = ResourcesOf(l, AllOn(Path::kV2), true, false);
+    ASSERT_TRUE(r) << r.error().Render();
+    EXPECT_EQ(r->cpu().period(), kCpuPeriodUs);
+    auto [v2, v1] = NativeWrites(l);
+    EXPECT_EQ(v2, (std::vector<std::string>{"/v2/s/cpu.max=" + quota + " 100000",
+                                            "/v2/s/memory.oom.group=1"}))
+        << milli;
+    EXPECT_EQ(v1, (std::vector<std::string>{"/v1/cpu/s/cpu.cfs_period_us=100000",
+                                            "/v1/cpu/s/cpu.cfs_quota_us=" + quota}))
+        << milli;
+  }
+}
+
+TEST(CgroupNativeLimits, PidsAndTheOomGroupOnlyOnV2) {
+  Limits l;
+  l.pids = 64;
+  auto [v2, v1] = NativeWrites(l);
+  EXPECT_EQ(v2, (std::vector<std::string>{"/v2/s/pids.max=64", "/v2/s/memory.oom.group=1"}))
+      << "memory on v2 ends the whole sandbox on an OOM kill, memory limit or not";
+  EXPECT_EQ(v1, (std::vector<std::string>{"/v1/pids/s/pids.max=64"}));
+  Plan mixed = AllOn(Path::kV2);
+  mixed.memory = Path::kMissing;
+  EXPECT_TRUE(ResourcesOf(l, mixed, false, false)->unified().empty());
+}
+
+TEST(CgroupNativeLimits, NoLimitsAreNoWritesAndNoDeviceRules) {
+  auto r = ResourcesOf(Limits{}, AllOn(Path::kV1), true, false);
+  ASSERT_TRUE(r) << r.error().Render();
+  HostFacts facts;
+  facts.default_devices = false;
+  Routes routes = SandboxV1();
+  routes["devices"] = Route{"/v1/devices/s", false, true};
+  auto plan = PlanWrites(*r, routes, facts);
+  ASSERT_TRUE(plan) << plan.error().Render();
+  EXPECT_EQ(Files(*plan), std::vector<std::string>{});
+  EXPECT_FALSE(plan->v2_devices);
 }
 
 }  // namespace
