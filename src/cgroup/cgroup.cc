@@ -9,6 +9,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <sstream>
@@ -24,51 +25,27 @@ namespace {
 
 using util::Split;
 
-bool Contains(const std::vector<std::string_view>& v, std::string_view x) {
-  for (auto e : v) {
-    if (e == x) return true;
-  }
-  return false;
+// The v1 hierarchy a controller is bound to, if any.
+const std::optional<Hierarchy>& V1Of(const Layout& layout, Controller c) {
+  return c == Controller::kMemory ? layout.v1_memory
+         : c == Controller::kPids ? layout.v1_pids
+                                  : layout.v1_cpu;
 }
 
-
-// "key value" lines (memory.events, cpu.stat, memory.oom_control).
-std::optional<uint64_t> KeyedValue(const std::string& path, std::string_view key) {
-  auto text = util::ReadFile(path);
-  if (!text) return std::nullopt;
-  for (auto line : Split(*text, '\n')) {
-    if (line.size() > key.size() && line.substr(0, key.size()) == key &&
-        line[key.size()] == ' ') {
-      return std::strtoull(std::string(line.substr(key.size() + 1)).c_str(), nullptr, 10);
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<uint64_t> SingleValue(const std::string& path) {
-  auto text = util::ReadFile(path);
-  if (!text || text->empty() || (*text)[0] < '0' || (*text)[0] > '9') return std::nullopt;
-  return std::strtoull(text->c_str(), nullptr, 10);
-}
-
-std::vector<std::string_view> SubtreeControl(const std::string& dir, std::string& storage) {
-  auto text = util::ReadFile(dir + "/cgroup.subtree_control");
-  storage = text ? *text : "";
-  while (!storage.empty() && storage.back() == '\n') storage.pop_back();
-  return Split(storage, ' ');
+template <typename Strings>
+bool Contains(const Strings& v, std::string_view x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
 }
 
 // Creates the missing components of `dir` below the nearest existing ancestor. Returns the
 // directories brig created, outermost first. Groups that exist are left as they are.
 Result<std::vector<std::string>> MakeParents(const std::string& dir) {
-  std::vector<std::string> missing;
-  for (std::string d = dir; !Exists(d); d = d.substr(0, d.rfind('/'))) missing.push_back(d);
   std::vector<std::string> created;
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (mkdir(it->c_str(), 0755) == 0) {
-      created.push_back(*it);
+  for (const auto& d : MissingDirs(dir)) {
+    if (mkdir(d.c_str(), 0755) == 0) {
+      created.push_back(d);
     } else if (errno != EEXIST) {
-      return SysError("mkdir", *it);
+      return SysError("mkdir", d);
     }
   }
   return created;
@@ -77,8 +54,7 @@ Result<std::vector<std::string>> MakeParents(const std::string& dir) {
 // Another brig that created a shared parent may not have enabled its controllers yet.
 void AwaitControllers(const std::string& dir, const std::vector<std::string>& want) {
   for (int i = 0; i < 100; ++i) {
-    std::string storage;
-    auto have = SubtreeControl(dir, storage);
+    auto have = Words(dir + "/cgroup.subtree_control");
     bool all = true;
     for (const auto& c : want) all = all && Contains(have, c);
     if (all) return;
@@ -251,23 +227,18 @@ std::string GroupDir(const Hierarchy& h, const std::string& clean_path) {
 Plan PlanFor(const Layout& layout, const std::string& parent) {
   Plan plan;
   plan.parent = parent;
-  std::string storage;
-  std::vector<std::string_view> v2_available;
+  std::vector<std::string> v2_available;
   if (layout.v2) {
     // What the leaf can get: the nearest existing ancestor's subtree_control (brig enables
     // the same set in any group it creates on the way).
     std::string dir = ParentDir(*layout.v2, parent);
     while (!Exists(dir) && dir.size() > layout.v2->mount.size()) dir = dir.substr(0, dir.rfind('/'));
-    v2_available = SubtreeControl(dir, storage);
+    v2_available = Words(dir + "/cgroup.subtree_control");
   }
-  const std::pair<Controller, const std::optional<Hierarchy>*> v1[] = {
-      {Controller::kMemory, &layout.v1_memory},
-      {Controller::kPids, &layout.v1_pids},
-      {Controller::kCpu, &layout.v1_cpu}};
-  for (const auto& [c, h] : v1) {
+  for (Controller c : kControllers) {
     if (Contains(v2_available, Name(c))) {
       plan.For(c) = Path::kV2;
-    } else if (*h) {
+    } else if (V1Of(layout, c)) {
       plan.For(c) = Path::kV1;
     }
   }
@@ -405,13 +376,8 @@ Result<std::unique_ptr<Group>> Group::Create(const Layout& layout, const Plan& p
   // From here on, whatever fails removes what was made (the destructor).
   std::unique_ptr<Group> g(new Group());
   if (layout.v2) BRIG_TRY(g->MakeV2(*layout.v2, plan, name, record));
-  const std::pair<Controller, const std::optional<Hierarchy>*> v1[] = {
-      {Controller::kMemory, &layout.v1_memory},
-      {Controller::kPids, &layout.v1_pids},
-      {Controller::kCpu, &layout.v1_cpu}};
-  for (const auto& [c, h] : v1) {
-    if (plan.For(c) != Path::kV1) continue;
-    BRIG_TRY(g->MakeV1(c, **h, plan, name, record));
+  for (Controller c : kControllers) {
+    if (plan.For(c) == Path::kV1) BRIG_TRY(g->MakeV1(c, *V1Of(layout, c), plan, name, record));
   }
   BRIG_TRY(g->Limit(plan, limits));
   // Without cgroup.kill the v1 freezer makes the kill (Kill).
@@ -453,26 +419,19 @@ bool Group::Kill() {
   if (!v2_.empty() && v2_kill_ && util::WriteFile(v2_ + "/cgroup.kill", "1")) return true;
   if (freezer_.empty()) return false;
   // Frozen, nothing can fork between reading the member list and the signals.
-  if (!util::WriteFile(freezer_ + "/freezer.state", "FROZEN")) return false;
-  for (int i = 0; i < 1000; ++i) {
-    auto state = util::ReadFile(freezer_ + "/freezer.state");
-    if (!state || state->rfind("FROZEN", 0) == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!FreezeV1(freezer_, true)) return false;
+  if (auto pids = ReadProcs(freezer_)) {
+    for (pid_t p : *pids) (void)kill(p, SIGKILL);
   }
-  if (auto procs = util::ReadFile(freezer_ + "/cgroup.procs")) {
-    for (auto line : Split(*procs, '\n')) {
-      if (!line.empty()) (void)kill(std::atoi(std::string(line).c_str()), SIGKILL);
-    }
-  }
-  (void)util::WriteFile(freezer_ + "/freezer.state", "THAWED");
+  (void)FreezeV1(freezer_, false);
   return true;
 }
 
 bool Group::OomKilled() const {
-  if (v2_memory_) return KeyedValue(v2_ + "/memory.events", "oom_kill").value_or(0) > 0;
+  if (v2_memory_) return Keyed(v2_ + "/memory.events", "oom_kill").value_or(0) > 0;
   for (const auto& [c, dir] : v1_) {
     if (c == Controller::kMemory) {
-      return KeyedValue(dir + "/memory.oom_control", "oom_kill").value_or(0) > 0;
+      return Keyed(dir + "/memory.oom_control", "oom_kill").value_or(0) > 0;
     }
   }
   return false;
@@ -480,14 +439,14 @@ bool Group::OomKilled() const {
 
 Usage Group::ReadUsage() const {
   Usage u;
-  if (!v2_.empty()) u.cpu_usec = KeyedValue(v2_ + "/cpu.stat", "usage_usec");
-  if (v2_memory_) u.peak_memory = SingleValue(v2_ + "/memory.peak");
-  if (v2_pids_) u.peak_pids = SingleValue(v2_ + "/pids.peak");
+  if (!v2_.empty()) u.cpu_usec = Keyed(v2_ + "/cpu.stat", "usage_usec");
+  if (v2_memory_) u.peak_memory = Number(v2_ + "/memory.peak");
+  if (v2_pids_) u.peak_pids = Number(v2_ + "/pids.peak");
   for (const auto& [c, dir] : v1_) {
-    if (c == Controller::kMemory) u.peak_memory = SingleValue(dir + "/memory.max_usage_in_bytes");
-    if (c == Controller::kPids) u.peak_pids = SingleValue(dir + "/pids.peak");
+    if (c == Controller::kMemory) u.peak_memory = Number(dir + "/memory.max_usage_in_bytes");
+    if (c == Controller::kPids) u.peak_pids = Number(dir + "/pids.peak");
     if (c == Controller::kCpu && !u.cpu_usec) {
-      if (auto ns = SingleValue(dir + "/cpuacct.usage")) u.cpu_usec = *ns / 1000;
+      if (auto ns = Number(dir + "/cpuacct.usage")) u.cpu_usec = *ns / 1000;
     }
   }
   return u;

@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "sys/fd.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -58,6 +61,42 @@ std::optional<uint64_t> Keyed(const std::string& path, std::string_view key) {
   auto v = KeyedIn(*text, key);
   if (!v || v->empty() || (*v)[0] < '0' || (*v)[0] > '9') return std::nullopt;
   return std::strtoull(v->c_str(), nullptr, 10);
+}
+
+std::vector<std::string> MissingDirs(const std::string& dir) {
+  std::vector<std::string> missing;
+  for (std::string d = dir; !d.empty() && !Exists(d); d = d.substr(0, d.rfind('/'))) {
+    missing.insert(missing.begin(), d);
+  }
+  return missing;
+}
+
+Result<std::vector<pid_t>> ReadProcs(const std::string& dir) {
+  std::string text = BRIG_TRY_CTX(util::ReadFile(dir + "/cgroup.procs"), "cgroup");
+  std::vector<pid_t> pids;
+  for (auto line : Split(text, '\n')) {
+    if (!line.empty()) pids.push_back(static_cast<pid_t>(std::atol(std::string(line).c_str())));
+  }
+  return pids;
+}
+
+void Backoff::Wait() {
+  std::this_thread::sleep_for(pause_);
+  pause_ = std::min(pause_ * 2, std::chrono::microseconds(10000));
+}
+
+Status FreezeV1(const std::string& dir, bool frozen) {
+  std::string state = dir + "/freezer.state";
+  if (!frozen) return util::WriteFile(state, "THAWED");
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Backoff backoff;
+  while (std::chrono::steady_clock::now() < end) {
+    BRIG_TRY(util::WriteFile(state, "FROZEN"));
+    if (ReadTrimmed(state) == "FROZEN") return {};
+    backoff.Wait();
+  }
+  (void)util::WriteFile(state, "THAWED");
+  return Fail("freeze", dir, "the v1 freezer did not reach FROZEN within 10 s");
 }
 
 HostFacts ReadFacts(const Routes& routes) {

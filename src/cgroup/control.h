@@ -4,6 +4,9 @@
 // the readers take what the kernel reports (the facts the planner needs, usage, stats).
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +28,26 @@ std::optional<uint64_t> Number(const std::string& path);
 // The value of `key` in "key value" lines (cpu.stat, memory.events, cgroup.events).
 std::optional<std::string> KeyedIn(std::string_view text, std::string_view key);
 std::optional<uint64_t> Keyed(const std::string& path, std::string_view key);
+
+// `dir` and those of its ancestors that do not exist, outermost first: the directories to
+// make for a group.
+std::vector<std::string> MissingDirs(const std::string& dir);
+// The pids in `dir`'s cgroup.procs.
+Result<std::vector<pid_t>> ReadProcs(const std::string& dir);
+// Freezes (or thaws) the v1 freezer group `dir` and waits until it reads FROZEN. A group
+// with tasks still forking may stay FREEZING a while: the write is repeated, as runc does;
+// after 10 s it is thawed again and the freeze fails.
+Status FreezeV1(const std::string& dir, bool frozen);
+
+// A pause between re-reads of a v1 group, which has no events: short at first, then
+// longer, never more than 10 ms.
+class Backoff {
+ public:
+  void Wait();
+
+ private:
+  std::chrono::microseconds pause_{50};
+};
 
 // What the planner needs to know about the groups `routes` names, read from them.
 HostFacts ReadFacts(const Routes& routes);

@@ -15,22 +15,20 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <thread>
 
 #include "cgroup/control.h"
 #include "cgroup/device_filter.h"
 #include "cgroup/resources.h"
 #include "util/files.h"
-#include "util/parse.h"
 
 namespace brig::cgroup {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using util::Split;
 
-// How long a freeze may take, and how long killed processes may take to leave their
-// groups, before brig gives up (a task stuck in the kernel: the record stays for delete).
+// How long a freeze may take (as FreezeV1's), and how long killed processes may take to
+// leave their groups, before brig gives up (a task stuck in the kernel: the record stays
+// for delete).
 constexpr auto kFreezeLimit = std::chrono::seconds(10);
 constexpr auto kExitLimit = std::chrono::seconds(30);
 
@@ -43,15 +41,6 @@ constexpr std::string_view kV1Controllers[] = {"cpu",     "cpuacct", "cpuset",  
 const std::set<std::string> kV2StatsControllers = {"cpu", "memory", "pids"};
 
 std::string ParentOf(const std::string& dir) { return dir.substr(0, dir.rfind('/')); }
-
-Result<std::vector<pid_t>> ReadProcs(const std::string& dir) {
-  std::string text = BRIG_TRY_CTX(util::ReadFile(dir + "/cgroup.procs"), "cgroup");
-  std::vector<pid_t> pids;
-  for (auto line : Split(text, '\n')) {
-    if (!line.empty()) pids.push_back(static_cast<pid_t>(std::atol(std::string(line).c_str())));
-  }
-  return pids;
-}
 
 // Waits until cgroup.events in `dir` says `key` is `value`: the kernel flags the file for
 // poll(2) with POLLPRI at every change of it. False when `limit` passes first.
@@ -72,35 +61,6 @@ Result<bool> AwaitEvent(const std::string& dir, std::string_view key, std::strin
       return SysError("poll", path);
     }
   }
-}
-
-// A pause between re-reads of a v1 group, which has no events: short at first, then
-// longer, never more than 10 ms.
-class Backoff {
- public:
-  void Wait() {
-    std::this_thread::sleep_for(pause_);
-    pause_ = std::min(pause_ * 2, std::chrono::microseconds(10000));
-  }
-
- private:
-  std::chrono::microseconds pause_{50};
-};
-
-// Freezes (or thaws) a v1 freezer group and waits until it reads FROZEN. A group with
-// tasks still forking may stay FREEZING a while: the write is repeated, as runc does.
-Status FreezeV1(const std::string& dir, bool frozen) {
-  std::string state = dir + "/freezer.state";
-  if (!frozen) return util::WriteFile(state, "THAWED");
-  auto end = Clock::now() + kFreezeLimit;
-  Backoff backoff;
-  while (Clock::now() < end) {
-    BRIG_TRY(util::WriteFile(state, "FROZEN"));
-    if (ReadTrimmed(state) == "FROZEN") return {};
-    backoff.Wait();
-  }
-  (void)util::WriteFile(state, "THAWED");
-  return Fail("freeze", dir, "the v1 freezer did not reach FROZEN within 10 s");
 }
 
 // SIGKILLs what `dir` holds until it holds nothing (a v1 group, or v2 without
@@ -176,10 +136,8 @@ const Groups::Group* Groups::V2() const {
 }
 
 std::vector<std::string> Groups::Missing(const Group& g) {
-  std::vector<std::string> missing;
-  if (!g.owned) return missing;
-  for (std::string d = g.dir; !Exists(d); d = ParentOf(d)) missing.insert(missing.begin(), d);
-  return missing;
+  if (!g.owned) return {};
+  return MissingDirs(g.dir);
 }
 
 Status Groups::Make(Group& g, const std::vector<std::string>& missing) {
