@@ -141,7 +141,14 @@ TEST_F(Disk, WritingPastTheCapIsRefusedAndNothingIsLeft) {
                                    "grep -o 'No space left on device' /tmp/err; "
                                    "stat -c %s big; exec " + marker});
   pid_t pid = SpawnBrig(args, logs.path());
-  for (int i = 0; i < 1500 && FindProcesses(marker).empty(); ++i) {
+  // Until the workload sleeps and brig's relay has written stat's line: the relay may
+  // still hold it when the sleep starts.
+  auto said = [&] {
+    std::string o = ReadFileOrEmpty(logs.path() + "/stdout");
+    size_t at = o.rfind("device\n");
+    return at != std::string::npos && o.find('\n', at + 7) != std::string::npos;
+  };
+  for (int i = 0; i < 1500 && (FindProcesses(marker).empty() || !said()); ++i) {
     if (waitpid(pid, nullptr, WNOHANG) == pid) {
       pid = -1;
       break;
