@@ -1,11 +1,14 @@
-// Builds the sandbox root from a MountPlan. Every target is created by brig inside its own
-// fresh tmpfs (never a path the workload or a workspace controls) and mounted by fd.
+// Builds the sandbox root from a MountPlan. Every target of brig run's is created by brig
+// inside its own fresh tmpfs (never a path the workload or a workspace controls); every
+// target is mounted by fd, and a masked or read-only one is reached inside the root.
 #include "fs/rootfs.h"
 
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "log/log.h"
@@ -54,36 +57,58 @@ Status WriteFile(int root, const Step& s) {
   return {};
 }
 
-// OCI masked path: hides a kernel file behind /dev/null, a directory behind an empty
-// read-only tmpfs. Paths this kernel does not have are skipped.
-Status Mask(int root, const Step& s) {
+constexpr uint64_t kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+
+// The null device that covers a masked or hidden file: a clone of the root's own dev/null,
+// reached with no symlink followed and checked, by fstat of the very fd cloned, to be the
+// character device 1:3 (runc CVE-2025-31133: a /dev/null swapped for a symlink or a file
+// would put that over the path instead). `subject` is the path to be covered.
+Result<sys::UniqueFd> NullTree(int root, const std::string& subject) {
+  auto null = sys::Openat2(root, "dev/null", O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                           kInRoot | RESOLVE_NO_SYMLINKS);
+  if (!null && null.error().err != ELOOP && null.error().err != ENOENT) {
+    return std::move(null).error();
+  }
   struct stat st;
-  if (fstatat(root, s.dest.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-    if (errno == ENOENT) return {};
-    return SysError("stat", "/" + s.dest);
+  if (null && fstat(null->get(), &st) < 0) return SysError("stat", "/dev/null");
+  if (!null || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+    return Fail("mask", subject, "/dev/null is not the null device");
   }
-  sys::UniqueFd tree;
-  if (S_ISDIR(st.st_mode)) {
-    tree = BRIG_TRY(NewFs("tmpfs", {{"size", "0"}, {"mode", "0555"}},
-                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                              MOUNT_ATTR_NOEXEC,
-                          s.dest));
-  } else {
-    tree = BRIG_TRY(sys::OpenTree(root, "dev/null", OPEN_TREE_CLONE));
-  }
-  return Attach(tree, root, s.dest);
+  return sys::OpenTree(null->get(), "", OPEN_TREE_CLONE | AT_EMPTY_PATH);
 }
 
+// An empty read-only tmpfs, to cover a directory.
+Result<sys::UniqueFd> EmptyDir(const std::string& subject) {
+  return NewFs("tmpfs", {{"size", "0"}, {"mode", "0555"}},
+               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+               subject);
+}
+
+// A masked path (OCI maskedPaths, the kernel paths brig masks), if it exists: the null
+// device over a file, an empty read-only tmpfs over a directory.
+Status Mask(int root, const Step& s) {
+  auto opened = sys::Openat2(root, s.dest, O_PATH | O_CLOEXEC, kInRoot);
+  if (!opened && opened.error().err == ENOENT) return {};
+  sys::UniqueFd at = BRIG_TRY(std::move(opened));
+  struct stat st;
+  if (fstat(at.get(), &st) < 0) return SysError("stat", "/" + s.dest);
+  sys::UniqueFd tree = S_ISDIR(st.st_mode) ? BRIG_TRY(EmptyDir("/" + s.dest))
+                                           : BRIG_TRY(NullTree(root, "/" + s.dest));
+  return sys::MoveMount(tree.get(), "", at.get(), "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
+// A read-only path, if it exists: its tree cloned, made read-only recursively (its other
+// attributes kept) and attached onto itself.
 Status ReadOnly(int root, const Step& s) {
-  auto tree = sys::OpenTree(root, s.dest, OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
-  if (!tree) {
-    if (tree.error().err == ENOENT) return {};
-    return std::move(tree).error();
-  }
-  BRIG_TRY(sys::MountSetattr(tree->get(), "", AT_EMPTY_PATH | AT_RECURSIVE,
-                             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
+  auto opened = sys::Openat2(root, s.dest, O_PATH | O_CLOEXEC, kInRoot);
+  if (!opened && opened.error().err == ENOENT) return {};
+  sys::UniqueFd at = BRIG_TRY(std::move(opened));
+  auto tree = BRIG_TRY(sys::OpenTree(at.get(), "", OPEN_TREE_CLONE | AT_RECURSIVE | AT_EMPTY_PATH));
+  BRIG_TRY(sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0,
                              "/" + s.dest));
-  return Attach(*tree, root, s.dest);
+  return sys::MoveMount(tree.get(), "", at.get(), "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
 // kPin and kProtect: the path is reached without following any symlink and without leaving
@@ -118,14 +143,8 @@ Status Hide(int root, const Step& s, bool gone_ok) {
   struct stat st;
   if (fstat(at.get(), &st) < 0) return SysError("stat", "/" + s.dest);
   if (S_ISLNK(st.st_mode)) return {};  // it leads only to what the sandbox sees anyway
-  sys::UniqueFd tree;
-  if (S_ISDIR(st.st_mode)) {
-    tree = BRIG_TRY(NewFs("tmpfs", {{"size", "0"}, {"mode", "0555"}},
-                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                          s.dest));
-  } else {
-    tree = BRIG_TRY(sys::OpenTree(root, "dev/null", OPEN_TREE_CLONE));
-  }
+  sys::UniqueFd tree = S_ISDIR(st.st_mode) ? BRIG_TRY(EmptyDir("/" + s.dest))
+                                           : BRIG_TRY(NullTree(root, "/" + s.dest));
   return sys::MoveMount(tree.get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
@@ -208,6 +227,29 @@ Status Apply(int root, Step& s) {
 
 }  // namespace
 
+Status ApplySteps(int root, std::vector<Step>& steps) {
+  for (auto& s : steps) {
+    log::Debug("mount: ", StepName(s.kind), " /", s.dest);
+    BRIG_TRY(Apply(root, s));
+  }
+  return {};
+}
+
+Status PivotInto(int root) {
+  if (fchdir(root) < 0) return SysError("chdir", "new root");
+  // pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
+  // only the new root (runc's trick, no put_old directory needed). Made a slave first, so
+  // that the unmount does not propagate to the host if it was shared.
+  BRIG_TRY(sys::PivotRoot(".", "."));
+  if (mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0) {
+    return SysError("mount", "old root (rslave)");
+  }
+  if (umount2(".", MNT_DETACH) < 0) return SysError("detach old root");
+  if (chdir("/") < 0) return SysError("chdir", "/");
+  log::Debug("pivot_root: into the new root; the old one detached");
+  return {};
+}
+
 Status EnterNewRoot(MountPlan& plan) {
   // Nothing brig mounts may propagate back to the host.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
@@ -218,20 +260,9 @@ Status EnterNewRoot(MountPlan& plan) {
   // The new root needs a mount point in this (private) namespace for pivot_root; /tmp is
   // shadowed only here, and every host source was opened by fd before this point.
   BRIG_TRY(sys::MoveMount(root.get(), "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH));
-  for (auto& s : plan.steps) {
-    log::Debug("mount: ", StepName(s.kind), " /", s.dest);
-    BRIG_TRY(Apply(root.get(), s));
-  }
+  BRIG_TRY(ApplySteps(root.get(), plan.steps));
   BRIG_TRY(sys::MountSetattr(root.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0, "/"));
-
-  if (fchdir(root.get()) < 0) return SysError("chdir", "new root");
-  // pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
-  // only the new root (runc's trick, no put_old directory needed).
-  BRIG_TRY(sys::PivotRoot(".", "."));
-  if (umount2(".", MNT_DETACH) < 0) return SysError("detach old root");
-  if (chdir("/") < 0) return SysError("chdir", "/");
-  log::Debug("pivot_root: into the new root; the old one detached");
-  return {};
+  return PivotInto(root.get());
 }
 
 }  // namespace brig::fs

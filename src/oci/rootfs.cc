@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fs/rootfs.h"
 #include "oci/spec.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -424,6 +425,17 @@ Status MakeDevices(int root_fd, const Spec& spec, bool userns) {
   return {};
 }
 
+// The steps that make `paths` (absolute, inside the root) `kind`.
+std::vector<fs::Step> StepsFor(fs::StepKind kind,
+                               const google::protobuf::RepeatedPtrField<std::string>& paths) {
+  std::vector<fs::Step> steps;
+  for (const std::string& p : paths) {
+    size_t start = p.find_first_not_of('/');
+    steps.push_back({.kind = kind, .dest = start == std::string::npos ? "" : p.substr(start)});
+  }
+  return steps;
+}
+
 }  // namespace
 
 Status PrepareRootfs(const Spec& spec, const RootfsOptions& ro) {
@@ -446,56 +458,28 @@ Status PrepareRootfs(const Spec& spec, const RootfsOptions& ro) {
 }
 
 Status EnterRootfs(const std::string& rootfs, bool no_pivot) {
-  if (chdir(rootfs.c_str()) < 0) return SysError("chdir", rootfs);
-  if (no_pivot) {
-    if (mount(rootfs.c_str(), "/", nullptr, MS_MOVE, nullptr) < 0) {
-      return SysError("mount", "move root " + rootfs);
-    }
-    if (chroot(".") < 0) return SysError("chroot", rootfs);
-  } else {
-    BRIG_TRY_CTX(sys::PivotRoot(".", "."), rootfs);
-    // The old root is stacked under the new one: unmount it without a trace on the host.
-    if (mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0) {
-      return SysError("mount", "old root (rslave)");
-    }
-    if (umount2(".", MNT_DETACH) < 0) return SysError("umount", "old root");
+  if (!no_pivot) {
+    sys::UniqueFd root(open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root) return SysError("open", rootfs);
+    BRIG_TRY_CTX(fs::PivotInto(root.get()), rootfs);
+    return {};
   }
+  if (chdir(rootfs.c_str()) < 0) return SysError("chdir", rootfs);
+  if (mount(rootfs.c_str(), "/", nullptr, MS_MOVE, nullptr) < 0) {
+    return SysError("mount", "move root " + rootfs);
+  }
+  if (chroot(".") < 0) return SysError("chroot", rootfs);
   if (chdir("/") < 0) return SysError("chdir", "/");
   return {};
 }
 
 Status FinishRootfs(const Spec& spec) {
-  sys::UniqueFd null = BRIG_TRY(sys::Openat2(AT_FDCWD, "/dev/null", O_PATH | O_CLOEXEC,
-                                             RESOLVE_NO_SYMLINKS));
-  struct stat nst;
-  if (fstat(null.get(), &nst) < 0) return SysError("stat", "/dev/null");
-  bool null_ok = S_ISCHR(nst.st_mode) && nst.st_rdev == makedev(1, 3);
-  for (const std::string& p : spec.linux().masked_paths()) {
-    auto fd = sys::Openat2(AT_FDCWD, p, O_PATH | O_CLOEXEC, kInRoot);
-    if (!fd && fd.error().err == ENOENT) continue;
-    if (!fd) return std::move(fd).error().Wrap("linux.maskedPaths");
-    struct stat st;
-    if (fstat(fd->get(), &st) < 0) return SysError("stat", p);
-    if (S_ISDIR(st.st_mode)) {
-      BRIG_TRY_CTX(MountAt("tmpfs", fd->get(), "tmpfs", MS_RDONLY, "", p),
-                   "linux.maskedPaths");
-    } else {
-      // Only the real /dev/null covers a path (runc CVE-2025-31133: a planted one would not).
-      if (!null_ok) return Fail("linux.maskedPaths", p, "/dev/null is not the null device");
-      BRIG_TRY_CTX(MountAt(FdPath(null.get()), fd->get(), nullptr, MS_BIND, "", p),
-                   "linux.maskedPaths");
-    }
-  }
-  for (const std::string& p : spec.linux().readonly_paths()) {
-    auto fd = sys::Openat2(AT_FDCWD, p, O_PATH | O_CLOEXEC, kInRoot);
-    if (!fd && fd.error().err == ENOENT) continue;
-    if (!fd) return std::move(fd).error().Wrap("linux.readonlyPaths");
-    BRIG_TRY_CTX(MountAt(FdPath(fd->get()), fd->get(), nullptr, MS_BIND | MS_REC, "", p),
-                 "linux.readonlyPaths");
-    sys::UniqueFd top = BRIG_TRY(sys::Openat2(AT_FDCWD, p, O_PATH | O_CLOEXEC, kInRoot));
-    BRIG_TRY(sys::MountSetattr(top.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY,
-                               0, p));
-  }
+  sys::UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return SysError("open", "/");
+  std::vector<fs::Step> masked = StepsFor(fs::StepKind::kMask, spec.linux().masked_paths());
+  BRIG_TRY_CTX(fs::ApplySteps(root.get(), masked), "linux.maskedPaths");
+  std::vector<fs::Step> readonly = StepsFor(fs::StepKind::kReadOnly, spec.linux().readonly_paths());
+  BRIG_TRY_CTX(fs::ApplySteps(root.get(), readonly), "linux.readonlyPaths");
   if (spec.root().readonly()) {
     BRIG_TRY_CTX(sys::MountSetattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, 0, "/"), "root.readonly");
   }

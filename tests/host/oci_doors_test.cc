@@ -7,9 +7,11 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -440,6 +442,38 @@ TEST_F(OciDoors, ACreatedContainersProcessIsNotDumpableUntilItsCommandRuns) {
   EXPECT_EQ(owner(), 201000u) << "the command itself is the container's, dumpable";
   EXPECT_EQ(Run({"delete", "--force", "dump"}).exit_code, 0);
   EXPECT_TRUE(AwaitGone(init));
+}
+
+// A masked file is covered by the container's /dev/null only if that is the null device
+// (runc CVE-2025-31133): a bundle that binds its own /dev, whose null is a file, a
+// symlink (even one to the host's real node) or another device, is refused at create
+// (at the first of runc's masked files this kernel has), and nothing is put over it.
+TEST_F(OciDoors, AMaskedFileIsNeverCoveredByAFakeDevNull) {
+  if (!IsBrig()) GTEST_SKIP() << "brig's own check of the node it masks with";
+  const std::vector<std::pair<std::string, std::function<int(const std::string&)>>> fakes = {
+      {"a regular file", [](const std::string& p) { return close(creat(p.c_str(), 0666)); }},
+      {"a symlink to the host's /dev/null",
+       [](const std::string& p) { return symlink("/dev/null", p.c_str()); }},
+      {"a symlink to a file",
+       [](const std::string& p) { return symlink("/etc/passwd", p.c_str()); }},
+      {"the zero device",
+       [](const std::string& p) { return mknod(p.c_str(), S_IFCHR | 0666, makedev(1, 5)); }},
+  };
+  int n = 0;
+  for (const auto& [what, make] : fakes) {
+    std::string id = "fakenull" + std::to_string(n++);
+    Config c = Cfg(id);
+    std::string dev = scratch_.path() + "/" + id + "-dev";
+    c.mounts = {{"/proc", "proc", "proc", {}}, {"/dev", "bind", dev, {"rbind"}}};
+    ASSERT_EQ(mkdir(dev.c_str(), 0755), 0);
+    ASSERT_EQ(make(dev + "/null"), 0) << what;
+    RunOutput r = Run({"create", "--bundle", Bundle(c, id), id});
+    ExpectCleanFailure(r, id);
+    EXPECT_NE(r.err.find("linux.maskedPaths: mask '/proc/"), std::string::npos)
+        << what << ": " << r.err;
+    EXPECT_NE(r.err.find("': /dev/null is not the null device"), std::string::npos)
+        << what << ": " << r.err;
+  }
 }
 
 }  // namespace
