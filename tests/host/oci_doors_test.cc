@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -474,6 +475,35 @@ TEST_F(OciDoors, AMaskedFileIsNeverCoveredByAFakeDevNull) {
     EXPECT_NE(r.err.find("': /dev/null is not the null device"), std::string::npos)
         << what << ": " << r.err;
   }
+}
+
+// A bind source whose host mount is read-only stays read-only in a user-namespaced
+// container, even for a root that holds CAP_SYS_ADMIN there and whose ids own the files:
+// the kernel locks a mount's flags when it copies the host's mounts into a namespace that a
+// less privileged user namespace owns, and the source is bound from that copy. (A tree
+// cloned on the host with open_tree and attached there carries no lock: a container
+// remounted such a bind read-write and wrote through it.)
+TEST_F(OciDoors, AUserNamespacedContainerNeverClearsTheHostsReadOnlyOnABindSource) {
+  std::string src = scratch_.path() + "/lock-src", ro = scratch_.path() + "/lock-ro";
+  ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
+  ASSERT_EQ(chown(src.c_str(), 200000, 200000), 0);
+  ASSERT_EQ(mkdir(ro.c_str(), 0755), 0);
+  ASSERT_EQ(mount(src.c_str(), ro.c_str(), nullptr, MS_BIND, nullptr), 0);
+  std::shared_ptr<void> unmount(nullptr, [&](void*) { umount2(ro.c_str(), MNT_DETACH); });
+  ASSERT_EQ(mount(nullptr, ro.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr), 0);
+  Config c = Cfg("lock");
+  c.namespaces.push_back("user");
+  c.map_to = 200000;
+  c.bounding = c.effective = c.permitted = {"CAP_SYS_ADMIN"};
+  c.mounts.push_back({"/mnt", "bind", ro, {"rbind"}});
+  c.args = {"sh", "-c",
+            "mount -o remount,bind,rw /mnt 2>/dev/null; echo remount=$?; "
+            "echo x > /mnt/f 2>/dev/null; echo write=$?"};
+  RunOutput r = Run({"run", "--bundle", Bundle(c, "lock"), "lock"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "remount=1\nwrite=1\n") << r.err;
+  struct stat st;
+  EXPECT_NE(lstat((src + "/f").c_str(), &st), 0) << "the container wrote to the host";
 }
 
 }  // namespace
