@@ -3,6 +3,7 @@
 #include "container/init.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -55,14 +56,12 @@ Status BecomeSandboxUser() {
 }
 
 // Every capability set emptied and no_new_privs, before the workload is forked, so that it
-// inherits nothing to drop; its rlimits are its own (ExecChild).
+// inherits nothing to drop; its rlimits are its own (ExecChild). Init stays not dumpable
+// (ApplyCredentials): the workload, of the same uid, cannot ptrace it or read its /proc.
 Status DropPrivileges() {
   security::Credentials c = SandboxUser();
   c.no_new_privs = true;
-  BRIG_TRY(security::ApplyCredentials(c));
-  // PR_SET_DUMPABLE 0: the workload (same uid) cannot ptrace brig init or read its /proc.
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
-  return {};
+  return security::ApplyCredentials(c);
 }
 
 struct Workload {
@@ -184,10 +183,7 @@ uint32_t KillLeftovers() {
 }
 
 Status Setup(const InitArgs& a) {
-  // Dies with the supervisor. If it already died, the next sync read sees EOF.
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
-  (void)prctl(PR_SET_NAME, "brig-init", 0, 0, 0);
-  ScrubProcessArgs();
+  BRIG_TRY(StartAsBrigsChild(a.sync_fd));
   // Into the v1 groups at once (the clone put it into the v2 one), before the workload
   // exists and before the cgroup namespace below.
   BRIG_TRY(cgroup::JoinV1(*a.cgroup_tasks));
@@ -225,6 +221,20 @@ Status Setup(const InitArgs& a) {
 }
 
 }  // namespace
+
+Status StartAsBrigsChild(int sync_fd) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
+  struct pollfd p = {sync_fd, POLLRDHUP, 0};
+  if (poll(&p, 1, 0) < 0) return SysError("poll", "sync");
+  if (p.revents & (POLLRDHUP | POLLHUP)) _exit(125);
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
+  (void)prctl(PR_SET_NAME, "brig-init", 0, 0, 0);
+  ScrubProcessArgs();
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  return {};
+}
 
 void ScrubProcessArgs() {
   if (g_args_begin == nullptr) return;

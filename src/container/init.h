@@ -24,6 +24,16 @@ struct InitArgs {
 
 [[noreturn]] void InitMain(const InitArgs& args);
 
+// The first steps of every process brig clones to enter a sandbox or a container (brig
+// init, an OCI container's init), once it has closed its copy of brig's end of `sync_fd`
+// and before it joins or makes anything there. It dies with its creator, and leaves at once
+// if its creator is already gone (its end of `sync_fd` is closed). It is not dumpable: no
+// process inside may ptrace it or reach brig's binary through /proc/PID/exe before its
+// execve (runc CVE-2019-5736). Its command line and comm say "brig-init", not brig's
+// (ScrubProcessArgs). None of its creator's signals is blocked. Which descriptors it keeps
+// is its front end's to say (sys::CloseAllExcept), before anything inside can see them.
+Status StartAsBrigsChild(int sync_fd);
+
 // Hides the supervisor's command line and environment from /proc/1 inside (they are
 // inherited memory): main() records where they are, init overwrites them.
 void RecordProcessArgs(int argc, char** argv);

@@ -85,8 +85,10 @@ Status SetUp(const InitArgs& a) {
     // mount points, /dev's nodes) belongs to the container's root, not to an unmapped id.
     if (setresgid(0, 0, 0) < 0) return SysError("setresgid", "0 in the user namespace");
     if (setresuid(0, 0, 0) < 0) return SysError("setresuid", "0 in the user namespace");
-    // A change of ids clears the parent-death signal.
+    // A change of ids clears the parent-death signal, and may make the process dumpable
+    // (fs.suid_dumpable).
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
   }
   if (a.fork_for_pid) BRIG_TRY(ForkPidOne(a));
   if (a.new_cgroupns && unshare(CLONE_NEWCGROUP) < 0) {
@@ -163,22 +165,16 @@ bool WaitForStart(int fifo_fd) {
 // the container's directory, brig's end of the sync socket, its cgroup directories. A
 // copy of brig's end would keep init waiting for a message that never comes, and the
 // lock with it, once brig was killed: every verb on the container, and `list`, then
-// waited for ever. Only what init uses stays. Init dies with its creator until `create`
-// is done with it (ContainerInit clears that), and if the creator is already gone, its
-// end of the socket is closed: init leaves at once.
+// waited for ever. Only what init uses stays; then the first steps of every process brig
+// clones (container::StartAsBrigsChild). Init dies with its creator until `create` is done
+// with it (ContainerInit clears that).
 Status DropWhatBrigHeld(const InitArgs& a) {
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
-    return SysError("prctl", "PR_SET_PDEATHSIG");
-  }
   std::vector<int> keep = {a.sync_fd, a.fifo_fd, a.console_fd};
   if (a.cgroup_tasks) {
     for (const cgroup::TasksFile& t : *a.cgroup_tasks) keep.push_back(t.fd.get());
   }
   BRIG_TRY(sys::CloseAllExcept(std::move(keep), 3 + a.preserve_fds));
-  struct pollfd p = {a.sync_fd, POLLRDHUP, 0};
-  if (poll(&p, 1, 0) < 0) return SysError("poll", "sync");
-  if (p.revents & (POLLRDHUP | POLLHUP)) _exit(125);
-  return {};
+  return container::StartAsBrigsChild(a.sync_fd);
 }
 
 }  // namespace
@@ -189,19 +185,6 @@ void ContainerInit(const InitArgs& a) {
     SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }
   container::ForwardLogs(fd);
-  // Until execve, this is brig's own binary in the container's namespaces: no process of
-  // the container may ptrace it or reach the binary through /proc/PID/exe (runc
-  // CVE-2019-5736). execve makes the process dumpable again.
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-    SendErrorAndExit(fd, SysError("prctl", "PR_SET_DUMPABLE"));
-  }
-  // Nor is brig's command line (the bundle's and the state's host paths) the container's
-  // to read in /proc/1/cmdline, which needs no ptrace access.
-  container::ScrubProcessArgs();
-  // The caller's blocked signals are not the container's.
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
   if (auto s = SetUp(a); !s) {
     SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }

@@ -136,6 +136,9 @@ Status ApplyCredentials(const Credentials& c) {
   if (c.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
     return SysError("prctl", "PR_SET_NO_NEW_PRIVS");
   }
+  // A change of ids made the process dumpable as fs.suid_dumpable says (1 on a host set up
+  // for debugging): it is brig's binary until its execve, never another process's to trace.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
   return {};
 }
 

@@ -51,7 +51,8 @@ std::vector<Rlimit> RlimitList(const Rlimits& limits);
 // supplementary groups, the gid and the uid under PR_SET_KEEPCAPS, so that the permitted
 // set outlives a change from uid 0; the effective, permitted and inheritable sets, which
 // drop what the ids change needed; the ambient set, which needs its capabilities permitted
-// and inheritable; no_new_privs. setgroups(2) refused with EPERM (a user namespace whose
+// and inheritable; no_new_privs; not dumpable (a change of ids may have made it so, and the
+// process stays brig's binary until its execve). setgroups(2) refused with EPERM (a user namespace whose
 // setgroups is denied) is let pass only when no group is asked and the process holds none.
 // Irreversible; on an error the process is half-changed and must not go on.
 Status ApplyCredentials(const Credentials& c);
