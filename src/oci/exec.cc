@@ -1,14 +1,7 @@
-// `brig exec` (exec.h). brig clones a child into the container's v2 group, which joins its
-// v1 groups itself (cgroup/groups.h) and the container's namespaces through its process's
-// pidfd (setns(2) with every namespace at once); since a pid namespace is entered only by
-// children, that child forks the process, reports its pid and exits.
-//
-//   brig exec                          child                           process
-//   clone3(CLONE_INTO_CGROUP) ───────▶ "0" to each v1 tasks file
-//                                      setns(pidfd, namespaces)
-//                                      fork ──────────────────────────▶ setsid, terminal,
-//                  ◀── kPid {pid}      exits                            credentials, seccomp,
-//                  ◀── kError, or EOF at execve                         execve
+// `brig exec` (exec.h): the process joins the container through container::Join (join.h
+// draws the order), and then becomes what
+// config.json's process and the flags say, as the container's own process does
+// (oci/process.h): setsid, its terminal, credentials, seccomp, execve.
 #include "oci/exec.h"
 
 #include <fcntl.h>
@@ -16,12 +9,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "brig/exit.h"
-#include "container/init.h"
+#include "container/join.h"
 #include "container/sync.h"
 #include "oci/cgroups.h"
 #include "oci/launch.h"
@@ -34,7 +26,6 @@
 namespace brig::oci {
 namespace {
 
-using container::Msg;
 using container::SendErrorAndExit;
 
 Status ParseUser(const std::string& user, Process& p) {
@@ -74,59 +65,15 @@ Status ParseUser(const std::string& user, Process& p) {
   SendErrorAndExit(sync_fd, Exec(*path, p));
 }
 
-[[noreturn]] void JoinAndFork(int pidfd, int ns_flags, const PreparedProcess& p, bool terminal,
-                              const ConsoleSize& size, int console_fd, int sync_fd,
-                              int preserve_fds, const std::vector<cgroup::TasksFile>& tasks) {
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  // brig's own binary is about to enter the container's namespaces: none of its processes
-  // may ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-    SendErrorAndExit(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
-  }
-  // Nor its command line, which /proc/PID/cmdline shows without ptrace access.
-  container::ScrubProcessArgs();
-  // Before the container's cgroup namespace, and before the process is forked.
-  if (auto s = cgroup::JoinV1(tasks); !s) SendErrorAndExit(sync_fd, std::move(s).error());
-  if (setns(pidfd, ns_flags) < 0) {
-    SendErrorAndExit(sync_fd, SysError("setns", "the container's namespaces"));
-  }
-  // Every descriptor of brig's goes before anything is resolved in the container: the
-  // container's cgroup directories (CLONE_INTO_CGROUP's and the v1 tasks files), its
-  // process's pidfd, brig's log. A process holding one starts where a container's
-  // /proc/self/fd/N reaches the host (runc CVE-2024-21626). What --preserve-fds hands over
-  // stays.
-  if (auto s = sys::CloseAllExcept({sync_fd, console_fd}, 3 + preserve_fds); !s) {
-    SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
-  }
-  pid_t pid = fork();
-  if (pid < 0) SendErrorAndExit(sync_fd, SysError("fork", "exec"));
-  if (pid == 0) BecomeProcess(p, terminal, size, console_fd, sync_fd, preserve_fds);
-  _exit(container::SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid)) ? 0 : 125);
-}
-
-// The exec's side of the order drawn above, each step within a setup step's time: the
-// child's kPid (the child is reaped), then EOF at the process's execve. Returns the
-// process's host pid. A process that fails or goes silent before its command is reaped
-// unless `detach` (its parent is then brig's child, which has exited).
-Result<pid_t> AwaitProcess(int sync, pid_t child, bool detach) {
-  container::SyncSequence seq(container::Flow::kExec);
-  auto m = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
-  if (!m) kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  if (!m) return std::move(m).error().Wrap("exec");
-  BRIG_TRY(seq.Accept(m->type));
-  if (m->type == Msg::kError) return container::DecodeError(*m);
-  pid_t pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
-  m = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
-  if (!m && m.error().detail == container::kPeerClosed) return pid;
-  Error e = m ? container::DecodeError(*m) : std::move(m).error().Wrap("exec");
-  if (m) BRIG_TRY(seq.Accept(m->type));
-  // The process never got to its command: it is brig's still, and goes.
-  if (!m) kill(pid, SIGKILL);
-  if (!detach) waitpid(pid, nullptr, 0);
-  return e;
+// The process's last word: EOF at its execve, or its failure. One that fails or goes
+// silent before its command is killed, and reaped unless `detach` (the engine's shim,
+// the subreaper above brig, reaps it then).
+Status AwaitCommand(container::Joined& j, bool detach) {
+  Status s = container::AwaitExecve(j);
+  if (s) return s;
+  (void)sys::PidfdSendSignal(j.pidfd.get(), SIGKILL);
+  if (!detach) waitpid(j.pid, nullptr, 0);
+  return s;
 }
 
 }  // namespace
@@ -205,35 +152,29 @@ Result<int> Exec(const ExecOptions& o) {
     }
     console = BRIG_TRY(ConnectConsoleSocket(o.console_socket));
   }
-  sys::FdPair sync = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "exec"));
-  sys::UniqueFd parent_end = sync.TakeParentEnd(), child_end = sync.TakeChildEnd();
   sigset_t chld, old;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   if (!o.detach) {
     sigprocmask(SIG_BLOCK, &chld, &old);
-    // The process is the child's child: it comes back to brig when the child exits.
+    // The process is the stage child's child: it comes back to brig when that one exits.
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
       return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
     }
   }
-  std::vector<cgroup::TasksFile> tasks = BRIG_TRY(cg->OpenV1Tasks());
-  sys::CloneArgs ca;
-  ca.exit_signal = SIGCHLD;
-  if (cg->v2_fd() >= 0) {
-    ca.flags |= CLONE_INTO_CGROUP;
-    ca.cgroup_fd = cg->v2_fd();
-  }
-  pid_t child = BRIG_TRY_CTX(sys::Clone3(ca), "exec");
-  if (child == 0) {
-    parent_end.Reset();
-    JoinAndFork(pidfd->get(), ns_flags, prep, p.terminal(), p.console_size(), console.get(),
-                child_end.get(), o.preserve_fds, tasks);
-  }
-  child_end.Reset();
+  container::JoinTarget target{pidfd->get(), ns_flags, cg->v2_fd(), BRIG_TRY(cg->OpenV1Tasks())};
+  container::JoinedProcess joined;
+  joined.become = [&](int sync_fd) {
+    BecomeProcess(prep, p.terminal(), p.console_size(), console.get(), sync_fd, o.preserve_fds);
+  };
+  // What --preserve-fds hands over stays, and the terminal's master until it is set up.
+  if (console) joined.keep.push_back(console.get());
+  joined.keep_below = 3 + static_cast<unsigned>(o.preserve_fds);
+  container::Joined j = BRIG_TRY(container::Join(target, joined));
   console.Reset();
-  tasks.clear();
-  pid_t pid = BRIG_TRY(AwaitProcess(parent_end.get(), child, o.detach));
+  target.cgroup_v1.clear();
+  BRIG_TRY(AwaitCommand(j, o.detach));
+  pid_t pid = j.pid;
   if (!o.pid_file.empty()) {
     BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(pid)), "--pid-file");
   }

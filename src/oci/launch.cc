@@ -224,7 +224,7 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
         continue;
       }
       case Msg::kCreated: {
-        std::optional<uint64_t> start = StartTimeOf(init_pid);
+        std::optional<uint64_t> start = sys::StartTimeOf(init_pid);
         if (!start) return Fail("container init", "", "exited before it was created");
         rec.set_start_time(*start);
         BRIG_TRY(mk.dir->Write(rec));

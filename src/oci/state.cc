@@ -20,6 +20,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "sys/child.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -180,38 +181,6 @@ std::string_view StatusName(ContainerStatus s) {
   return "unknown";
 }
 
-std::optional<uint64_t> ParseStartTime(std::string_view stat) {
-  // "PID (COMM) STATE PPID ...": COMM is whatever the process named itself, ')' and spaces
-  // included, so the fields start after the last ')'. STATE is field 3, the start time 22.
-  size_t close = stat.rfind(')');
-  if (close == std::string_view::npos) return std::nullopt;
-  std::string_view rest = stat.substr(close + 1);
-  int field = 2;
-  while (!rest.empty()) {
-    size_t start = rest.find_first_not_of(' ');
-    if (start == std::string_view::npos) break;
-    rest.remove_prefix(start);
-    size_t end = std::min(rest.find(' '), rest.size());
-    if (++field == 22) {
-      std::string_view f = rest.substr(0, end);
-      if (!f.empty() && f.back() == '\n') f.remove_suffix(1);
-      uint64_t v = 0;
-      auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      if (ec != std::errc() || ptr != f.data() + f.size()) return std::nullopt;
-      return v;
-    }
-    rest.remove_prefix(end);
-  }
-  return std::nullopt;
-}
-
-std::optional<uint64_t> StartTimeOf(pid_t pid) {
-  if (pid <= 0) return std::nullopt;
-  auto stat = util::ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return std::nullopt;
-  return ParseStartTime(*stat);
-}
-
 Result<ContainerDir> ContainerDir::Create(const std::string& root, const std::string& id) {
   BRIG_TRY(CheckId(id));
   BRIG_TRY(MakeRoot(root));
@@ -311,13 +280,7 @@ Result<std::vector<std::string>> ListIds(const std::string& root) {
 }
 
 std::optional<sys::UniqueFd> OpenProcess(const Container& c) {
-  if (c.pid() <= 0) return std::nullopt;
-  auto pidfd = sys::PidfdOpen(c.pid(), "container " + c.id());
-  if (!pidfd) return std::nullopt;
-  // Checked after the pidfd is open: the pid then cannot pass to another process, so the
-  // process checked is the one the pidfd holds.
-  if (StartTimeOf(c.pid()) != c.start_time()) return std::nullopt;
-  return std::move(*pidfd);
+  return sys::OpenProcessStartedAt(c.pid(), c.start_time());
 }
 
 ContainerStatus StatusOf(const Container& c, bool frozen) {

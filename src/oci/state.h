@@ -34,12 +34,6 @@ Status CheckId(std::string_view id);
 enum class ContainerStatus { kCreating, kCreated, kRunning, kPaused, kStopped };
 std::string_view StatusName(ContainerStatus s);
 
-// Field 22 of /proc/PID/stat (the start time in clock ticks since boot). Pure; the command
-// name in parentheses may hold spaces and parentheses.
-std::optional<uint64_t> ParseStartTime(std::string_view stat);
-// The start time of `pid` now, or nullopt if there is no such process.
-std::optional<uint64_t> StartTimeOf(pid_t pid);
-
 // One container's directory, locked for as long as this object lives.
 class ContainerDir {
  public:

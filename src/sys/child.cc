@@ -1,8 +1,13 @@
 #include "sys/child.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <string>
 
 #include "sys/syscalls.h"
 
@@ -25,6 +30,49 @@ void Child::KillAndReap() {
   if (!pidfd_) return;
   (void)Signal(SIGKILL);
   (void)Reap();
+}
+
+std::optional<uint64_t> ParseStartTime(std::string_view stat) {
+  // "PID (COMM) STATE PPID ...": COMM is whatever the process named itself, ')' and spaces
+  // included, so the fields start after the last ')'. STATE is field 3, the start time 22.
+  size_t close = stat.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view rest = stat.substr(close + 1);
+  int field = 2;
+  while (!rest.empty()) {
+    size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos) break;
+    rest.remove_prefix(start);
+    size_t end = std::min(rest.find(' '), rest.size());
+    if (++field == 22) {
+      std::string_view f = rest.substr(0, end);
+      if (!f.empty() && f.back() == '\n') f.remove_suffix(1);
+      uint64_t v = 0;
+      auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+      if (ec != std::errc() || ptr != f.data() + f.size()) return std::nullopt;
+      return v;
+    }
+    rest.remove_prefix(end);
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> StartTimeOf(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  char buf[1024];  // the fields up to the start time fit, whatever the command's name
+  ssize_t n = read(fd.get(), buf, sizeof buf);
+  if (n <= 0) return std::nullopt;
+  return ParseStartTime(std::string_view(buf, static_cast<size_t>(n)));
+}
+
+std::optional<UniqueFd> OpenProcessStartedAt(pid_t pid, uint64_t start_time) {
+  if (pid <= 0) return std::nullopt;
+  auto pidfd = PidfdOpen(pid, std::to_string(pid));
+  if (!pidfd || StartTimeOf(pid) != start_time) return std::nullopt;
+  return std::move(*pidfd);
 }
 
 }  // namespace brig::sys

@@ -7,6 +7,9 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "brig/result.h"
@@ -54,5 +57,15 @@ class Child {
   pid_t pid_ = 0;
   UniqueFd pidfd_;
 };
+
+// Field 22 of /proc/PID/stat (the start time in clock ticks since boot). Pure; the command
+// name in parentheses may hold spaces and parentheses.
+std::optional<uint64_t> ParseStartTime(std::string_view stat);
+// The start time of `pid` now, or nullopt if there is no such process.
+std::optional<uint64_t> StartTimeOf(pid_t pid);
+// A pidfd of `pid` if it is still the process that started at `start_time` (a state
+// record's), else nullopt: a pid reused since cannot be taken for it. Checked after the
+// pidfd is open, so the process checked is the one the pidfd holds.
+std::optional<UniqueFd> OpenProcessStartedAt(pid_t pid, uint64_t start_time);
 
 }  // namespace brig::sys

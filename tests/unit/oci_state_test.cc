@@ -15,6 +15,7 @@
 #include <functional>
 #include <sstream>
 
+#include "sys/child.h"
 #include "sys/syscalls.h"
 #include "testlib/testlib.h"
 #include "util/files.h"
@@ -92,7 +93,7 @@ Container RecordOf(pid_t pid, bool started) {
   Container c;
   c.set_id("c1");
   c.set_pid(pid);
-  c.set_start_time(StartTimeOf(pid).value_or(0));
+  c.set_start_time(sys::StartTimeOf(pid).value_or(0));
   c.set_started(started);
   return c;
 }
@@ -381,26 +382,26 @@ TEST(OciState, ParseStartTimeTakesTheFieldsAfterTheLastParenthesis) {
   };
   for (std::string comm : {"sh", "a b", ")", "((", ") R 1 2 3", "x) S 1 2 3 4 5 6 7 8 9 10 11",
                            "a\nb", "", "(sd-pam)"}) {
-    EXPECT_EQ(ParseStartTime(stat(comm, "987654321")), 987654321u) << comm;
+    EXPECT_EQ(sys::ParseStartTime(stat(comm, "987654321")), 987654321u) << comm;
   }
-  EXPECT_EQ(ParseStartTime(stat("sh", "18446744073709551615")), UINT64_MAX);
-  EXPECT_EQ(ParseStartTime(stat("sh", "-1")), std::nullopt);
-  EXPECT_EQ(ParseStartTime(stat("sh", "12x")), std::nullopt);
-  EXPECT_EQ(ParseStartTime(stat("sh", "18446744073709551616")), std::nullopt);
-  EXPECT_EQ(ParseStartTime(""), std::nullopt);
-  EXPECT_EQ(ParseStartTime("4242 sh S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"),
+  EXPECT_EQ(sys::ParseStartTime(stat("sh", "18446744073709551615")), UINT64_MAX);
+  EXPECT_EQ(sys::ParseStartTime(stat("sh", "-1")), std::nullopt);
+  EXPECT_EQ(sys::ParseStartTime(stat("sh", "12x")), std::nullopt);
+  EXPECT_EQ(sys::ParseStartTime(stat("sh", "18446744073709551616")), std::nullopt);
+  EXPECT_EQ(sys::ParseStartTime(""), std::nullopt);
+  EXPECT_EQ(sys::ParseStartTime("4242 sh S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"),
             std::nullopt);
-  EXPECT_EQ(ParseStartTime("4242 (sh) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0"),
+  EXPECT_EQ(sys::ParseStartTime("4242 (sh) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0"),
             std::nullopt);
-  EXPECT_EQ(ParseStartTime("4242 (sh) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 77"),
+  EXPECT_EQ(sys::ParseStartTime("4242 (sh) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 77"),
             77u);
 
   auto self = util::ReadFile("/proc/self/stat");
   ASSERT_TRUE(self);
-  EXPECT_EQ(StartTimeOf(getpid()), ParseStartTime(*self));
-  EXPECT_NE(StartTimeOf(getpid()), std::nullopt);
-  EXPECT_EQ(StartTimeOf(0), std::nullopt);
-  EXPECT_EQ(StartTimeOf(-1), std::nullopt);
+  EXPECT_EQ(sys::StartTimeOf(getpid()), sys::ParseStartTime(*self));
+  EXPECT_NE(sys::StartTimeOf(getpid()), std::nullopt);
+  EXPECT_EQ(sys::StartTimeOf(0), std::nullopt);
+  EXPECT_EQ(sys::StartTimeOf(-1), std::nullopt);
 }
 
 TEST(OciState, StatusOfALiveProcess) {

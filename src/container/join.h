@@ -1,0 +1,77 @@
+// Joining what runs: one new process in the namespaces and cgroups of a running
+// container's first process, for `brig exec` (oci/exec.cc). brig clones a stage child into
+// the target's v2 group (CLONE_INTO_CGROUP); the stage child joins the v1 groups itself
+// (cgroup::JoinV1), then every namespace at once through the target's pidfd (setns(2));
+// since a pid namespace is entered only by children, it forks the process, reports its pid
+// and exits. The process is the front end's: it takes its credentials and seccomp filter
+// and execs as that front end's own workload does.
+//
+//   brig exec                             stage child                   process
+//   socketpair(SEQPACKET|CLOEXEC),
+//   PR_SET_CHILD_SUBREAPER (if it waits)
+//   clone3(CLONE_INTO_CGROUP) ──────────▶ not dumpable, args scrubbed
+//                                         "0" to each v1 tasks file
+//                                         setns(pidfd, namespaces)
+//                                         every fd closed but those named
+//                                         fork ───────────────────────▶ its front end's steps
+//                    ◀── kPid {pid}       exits (brig, the subreaper,
+//                                         adopts the process)
+//                    ◀── kError, or EOF at execve
+//
+// Flow::kExec checks that order (sync.h); every wait is bounded by a setup step's time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <vector>
+
+#include "brig/result.h"
+#include "cgroup/cgroup.h"
+#include "container/sync.h"
+#include "sys/fd.h"
+
+namespace brig::container {
+
+// What the process joins. The pidfd is the target's first process, checked to be the one
+// its record names (sys::OpenProcessStartedAt), so a pid reused since is never joined.
+struct JoinTarget {
+  int pidfd = -1;
+  int namespaces = 0;                        // CLONE_NEW* to join through the pidfd
+  int cgroup_v2 = -1;                        // the v2 group's directory; -1: none
+  std::vector<cgroup::TasksFile> cgroup_v1;  // the v1 groups' tasks files
+};
+
+// The process's part. Both functions run in brig's children and must not return from the
+// process (`become` ends in execve or _exit); errors go over `sync_fd` (SendErrorAndExit).
+struct JoinedProcess {
+  // First thing in the stage child, before any namespace is joined (the process's stdio
+  // onto fds 0-2); may be empty.
+  std::function<void()> in_stage;
+  // The process, in the target's namespaces, holding only fds 0 .. keep_below-1, the
+  // sync socket and `keep`.
+  std::function<void(int sync_fd)> become;
+  std::vector<int> keep;
+  unsigned keep_below = 3;
+};
+
+// A process started by Join: its host pid and a pidfd of it (opened as soon as its pid
+// was told, so a signal never reaches a pid reused since), brig's end of the sync socket
+// and the order its messages are checked in.
+struct Joined {
+  pid_t pid = 0;
+  sys::UniqueFd pidfd;
+  sys::UniqueFd sync;
+  SyncSequence seq{Flow::kExec};
+};
+
+// Clones the stage child, which joins `t` and forks `p`; returns once the stage child has
+// reported the process's pid (within a setup step's time; a silent one is killed) and is
+// reaped. With PR_SET_CHILD_SUBREAPER set, the process is then brig's child.
+Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p);
+
+// The process's next word within a setup step's time: EOF (it reached execve, or _exited
+// without a word) is success; kError is its failure.
+Status AwaitExecve(Joined& j);
+
+}  // namespace brig::container
