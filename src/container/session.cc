@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <linux/securebits.h>
 #include <malloc.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "container/exec_record.h"
 #include "container/init.h"
 #include "fs/export.h"
 #include "log/log.h"
@@ -176,6 +178,13 @@ Status Session::Describe() {
   for (const auto& [key, value] : about) {
     BRIG_TRY(record_.Add(state::kAboutKind, std::string(key) + "=" + value));
   }
+  if (!sb_.isolated) return {};
+  // What brig exec takes to join the sandbox (exec_record.h).
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return SysError("getcwd", "brig");
+  for (const auto& [key, value] : ExecAbout(sb_, seccomp_, cwd)) {
+    BRIG_TRY(record_.Add(state::kAboutKind, key + "=" + value));
+  }
   return {};
 }
 
@@ -184,6 +193,12 @@ bool Session::Launch() {
   if (auto s = record_.Add(state::kAboutKind, "pid=" + std::to_string(child_.pid())); !s) {
     Warn(std::move(s).error());
   }
+  // Checked by brig exec against the pid's process before it joins it: a pid reused since
+  // init died is never taken for it.
+  std::optional<uint64_t> start = sys::StartTimeOf(child_.pid());
+  if (!sb_.isolated || !start) return true;
+  auto [key, value] = InitStartAbout(*start);
+  if (auto s = record_.Add(state::kAboutKind, key + "=" + value); !s) Warn(std::move(s).error());
   return true;
 }
 
