@@ -44,6 +44,8 @@ int CheckMain(const std::vector<std::string>& args);
 int GcMain(const std::vector<std::string>& args);
 // `brig list`: the running sandboxes (cli/list.cc).
 int ListMain(const std::vector<std::string>& args);
+// `brig exec NAME|ID -- CMD`: a command in a running sandbox (cli/exec.cc).
+int ExecMain(const std::vector<std::string>& args);
 
 struct OciFlag;     // cli/oci.h
 struct OciRequest;  // cli/oci.h

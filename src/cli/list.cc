@@ -48,8 +48,9 @@ std::string Usage() {
   std::ostringstream out;
   out << "Usage: brig list [--format table|json]\n\n"
          "List the sandboxes running on this host: their id, --name, profile, network\n"
-         "posture, pid (brig init's, on the host) and when they started. A sandbox whose\n"
-         "brig died is not listed; brig gc removes what it left.\n\n"
+         "posture, pid (brig init's, on the host) and when they started. brig exec takes\n"
+         "the id or the name (brig exec NAME|ID -- CMD). A sandbox whose brig died is not\n"
+         "listed; brig gc removes what it left.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),

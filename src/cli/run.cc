@@ -394,10 +394,12 @@ std::string MainUsage() {
          "            kernel paths (brig policy --help)\n"
          "  check     preflight: this host's cgroups and kernel features, and which\n"
          "            profiles can run here (brig check --help)\n"
-         "  list      list the running sandboxes (brig list --help)\n"
+         "  list      list the running sandboxes: the id and name brig exec takes (brig list\n"
+         "            --help)\n"
+         "  exec      run a command in a running sandbox, NAME|ID -- CMD (brig exec --help)\n"
          "  gc        remove what sandboxes of a killed brig left behind, or one of them\n"
          "            (brig gc --help)\n\n"
-         "run, check, list and gc need root; policy reads files only and needs none.\n\n"
+         "run, check, list, exec and gc need root; policy reads files only and needs none.\n\n"
          "OCI runtime commands (runc's, on a bundle, for containerd, podman and Docker;\n"
          "brig COMMAND --help, brig-oci(1); all but spec and features need root):\n"
          "  create, start, state, kill, delete\n"
@@ -405,7 +407,8 @@ std::string MainUsage() {
          "  run --bundle DIR\n"
          "            create and start a container, and wait for it\n"
          "  exec, ps, pause, resume, update, events\n"
-         "            a new process in a container; its processes, freezer, limits and usage\n"
+         "            a new process in a container (an ID no running sandbox has); its\n"
+         "            processes, freezer, limits and usage\n"
          "  spec, features\n"
          "            write a config.json brig runs as it is; print what brig supports\n"
          "  list      with the global --root: the containers under it\n\n"
@@ -415,8 +418,8 @@ std::string MainUsage() {
          "Global options (before COMMAND, as runc's):\n" +
          GlobalUsage() +
          "\n"
-         "See brig(1), brig-run(1), brig-check(1), brig-list(1), brig-gc(1), brig-policy(1),\n"
-         "brig-profile(5), brig-seccomp(5), brig-oci(1) and brig-engines(7).\n";
+         "See brig(1), brig-run(1), brig-check(1), brig-list(1), brig-exec(1), brig-gc(1),\n"
+         "brig-policy(1), brig-profile(5), brig-seccomp(5), brig-oci(1) and brig-engines(7).\n";
 }
 
 }  // namespace brig::cli

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/oci.h"
+#include "container/sandbox_exec.h"
 #include "oci/launch.h"
 #include "util/parse.h"
 
@@ -265,6 +266,34 @@ bool UnderRoot(const GlobalFlags& global, const std::vector<std::string>&) {
   return !global.root.empty();
 }
 
+// Whether `flag` (an OCI exec's, in any of runc's spellings) takes the next argument.
+bool ExecFlagTakesValue(const std::string& flag) {
+  static const std::string_view kShort[] = {"-p", "-e", "-u", "-g", "-c"};
+  if (std::find(std::begin(kShort), std::end(kShort), flag) != std::end(kShort)) return true;
+  std::string_view name = flag;
+  while (!name.empty() && name[0] == '-') name.remove_prefix(1);
+  return std::any_of(std::begin(kExecFlags), std::end(kExecFlags), [&](const OciFlag* f) {
+    return f->metavar && name == std::string_view(f->name).substr(2);
+  });
+}
+
+// `brig exec` is brig's own, into a running sandbox, when its first argument is a live
+// sandbox's id or --name (or it has none and asks for --help), and never under the global
+// --root, which is an engine's call: otherwise the OCI verb, as runc's. The arguments
+// before it are flags of either verb, whose values are skipped as either takes them.
+bool NamesASandbox(const GlobalFlags& global, const std::vector<std::string>& args) {
+  if (!global.root.empty()) return false;
+  bool help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') return container::NamesASandbox(a);
+    help |= a == "--help" || a == "-h";
+    if (a.find('=') == std::string::npos && ExecFlagTakesValue(a)) ++i;
+  }
+  return help;
+}
+
 // Why a verb needs root, in the line a caller who is not root gets. `run` and `list` say
 // the same whichever of their verbs the call is.
 constexpr char kRunNeedsRoot[] = "it creates namespaces, cgroups and nftables tables as root";
@@ -281,6 +310,10 @@ constexpr Verb kVerbs[] = {
      .why_root = "its probes make namespaces, mounts and nftables tables as root",
      .main = CheckMain},
     {.name = "list", .why_root = kListNeedsRoot, .main = ListMain},
+    {.name = "exec",
+     .why_root = "it joins a sandbox's namespaces and cgroups as root",
+     .chosen = NamesASandbox,
+     .main = ExecMain},
     {.name = "gc",
      .why_root = "it removes what sandboxes left in /run/brig, cgroups and nftables",
      .main = GcMain},

@@ -283,27 +283,6 @@ std::string PostureName(const v1::Profile& p) {
   }
 }
 
-// brig's few defaults, then the variables the run passes from its caller's environment,
-// then those it sets; built from nothing (design.md, Invariant 3).
-std::vector<std::string> BuildEnv(const Overrides& run) {
-  std::vector<std::string> env = {
-      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
-      "LANG=C.UTF-8"};
-  auto set = [&](const std::string& kv) {
-    std::string key = kv.substr(0, kv.find('=') + 1);
-    for (auto& e : env) {
-      if (e.compare(0, key.size(), key) == 0) {
-        e = kv;
-        return;
-      }
-    }
-    env.push_back(kv);
-  };
-  for (const auto& kv : run.passed_env) set(kv);
-  for (const auto& kv : run.set_env) set(kv);
-  return env;
-}
-
 }  // namespace
 
 Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run) {
@@ -334,6 +313,25 @@ Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run) {
   BRIG_TRY(ResolveMounts(profile, run, sb));
   sb.env = BuildEnv(run);
   return sb;
+}
+
+std::vector<std::string> BuildEnv(const Overrides& run) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
+      "LANG=C.UTF-8"};
+  auto set = [&](const std::string& kv) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    for (auto& e : env) {
+      if (e.compare(0, key.size(), key) == 0) {
+        e = kv;
+        return;
+      }
+    }
+    env.push_back(kv);
+  };
+  for (const auto& kv : run.passed_env) set(kv);
+  for (const auto& kv : run.set_env) set(kv);
+  return env;
 }
 
 }  // namespace brig::config

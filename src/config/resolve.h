@@ -17,4 +17,9 @@ namespace brig::config {
 // the flag, and are bad input or policy refusals (exit 125). Paths are kept as given.
 Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run);
 
+// A sandbox process's environment, built from nothing (design.md, Invariant 3): brig's few
+// defaults, then the variables `run` passes from its caller's environment (passed_env),
+// then those it sets (set_env), each "K=V". The workload's, and a brig exec's process's.
+std::vector<std::string> BuildEnv(const Overrides& run);
+
 }  // namespace brig::config

@@ -34,7 +34,7 @@ void ExecChild(const ExecSpec& s) {
   if (s.parent && (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != s.parent)) {
     _exit(kExitRefused);
   }
-  if (!AwaitGo(s)) _exit(kExitRefused);
+  if (s.go_fd >= 0 && !AwaitGo(s)) _exit(kExitRefused);
   sigset_t none;
   sigemptyset(&none);
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);

@@ -1,5 +1,6 @@
-// The one exec path of a workload: forked by brig init inside a sandbox, or cloned by brig
-// itself for an ISOLATION_NONE profile (container/unconfined.cc). Runs in the new child,
+// The one exec path of a workload: forked by brig init inside a sandbox, forked into a
+// running one by brig exec (container/sandbox_exec.h), or cloned by brig itself for an
+// ISOLATION_NONE profile (container/unconfined.cc). Runs in the new child,
 // never returns: on a failure it writes the errno on `err_fd` (negated for seccomp) and
 // exits with brig/exit.h's code.
 #pragma once
@@ -28,6 +29,7 @@ struct ExecSpec {
   // go when `parent` is set (brig is the parent, and its death must stop the child, not
   // let it go); otherwise EOF is (brig init closes its end; if init died instead, the pid
   // namespace's end takes this child with it). `go_other` is the inherited write end.
+  // -1 for both: already let go (brig exec's process, started over its sync socket).
   int go_fd;
   int go_other;
   int err_fd;

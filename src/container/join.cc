@@ -87,7 +87,13 @@ Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p) {
 Status AwaitExecve(Joined& j) {
   auto m = RecvMessage(j.sync.get(), kSetupStepTimeoutMs);
   if (!m && m.error().detail == kPeerClosed) return {};
-  if (!m) return std::move(m).error().Wrap("exec");
+  if (!m) {
+    // A process that failed and went with a word of brig's unread (kStart) resets the
+    // socket (ECONNRESET): what it said before it went is still queued.
+    Error lost = std::move(m).error().Wrap("exec");
+    std::optional<Error> why = WhyInitIsGone(j.sync.get(), j.pidfd.get(), lost);
+    return why ? std::move(*why) : std::move(lost);
+  }
   BRIG_TRY(j.seq.Accept(m->type));
   return DecodeError(*m);
 }

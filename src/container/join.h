@@ -1,10 +1,11 @@
-// Joining what runs: one new process in the namespaces and cgroups of a running
-// container's first process, for `brig exec` (oci/exec.cc). brig clones a stage child into
-// the target's v2 group (CLONE_INTO_CGROUP); the stage child joins the v1 groups itself
-// (cgroup::JoinV1), then every namespace at once through the target's pidfd (setns(2));
-// since a pid namespace is entered only by children, it forks the process, reports its pid
-// and exits. The process is the front end's: it takes its credentials and seccomp filter
-// and execs as that front end's own workload does.
+// Joining what runs: one new process in the namespaces and cgroups of a running sandbox's
+// or OCI container's first process, for both `brig exec`s (container/sandbox_exec.h,
+// oci/exec.cc). brig clones a stage child into the target's v2 group (CLONE_INTO_CGROUP);
+// the stage child joins the v1 groups itself (cgroup::JoinV1), then every namespace at once
+// through the target's pidfd (setns(2)); since a pid namespace is entered only by
+// children, it forks the process, reports its pid and exits. The process is the front
+// end's: it takes its credentials and seccomp filter and execs as that front end's own
+// workload does.
 //
 //   brig exec                             stage child                   process
 //   socketpair(SEQPACKET|CLOEXEC),
@@ -16,6 +17,7 @@
 //                                         fork ───────────────────────▶ its front end's steps
 //                    ◀── kPid {pid}       exits (brig, the subreaper,
 //                                         adopts the process)
+//   (sandbox: audit) ─── kStart ──▶                                     (sandbox: waits for it)
 //                    ◀── kError, or EOF at execve
 //
 // Flow::kExec checks that order (sync.h); every wait is bounded by a setup step's time.
@@ -71,7 +73,8 @@ struct Joined {
 Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p);
 
 // The process's next word within a setup step's time: EOF (it reached execve, or _exited
-// without a word) is success; kError is its failure.
+// without a word) is success; kError is its failure, also when it is read after the reset
+// of a socket the process left with brig's word unread.
 Status AwaitExecve(Joined& j);
 
 }  // namespace brig::container

@@ -119,7 +119,7 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   log::Debug("cgroups made for ", sb.id);
   if (sb.network) s->net_ = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, s->record_));
   if (sb.network) log::Debug("network prepared: port and lease for ", sb.id);
-  s->stdio_ = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit, sb.terminal_codeset));
+  s->stdio_ = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit, sb.terminal_codeset, true));
   return s;
 }
 

@@ -65,7 +65,7 @@ void EnsureStdio() {
 }
 
 Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
-                                              TerminalCodeset codeset) {
+                                              TerminalCodeset codeset, bool terminal) {
   std::unique_ptr<Stdio> s(new Stdio());
   s->limit_ = limit;
   s->codeset_ = codeset;
@@ -73,7 +73,7 @@ Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
   if (!s->null_) return SysError("open", "/dev/null");
   s->ep_.Reset(epoll_create1(EPOLL_CLOEXEC));
   if (!s->ep_) return SysError("epoll_create1", "stdio relay");
-  s->terminal_ = isatty(0) && InForeground(0);
+  s->terminal_ = terminal && isatty(0) && InForeground(0);
   if (s->terminal_) BRIG_TRY_CTX(s->PrepareTerminal(), "terminal");
   if (!s->terminal_) BRIG_TRY_CTX(s->PrepareInput(), "stdin");
   for (int caller : {1, 2}) {

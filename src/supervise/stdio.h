@@ -29,9 +29,11 @@ class Stdio {
  public:
   // Reads what brig's fds 0-2 are and makes the workload's. `limit`: bytes relayed per
   // output stream; the rest is read and dropped. `codeset`: how the caller's terminals
-  // decode, for their filters. Before the clone.
+  // decode, for their filters. `terminal`: whether the workload gets a terminal of its own
+  // when the caller's stdin is a terminal in the foreground (brig run's, always; brig
+  // exec's, with --tty); else pipes. Before the clone.
   static Result<std::unique_ptr<Stdio>> Prepare(std::optional<uint64_t> limit,
-                                                TerminalCodeset codeset);
+                                                TerminalCodeset codeset, bool terminal);
   Stdio(const Stdio&) = delete;
   Stdio& operator=(const Stdio&) = delete;
   ~Stdio();

@@ -63,6 +63,25 @@ TEST(Verbs, ListIsTheOciVerbUnderRoot) {
   EXPECT_TRUE(IsOci(FindVerb("list", global, {})));
 }
 
+// `brig exec` is brig's own when it asks for --help without an id, and never under the
+// global --root; a call that names no running sandbox is the OCI verb's, its flags
+// runc's (their values are not taken for the id).
+TEST(Verbs, ExecIsBrigsOwnOnlyForARunningSandboxOrItsHelp) {
+  GlobalFlags global;
+  const Verb* help = FindVerb("exec", global, {"--help"});
+  ASSERT_NE(help, nullptr);
+  EXPECT_FALSE(IsOci(help));
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--process", "brig-no-such-sandbox-0", "id"},
+        {"-e", "A=1", "--cwd=/x", "brig-no-such-sandbox-0", "true"},
+        {"brig-no-such-sandbox-0", "--", "true"},
+        {}}) {
+    EXPECT_TRUE(IsOci(FindVerb("exec", global, args))) << (args.empty() ? "" : args[0]);
+  }
+  global.root = "/run/containerd/runc/k8s.io";
+  EXPECT_TRUE(IsOci(FindVerb("exec", global, {"--help"})));
+}
+
 TEST(Verbs, AnUnknownNameHasNoRow) {
   EXPECT_EQ(FindVerb("nosuch", GlobalFlags{}, {}), nullptr);
   EXPECT_EQ(FindVerb("", GlobalFlags{}, {}), nullptr);
