@@ -783,6 +783,14 @@ std::string_view StepName(StepKind k) {
     case StepKind::kHide: return "hide";
     case StepKind::kHoldIpc: return "hold ipc";
     case StepKind::kNamed: return "named mount";
+    case StepKind::kBindSource: return "bind source";
+    case StepKind::kMount: return "mount";
+    case StepKind::kTmpfsCopyUp: return "tmpfs copy-up";
+    case StepKind::kCgroup: return "cgroup";
+    case StepKind::kCgroupGroups: return "cgroup groups";
+    case StepKind::kDevice: return "device";
+    case StepKind::kLinkInRoot: return "symlink in root";
+    case StepKind::kPropagation: return "propagation";
   }
   return "unknown";
 }

@@ -2,8 +2,12 @@
 // it: it clones every host source (root directories, /etc entries, the workspace, device
 // nodes) into detached mount trees with open_tree(OPEN_TREE_CLONE) and sets their
 // attributes, so the child never resolves a host path. The child only creates directories,
-// files and new filesystems in its own tmpfs and attaches trees by fd (rootfs.cc).
+// files and new filesystems in its own tmpfs and attaches trees by fd (rootfs.cc). An OCI
+// container's root is planned as steps too (oci/rootfs.h), but built in the image's root,
+// and its binds are host paths that its init resolves (kBindSource, fs/in_root.h).
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -41,6 +45,29 @@ enum class StepKind {
                      // it, if it is still there (its host process may have removed it meanwhile)
   kNamed,            // attach tree (a directory) at dest, a named mount's target: the directories
                      // on the way are made where missing, and none of them may be a symlink
+  // The kinds below build an OCI container's root (fs/in_root.h): the root is the image's,
+  // so each dest is resolved inside it (openat2 RESOLVE_IN_ROOT) and made where missing.
+  kBindSource,    // bind the host path `source` at dest, recursively with `recursive`, then
+                  // remount it with `flags` (when `remount`) and set `attrs`, clear `cleared`
+                  // recursively. The path, not a tree: init resolves and binds it in its own
+                  // mount namespace, the copy of the host's made for a less privileged user
+                  // namespace, where the kernel locks the source's ro, nosuid, nodev, noexec
+                  // and atime flags. A tree the host cloned (open_tree) and attached carries
+                  // no such lock, and a user-namespaced container could then remount the
+                  // host's read-only source read-write (test
+                  // OciDoors.AUserNamespacedContainerNeverClearsTheHostsReadOnlyOnABindSource)
+  kMount,         // a new file system: mount(2) of `type` from `source` with `flags` and the
+                  // options `data`, then `attrs`/`cleared` recursively; with `host_sys`, a
+                  // sysfs refused in a user namespace is the host's /sys bound read-only
+  kTmpfsCopyUp,   // a tmpfs with options `data` and `flags`, filled with what the image holds
+                  // at dest (runc's tmpcopyup) before it is attached there
+  kCgroup,        // the cgroup hierarchies, new, seen from the container's cgroup namespace;
+                  // read-only when `flags` has MS_RDONLY
+  kCgroupGroups,  // without a cgroup namespace: the container's own `groups` (host
+                  // directories) bound in their hierarchies' places, nosuid, nodev, noexec
+  kDevice,        // the device node `rdev` of type and permissions `mode`, owned by uid:gid
+  kLinkInRoot,    // symlink data -> dest; an entry there is kept, or replaced with `replace`
+  kPropagation,   // dest's mount propagation becomes `flags` (MS_SHARED, MS_SLAVE... MS_REC)
 };
 
 // Why brig refuses a symlink at a protected path of a read-write workspace, or on the way
@@ -62,11 +89,24 @@ struct Step {
   bool is_dir = true;
   uint64_t size = 0;
   uint32_t mode = 0755;
-  uint64_t attrs = 0;  // MOUNT_ATTR_* for new filesystems; for a kBind, those set on it
+  uint64_t attrs = 0;    // MOUNT_ATTR_* for new filesystems; for a kBind, those set on it
   uint64_t cleared = 0;  // kBind: MOUNT_ATTR_* cleared on it
   // What the step is made from, for the manifest (manifest/manifest.h): the host path a
-  // tree was cloned from, or what a new file system is of.
+  // tree was cloned from, or what a new file system is of; kBindSource's host path.
   std::string source;
+  // The OCI kinds' (kBindSource ... kPropagation) parameters, as each one's comment says.
+  std::string type;
+  unsigned long flags = 0;  // MS_*
+  bool remount = false;
+  bool recursive = false;
+  bool host_sys = false;
+  bool replace = false;
+  uint64_t rdev = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<std::string> groups;
+  // The config.json field the step comes from (linux.devices...): its errors are named so.
+  std::string field;
 };
 
 struct MountPlan {

@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fs/in_root.h"
 #include "log/log.h"
 #include "sys/syscalls.h"
 #include "util/parse.h"
@@ -167,7 +168,7 @@ Status AttachNamed(int root, const Step& s) {
                         MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
-Status Apply(int root, Step& s) {
+Status Apply(int root, const Step& s) {
   switch (s.kind) {
     case StepKind::kDir:
       return MakeDir(root, s.dest, 0755);
@@ -219,18 +220,31 @@ Status Apply(int root, Step& s) {
     case StepKind::kNamed:
       return AttachNamed(root, s);
     case StepKind::kSealRoRecursive:
-      return sys::MountSetattr(root, s.dest, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY, 0,
-                               "/" + s.dest);
+      return sys::MountSetattr(root, s.dest, s.dest.empty() ? AT_EMPTY_PATH : AT_SYMLINK_NOFOLLOW,
+                               MOUNT_ATTR_RDONLY, 0, "/" + s.dest);
+    case StepKind::kBindSource:
+    case StepKind::kMount:
+    case StepKind::kTmpfsCopyUp:
+    case StepKind::kCgroup:
+    case StepKind::kCgroupGroups:
+    case StepKind::kDevice:
+    case StepKind::kLinkInRoot:
+    case StepKind::kPropagation:
+      return ApplyInRoot(root, s);
   }
   return Fail("mount plan", s.dest, "unknown step", ErrorKind::kInternal);
 }
 
 }  // namespace
 
-Status ApplySteps(int root, std::vector<Step>& steps) {
-  for (auto& s : steps) {
+Status ApplySteps(int root, const std::vector<Step>& steps) {
+  for (const Step& s : steps) {
     log::Debug("mount: ", StepName(s.kind), " /", s.dest);
-    BRIG_TRY(Apply(root, s));
+    if (s.field.empty()) {
+      BRIG_TRY(Apply(root, s));
+    } else {
+      BRIG_TRY_CTX(Apply(root, s), s.field);
+    }
   }
   return {};
 }

@@ -16,8 +16,9 @@ Status EnterNewRoot(MountPlan& plan);
 
 // Executes `steps` in order on the tree whose root is `root` (an O_PATH or mount fd). Each
 // destination is reached inside that root (openat2 RESOLVE_IN_ROOT), so a symlink there
-// cannot lead a mount out of it.
-Status ApplySteps(int root, std::vector<Step>& steps);
+// cannot lead a mount out of it. A step's errors are named by its `field` when it has one.
+// kSealRoRecursive with an empty dest makes the root's own mount read-only.
+Status ApplySteps(int root, const std::vector<Step>& steps);
 
 // pivot_root into the directory `root`, then detaches the old root without its unmount
 // reaching the host. On return cwd is "/".

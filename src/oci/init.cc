@@ -99,7 +99,7 @@ Status SetUp(const InitArgs& a) {
   if (a.new_keyring) {
     if (auto s = sys::JoinSessionKeyring(); !s && s.error().err != ENOSYS) return s;
   }
-  BRIG_TRY(PrepareRootfs(*a.spec, a.fs));
+  BRIG_TRY(PrepareRootfs(*a.spec, a.fs, *a.rootfs_plan));
   log::Debug("mounts made");
   return {};
 }
@@ -120,7 +120,7 @@ Status Finish(const InitArgs& a, const std::string& state) {
   }
   // Before readonlyPaths makes /proc/sys read-only.
   BRIG_TRY(WriteSysctls(s));
-  BRIG_TRY(FinishRootfs(s));
+  BRIG_TRY(FinishRootfs(*a.rootfs_plan));
   if (s.linux().has_personality()) {
     unsigned long p = BRIG_TRY(PersonalityValue(s.linux().personality()));
     if (personality(p) < 0) return SysError("personality", "linux.personality");

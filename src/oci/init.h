@@ -18,6 +18,7 @@ struct InitArgs {
   const Spec* spec;
   const PreparedProcess* process;
   RootfsOptions fs;
+  const RootfsPlan* rootfs_plan = nullptr;  // PlanRootfs(spec, fs), made by `brig create`
   int sync_fd = -1;
   int fifo_fd = -1;     // exec.fifo's read end: a byte on it is `start`
   int console_fd = -1;  // --console-socket, connected; -1 without a terminal

@@ -5,7 +5,7 @@
 //
 //   brig create                                     container init (init.cc)
 //   record and cgroups made, exec.fifo (read end held by init), sync socketpair,
-//   the v1 groups' tasks files opened
+//   the v1 groups' tasks files opened, the root planned (PlanRootfs, rootfs.h)
 //   [a pid namespace joined by path: setns here, for the child]
 //   clone3(new namespaces | CLONE_INTO_CGROUP) ───▶ "0" to each v1 tasks file (into
 //                                                    its groups, cgroup/groups.h)
@@ -17,12 +17,14 @@
 //                          ─── kIdMapDone ──▶
 //                          ◀── kPid {pid}            [stage path with a new pid ns: the
 //                                                    stage child forks pid 1 and exits]
-//                                                    cgroup ns, setsid, mounts, devices
+//                                                    cgroup ns, setsid, the plan's
+//                                                    mounts and devices
 //                          ◀── kReady
 //   hooks prestart, createRuntime
 //                          ─── kStart {state} ──▶
 //                                                    hooks createContainer, pivot_root,
-//                                                    masked/readonly paths, hostname,
+//                                                    the plan's masked/readonly paths,
+//                                                    root.readonly, propagation, hostname,
 //                                                    sysctl, terminal, credentials and
 //                                                    no_new_privs
 //                          ◀── kCreated
@@ -387,6 +389,8 @@ Result<pid_t> Create(const CreateOptions& o) {
   }
 
   InitArgs args = ArgsFor(b, o, *mk.cgroups);
+  RootfsPlan rootfs_plan = BRIG_TRY(PlanRootfs(spec, args.fs));
+  args.rootfs_plan = &rootfs_plan;
   args.sync_fd = child_end.get();
   args.fifo_fd = fifo_fd.get();
   args.console_fd = console.get();

@@ -1,5 +1,6 @@
-// The container's file system, in its own mount namespace (child side): config.json's
-// root, mounts, devices, rootfsPropagation, maskedPaths and readonlyPaths. Every mount
+// The container's file system: config.json's root, mounts, devices, rootfsPropagation,
+// maskedPaths and readonlyPaths planned as fs::Steps (PlanRootfs, pure, in `brig create`),
+// which the container's init executes in its own mount namespace through fs/. Every mount
 // target inside the rootfs is resolved with openat2(RESOLVE_IN_ROOT) and mounted through
 // its fd, so a symlink the image plants cannot send a mount outside the rootfs (runc
 // CVE-2021-30465, CVE-2025-31133).
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "brig/result.h"
+#include "fs/mount_plan.h"
 #include "proto/oci.pb.h"
 
 namespace brig::oci {
@@ -24,12 +26,20 @@ struct RootfsOptions {
   std::vector<std::string> cgroup_dirs;
 };
 
+// The steps that build the container's root, in order: config.json's mounts and /dev's
+// devices and links in the image's root before pivot_root, then, in it, maskedPaths,
+// readonlyPaths, root.readonly and rootfsPropagation. Pure; an id-mapped mount is refused.
+struct RootfsPlan {
+  std::vector<fs::Step> before_pivot, after_pivot;
+};
+Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& o);
+
 // Before pivot_root: the host's mounts made slave (or as rootfsPropagation says), the
-// rootfs a mount point of its own, config.json's mounts in order, and /dev's devices.
-Status PrepareRootfs(const Spec& spec, const RootfsOptions& o);
+// rootfs a mount point of its own, and the plan's steps before pivot_root.
+Status PrepareRootfs(const Spec& spec, const RootfsOptions& o, const RootfsPlan& plan);
 // pivot_root into the rootfs (or, with `no_pivot`, MS_MOVE and chroot, runc's --no-pivot).
 Status EnterRootfs(const std::string& rootfs, bool no_pivot);
-// After it: root.readonly, maskedPaths, readonlyPaths, and the mount propagation of "/".
-Status FinishRootfs(const Spec& spec);
+// After it: the plan's steps after pivot_root.
+Status FinishRootfs(const RootfsPlan& plan);
 
 }  // namespace brig::oci
