@@ -18,17 +18,10 @@ namespace brig::container {
 namespace {
 
 [[noreturn]] void JoinAndFork(const JoinTarget& t, const JoinedProcess& p, int sync_fd) {
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // brig's own binary is about to enter the target's namespaces: the first steps of every
+  // process brig clones there (not dumpable, its command line scrubbed).
+  if (auto s = StartAsBrigsChild(sync_fd); !s) SendErrorAndExit(sync_fd, std::move(s).error());
   if (p.in_stage) p.in_stage();
-  // brig's own binary is about to enter the target's namespaces: none of its processes may
-  // ptrace it or open it through /proc/PID/exe until execve (runc CVE-2019-5736).
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-    SendErrorAndExit(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
-  }
-  // Nor its command line, which /proc/PID/cmdline shows without ptrace access.
-  ScrubProcessArgs();
   // Before the target's cgroup namespace, and before the process is forked.
   if (auto s = cgroup::JoinV1(t.cgroup_v1); !s) SendErrorAndExit(sync_fd, std::move(s).error());
   if (setns(t.pidfd, t.namespaces) < 0) {

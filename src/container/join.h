@@ -10,7 +10,8 @@
 //   brig exec                             stage child                   process
 //   socketpair(SEQPACKET|CLOEXEC),
 //   PR_SET_CHILD_SUBREAPER (if it waits)
-//   clone3(CLONE_INTO_CGROUP) ──────────▶ not dumpable, args scrubbed
+//   clone3(CLONE_INTO_CGROUP) ──────────▶ StartAsBrigsChild (dies with
+//                                         brig, not dumpable, args scrubbed)
 //                                         "0" to each v1 tasks file
 //                                         setns(pidfd, namespaces)
 //                                         every fd closed but those named

@@ -60,12 +60,9 @@ Status OpenGroups(const ExecRecord& r, JoinTarget& t, sys::UniqueFd& v2) {
   c.uid = rec.uid;
   c.gid = rec.gid;
   c.no_new_privs = true;
+  // Not dumpable after it either (ApplyCredentials), until execve.
   if (auto s = security::ApplyCredentials(c); !s) {
     SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
-  }
-  // The change of uid made it dumpable again; it is not until execve.
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-    SendErrorAndExit(sync_fd, SysError("prctl", "PR_SET_DUMPABLE"));
   }
   auto path = ResolveCommand(req.argv[0], req.env, workdir);
   if (!path) SendErrorAndExit(sync_fd, std::move(path).error());
