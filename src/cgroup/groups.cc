@@ -225,8 +225,7 @@ Status Groups::Apply(const oci::Resources& r, bool create) const {
   return {};
 }
 
-Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oci::Resources& r,
-                                               const Note& note) {
+Result<std::unique_ptr<Groups>> Groups::Lay(const std::string& path) {
   Layout layout = BRIG_TRY_CTX(ProbeLayout(), "cgroup");
   std::unique_ptr<Groups> cg(new Groups());
   for (const auto& h : layout.v1) {
@@ -242,29 +241,55 @@ Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oc
     while (above.size() > layout.v2->mount.size() && !Exists(above)) above = ParentOf(above);
     g.controllers = Words((g.owned ? above : dir) + "/cgroup.controllers");
     cg->groups_.push_back(std::move(g));
+    cg->v2_mount_ = layout.v2->mount;
   }
   for (const auto& g : cg->groups_) cg->dirs_.push_back(g.dir);
-  // Refused before anything is made: what the host cannot honour (the facts of the groups
-  // themselves only pick files, they refuse nothing).
-  BRIG_TRY(PlanWrites(r, RoutesOf(cg->groups_, false), HostFacts{}));
+  return cg;
+}
+
+Result<WritePlan> Groups::PlanCreate(const oci::Resources& r) const {
+  // The facts of the groups themselves only pick files, they refuse nothing: a plan made
+  // before the groups exist refuses what a create would.
+  return PlanWrites(r, RoutesOf(groups_, false), HostFacts{});
+}
+
+std::vector<Groups::Noted> Groups::ToMake(std::vector<std::vector<std::string>>* missing) const {
+  std::vector<Noted> noted;
+  for (const auto& g : groups_) {
+    std::vector<std::string> m = Missing(g);
+    if (!g.owned) noted.push_back({g.dir, false});
+    for (const auto& d : m) noted.push_back({d, true});
+    if (missing) missing->push_back(std::move(m));
+  }
+  return noted;
+}
+
+Result<Groups::Planned> Groups::Plan(const std::string& clean_path, const oci::Resources& r) {
+  std::unique_ptr<Groups> cg = BRIG_TRY(Lay(clean_path));
+  Planned p;
+  p.writes = BRIG_TRY(cg->PlanCreate(r));
+  p.dirs = cg->dirs_;
+  p.noted = cg->ToMake(nullptr);
+  return p;
+}
+
+Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oci::Resources& r,
+                                               const Note& note) {
+  std::unique_ptr<Groups> cg = BRIG_TRY(Lay(path));
+  // Refused before anything is made: what the host cannot honour.
+  BRIG_TRY(cg->PlanCreate(r));
   // Everything it will make or join is noted at once, before anything is made.
   std::vector<std::vector<std::string>> missing;
-  std::vector<Noted> noted;
-  for (const auto& g : cg->groups_) {
-    missing.push_back(Missing(g));
-    if (!g.owned) noted.push_back({g.dir, false});
-    for (const auto& d : missing.back()) noted.push_back({d, true});
-  }
-  BRIG_TRY(note(noted));
+  BRIG_TRY(note(cg->ToMake(&missing)));
   Status s;
   for (size_t i = 0; i < cg->groups_.size(); ++i) {
     if (s) s = cg->Make(cg->groups_[i], missing[i]);
   }
-  if (s && layout.v2) {
+  if (s && cg->V2()) {
     cg->v2_fd_.Reset(open(cg->V2()->dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cg->v2_fd_) s = SysError("open", cg->V2()->dir).Wrap("cgroup");
-    if (s) s = cg->EnableV2(layout.v2->mount, V2ControllersFor(r), true);
-    if (s) s = cg->EnableV2(layout.v2->mount, kV2StatsControllers, false);
+    if (s) s = cg->EnableV2(cg->v2_mount_, V2ControllersFor(r), true);
+    if (s) s = cg->EnableV2(cg->v2_mount_, kV2StatsControllers, false);
     for (auto& g : cg->groups_) {
       if (g.v2 && g.owned) g.controllers = Words(g.dir + "/cgroup.controllers");
     }

@@ -22,6 +22,7 @@
 
 #include "brig/result.h"
 #include "cgroup/cgroup.h"
+#include "cgroup/resources.h"
 #include "proto/oci.pb.h"
 #include "sys/fd.h"
 
@@ -58,6 +59,15 @@ class Groups {
   using Note = std::function<brig::Status(const std::vector<Noted>&)>;
   static Result<std::unique_ptr<Groups>> Create(const std::string& clean_path,
                                                 const oci::Resources& r, const Note& note);
+  // What Create would do, read from the host and made nothing of (`brig create --dry-run`):
+  // the groups' directories, those it would make (owned) or join, and the writes of `r`
+  // as they would be planned before the groups exist. Refuses what Create refuses first.
+  struct Planned {
+    std::vector<std::string> dirs;
+    std::vector<Noted> noted;
+    WritePlan writes;
+  };
+  static Result<Planned> Plan(const std::string& clean_path, const oci::Resources& r);
   // The groups made (`owned`, with the ancestors made on the way to them) or joined
   // (`joined`) before, as noted then, for the verbs after create.
   static std::unique_ptr<Groups> Existing(const std::vector<std::string>& owned,
@@ -95,6 +105,13 @@ class Groups {
     bool Has(std::string_view c) const;
   };
   Groups() = default;
+  // The groups of `clean_path` in every hierarchy, as they are on the host now: nothing made.
+  static Result<std::unique_ptr<Groups>> Lay(const std::string& clean_path);
+  // `r` as writes to these groups, planned before they exist.
+  Result<WritePlan> PlanCreate(const oci::Resources& r) const;
+  // What Create notes: each group joined, or the directories it makes for it (Missing), in
+  // order; `missing`, if given, gets each group's Missing.
+  std::vector<Noted> ToMake(std::vector<std::vector<std::string>>* missing) const;
   const Group* With(std::string_view controller) const;
   const Group* V2() const;
   // The group that freezes the container: the v2 one brig made (cgroup.freeze, 5.2), else
@@ -118,6 +135,7 @@ class Groups {
   std::vector<Group> groups_;
   std::vector<std::string> dirs_;     // the groups' directories, absolute (dirs())
   std::vector<std::string> parents_;  // ancestors brig made for them, outermost first
+  std::string v2_mount_;              // the v2 hierarchy's mount point, if there is one
   sys::UniqueFd v2_fd_;
 };
 

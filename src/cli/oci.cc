@@ -22,11 +22,12 @@
 #include "container/command.h"
 #include "log/log.h"
 #include "oci/container.h"
+#include "oci/dry_run.h"
 #include "oci/process.h"
 #include "oci/spec.h"
 #include "oci/state.h"
-#include "util/files.h"
 #include "sys/syscalls.h"
+#include "util/files.h"
 #include "util/parse.h"
 
 namespace brig::cli {
@@ -214,6 +215,12 @@ Status PrepareCreate(OciRequest& r, const std::string& verb) {
   return MakeBundleAbsolute(r.create);
 }
 
+// --dry-run: what create would make, made nothing of.
+Result<int> PrintPlan(const OciRequest& r) {
+  fputs(BRIG_TRY(oci::DryRun(r.create)).c_str(), stdout);
+  return 0;
+}
+
 // `run` without --detach: SIGCHLD is blocked before the container exists, so that its exit
 // is not lost before brig waits, and brig is the subreaper of what it forks.
 Status BecomeTheContainersParent() {
@@ -251,6 +258,7 @@ Result<oci::Resources> UpdatedResources(const OciRequest& r, const std::string& 
 
 Result<int> OciCreate(OciRequest& r) {
   BRIG_TRY(PrepareCreate(r, "create"));
+  if (r.dry_run) return PrintPlan(r);
   BRIG_TRY(oci::Create(r.create));
   return 0;
 }
@@ -284,6 +292,7 @@ Result<int> OciDelete(OciRequest& r) {
 
 Result<int> OciRun(OciRequest& r) {
   BRIG_TRY(PrepareCreate(r, "run"));
+  if (r.dry_run) return PrintPlan(r);
   if (!r.detach) BRIG_TRY(BecomeTheContainersParent());
   pid_t pid = BRIG_TRY(oci::Create(r.create));
   if (auto s = oci::Start(r.root, r.create.id); !s) {

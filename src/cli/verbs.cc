@@ -60,6 +60,12 @@ constexpr OciFlag kFlags[] = {
        r.create.no_new_keyring = true;
        return {};
      }},
+    {"--dry-run", nullptr,
+     "print what would be made (mounts, namespaces, cgroups, process) as JSON; make nothing",
+     [](OciRequest& r, const std::string&) -> Status {
+       r.dry_run = true;
+       return {};
+     }},
     {"--detach", nullptr, "return once the process runs, without waiting for it",
      [](OciRequest& r, const std::string&) -> Status {
        r.detach = true;
@@ -228,11 +234,12 @@ consteval const OciFlag* Named(std::string_view name) {
 // The flags each OCI verb takes, in its --help's order.
 constexpr const OciFlag* kCreateFlags[] = {Named("--bundle"),         Named("--pid-file"),
                                            Named("--console-socket"), Named("--preserve-fds"),
-                                           Named("--no-pivot"),       Named("--no-new-keyring")};
-constexpr const OciFlag* kRunFlags[] = {Named("--bundle"),         Named("--pid-file"),
-                                        Named("--console-socket"), Named("--preserve-fds"),
-                                        Named("--no-pivot"),       Named("--no-new-keyring"),
-                                        Named("--detach"),         Named("--keep")};
+                                           Named("--no-pivot"),       Named("--no-new-keyring"),
+                                           Named("--dry-run")};
+constexpr const OciFlag* kRunFlags[] = {
+    Named("--bundle"),       Named("--pid-file"), Named("--console-socket"),
+    Named("--preserve-fds"), Named("--no-pivot"), Named("--no-new-keyring"),
+    Named("--dry-run"),      Named("--detach"),   Named("--keep")};
 constexpr const OciFlag* kExecFlags[] = {Named("--pid-file"),     Named("--console-socket"),
                                          Named("--preserve-fds"), Named("--detach"),
                                          Named("--process"),      Named("--tty"),

@@ -4,9 +4,13 @@
 #include <google/protobuf/util/json_util.h>
 #include <linux/mount.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 // After netinet/in.h, which it must not redefine.
 #include <linux/netfilter.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "util/digest.h"
@@ -85,30 +89,6 @@ void AttrFlags(uint64_t set, uint64_t cleared, v1::ManifestMount& m) {
   if (set & MOUNT_ATTR_NOEXEC) m.add_flags("noexec");
 }
 
-v1::ManifestMount Mount(const fs::Step& s) {
-  using K = fs::StepKind;
-  v1::ManifestMount m;
-  m.set_target("/" + s.dest);
-  m.set_kind(std::string(fs::StepName(s.kind)));
-  m.set_source(s.kind == K::kSymlink ? s.data : s.source);
-  if (s.kind == K::kTmpfs || s.kind == K::kProc || s.kind == K::kDevpts) {
-    m.set_source(m.kind());
-  }
-  AttrFlags(s.attrs, s.cleared, m);
-  // These steps are read-only by what they are (fs/rootfs.cc makes them so).
-  if (s.kind == K::kMask || s.kind == K::kReadOnly || s.kind == K::kSealRoRecursive ||
-      s.kind == K::kProtect || s.kind == K::kHide) {
-    m.add_flags("ro");
-  }
-  if (s.kind == K::kTmpfs) {
-    char mode[16];
-    snprintf(mode, sizeof mode, "mode=%o", s.mode);
-    m.add_flags("size=" + std::to_string(s.size));
-    m.add_flags(mode);
-  }
-  return m;
-}
-
 v1::ManifestSeccomp Seccomp(const config::Sandbox& sb, const security::SeccompProgram& p) {
   v1::ManifestSeccomp s;
   s.set_policy(sb.seccomp_policy_name);
@@ -147,6 +127,50 @@ v1::ManifestLimits Limits(const config::Sandbox& sb) {
   return l;
 }
 
+// An OCI step's mount(2) flags, as mount(8) names them.
+void MsFlags(unsigned long flags, v1::ManifestMount& m) {
+  static const std::pair<unsigned long, const char*> kNames[] = {
+      {MS_RDONLY, "ro"},         {MS_NOSUID, "nosuid"},           {MS_NODEV, "nodev"},
+      {MS_NOEXEC, "noexec"},     {MS_SYNCHRONOUS, "sync"},        {MS_DIRSYNC, "dirsync"},
+      {MS_MANDLOCK, "mand"},     {MS_NOATIME, "noatime"},         {MS_NODIRATIME, "nodiratime"},
+      {MS_RELATIME, "relatime"}, {MS_STRICTATIME, "strictatime"}, {MS_REMOUNT, "remount"},
+      {MS_BIND, "bind"},         {MS_SHARED, "shared"},           {MS_SLAVE, "slave"},
+      {MS_PRIVATE, "private"},   {MS_UNBINDABLE, "unbindable"},   {MS_REC, "rec"}};
+  for (const auto& [bit, name] : kNames) {
+    if (flags & bit) m.add_flags(name);
+  }
+}
+
+// What an OCI container's step adds to its entry: the config.json field it comes from, its
+// mount(2) flags, and what its kind (kBindSource ... kPropagation) has. A native step has
+// none of these.
+void OciStep(const fs::Step& s, v1::ManifestMount& m) {
+  using K = fs::StepKind;
+  m.set_field(s.field);
+  if (s.kind == K::kBindSource) m.add_flags(s.recursive ? "rbind" : "bind");
+  if (s.kind == K::kBindSource && s.remount) m.add_flags("remount");
+  MsFlags(s.flags, m);
+  if (s.kind == K::kMount || s.kind == K::kTmpfsCopyUp) {
+    m.set_type(s.kind == K::kTmpfsCopyUp ? "tmpfs" : s.type);
+    m.set_options(s.data);
+  }
+  if (s.kind == K::kCgroupGroups) {
+    for (const std::string& g : s.groups) {
+      m.set_source(m.source() + (m.source().empty() ? "" : " ") + g);
+    }
+  }
+  if (s.kind == K::kLinkInRoot) m.set_source(s.data);
+  if (s.kind == K::kDevice) {
+    m.set_type(S_ISBLK(s.mode) ? "b" : S_ISFIFO(s.mode) ? "p" : "c");
+    m.set_source(std::to_string(major(s.rdev)) + ":" + std::to_string(minor(s.rdev)));
+    char mode[16];
+    snprintf(mode, sizeof mode, "mode=%o", s.mode & 07777);
+    m.add_flags(mode);
+    m.add_flags("uid=" + std::to_string(s.uid));
+    m.add_flags("gid=" + std::to_string(s.gid));
+  }
+}
+
 }  // namespace
 
 v1::ManifestBroker Broker(const broker::Config& b) {
@@ -161,6 +185,38 @@ v1::ManifestBroker Broker(const broker::Config& b) {
   for (const auto& x : b.methods) m.add_methods(x);
   for (const auto& x : b.paths) m.add_paths(x);
   for (const auto& a : b.addresses) m.add_addresses(AddressStr(a));
+  return m;
+}
+
+v1::ManifestMount Mount(const fs::Step& s) {
+  using K = fs::StepKind;
+  v1::ManifestMount m;
+  m.set_target("/" + s.dest);
+  m.set_kind(std::string(fs::StepName(s.kind)));
+  m.set_source(s.kind == K::kSymlink ? s.data : s.source);
+  if (s.kind == K::kTmpfs || s.kind == K::kProc || s.kind == K::kDevpts) {
+    m.set_source(m.kind());
+  }
+  AttrFlags(s.attrs, s.cleared, m);
+  // These steps are read-only by what they are (fs/rootfs.cc makes them so).
+  if (s.kind == K::kMask || s.kind == K::kReadOnly || s.kind == K::kSealRoRecursive ||
+      s.kind == K::kProtect || s.kind == K::kHide) {
+    m.add_flags("ro");
+  }
+  if (s.kind == K::kTmpfs) {
+    char mode[16];
+    snprintf(mode, sizeof mode, "mode=%o", s.mode);
+    m.add_flags("size=" + std::to_string(s.size));
+    m.add_flags(mode);
+  }
+  OciStep(s, m);
+  // A flag two parts name (a read-only step's "ro" and its MS_RDONLY) is listed once.
+  auto* f = m.mutable_flags();
+  for (int i = f->size() - 1; i > 0; --i) {
+    if (std::find(f->begin(), f->begin() + i, f->Get(i)) != f->begin() + i) {
+      f->DeleteSubrange(i, 1);
+    }
+  }
   return m;
 }
 
@@ -187,7 +243,7 @@ v1::Manifest Build(const Inputs& in) {
   return m;
 }
 
-Result<std::string> Json(const v1::Manifest& m) {
+Result<std::string> Json(const google::protobuf::Message& m) {
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
   opts.always_print_primitive_fields = true;

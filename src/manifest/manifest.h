@@ -32,12 +32,17 @@ struct Inputs {
 
 v1::Manifest Build(const Inputs& in);
 
-// The manifest as brig prints it: JSON, proto field names, one line and a newline.
-Result<std::string> Json(const v1::Manifest& m);
+// The manifest (or an OCI container's plan, oci/dry_run.h) as brig prints it: JSON, proto
+// field names, one line and a newline.
+Result<std::string> Json(const google::protobuf::Message& m);
 
 // One broker as the manifest and the audit's sandbox_start show it: never a header's value
 // or where that value is read.
 v1::ManifestBroker Broker(const broker::Config& b);
+
+// One step of a mount plan, native or an OCI container's (oci/dry_run.h), as the manifest
+// lists it.
+v1::ManifestMount Mount(const fs::Step& s);
 
 // A CPU count as the profile writes it: "0.5", "2".
 std::string CpuCount(uint64_t milli);

@@ -290,17 +290,24 @@ bool Has(const Namespaces& ns, bool made, int flag) {
                              [flag](const auto& j) { return j.first == flag; });
 }
 
+// What PlanRootfs takes for the bundle, whose groups are `cgroup_dirs`.
+RootfsOptions FsOptions(const Bundle& b, const CreateOptions& o,
+                        const std::vector<std::string>& cgroup_dirs) {
+  const Namespaces& ns = b.ns;
+  return {.rootfs = b.rootfs,
+          .bundle = o.bundle,
+          .userns = Has(ns, ns.new_user, CLONE_NEWUSER),
+          .cgroupns = Has(ns, ns.new_cgroup, CLONE_NEWCGROUP),
+          .cgroup_dirs = cgroup_dirs};
+}
+
 // Container init's arguments but its descriptors, which Create opens.
 InitArgs ArgsFor(const Bundle& b, const CreateOptions& o, const cgroup::Groups& cgroups) {
   const Namespaces& ns = b.ns;
   InitArgs args;
   args.spec = &b.spec;
   args.process = &b.process;
-  args.fs.rootfs = b.rootfs;
-  args.fs.bundle = o.bundle;
-  args.fs.cgroupns = Has(ns, ns.new_cgroup, CLONE_NEWCGROUP);
-  args.fs.cgroup_dirs = cgroups.dirs();
-  args.fs.userns = Has(ns, ns.new_user, CLONE_NEWUSER);
+  args.fs = FsOptions(b, o, cgroups.dirs());
   args.preserve_fds = o.preserve_fds;
   args.start_wait_ms =
       StepWithHooksMs({&b.spec.hooks().prestart(), &b.spec.hooks().create_runtime()});
@@ -339,6 +346,20 @@ Status CheckPreserved(int n) {
     }
   }
   return {};
+}
+
+Result<CreatePlan> PlanCreate(const CreateOptions& o) {
+  BRIG_TRY(CheckId(o.id));
+  BRIG_TRY(CheckPreserved(o.preserve_fds));
+  Bundle b = BRIG_TRY(ReadBundle(o));
+  CreatePlan p;
+  std::string path = BRIG_TRY(CleanCgroupsPath(b.spec.linux().cgroups_path(), o.id));
+  p.cgroups = BRIG_TRY(cgroup::Groups::Plan(path, b.spec.linux().resources()));
+  p.rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, FsOptions(b, o, p.cgroups.dirs)));
+  p.spec = std::move(b.spec);
+  p.rootfs = std::move(b.rootfs);
+  p.process = std::move(b.process);
+  return p;
 }
 
 Result<pid_t> Create(const CreateOptions& o) {

@@ -8,6 +8,10 @@
 #include <string>
 
 #include "brig/result.h"
+#include "cgroup/groups.h"
+#include "oci/process.h"
+#include "oci/rootfs.h"
+#include "proto/oci.pb.h"
 
 namespace brig::oci {
 
@@ -33,5 +37,18 @@ Status CheckPreserved(int n);
 // Returns the container's pid. On an error nothing is left: no process, no cgroup, no
 // state directory (exit 125, or 126/127 for a command that cannot run).
 Result<pid_t> Create(const CreateOptions& o);
+
+// What Create would make of the bundle (`brig create --dry-run`, oci/dry_run.h): the
+// bundle read and checked as Create reads it, the groups and their writes planned, the
+// root planned. Makes nothing: no state directory, no cgroup, no fifo, no process. Its
+// errors are Create's.
+struct CreatePlan {
+  Spec spec;
+  std::string rootfs;  // root.path, resolved
+  PreparedProcess process;
+  cgroup::Groups::Planned cgroups;
+  RootfsPlan rootfs_plan;
+};
+Result<CreatePlan> PlanCreate(const CreateOptions& o);
 
 }  // namespace brig::oci

@@ -269,6 +269,124 @@ TEST_F(Oci, ReadonlyRootMountsMaskedAndReadonlyPaths) {
   EXPECT_EQ(f["procsys"], "ro") << "/proc/sys is writable";
 }
 
+// `create --dry-run` prints the plan create would carry out, the root's steps in their
+// order with the config.json field each comes from, and makes nothing.
+TEST_F(Oci, CreateDryRunListsThePlanAndMakesNothing) {
+  if (!IsBrig()) GTEST_SKIP() << "--dry-run is brig's";
+  ScratchDir rw;
+  Config c = Cfg("dry");
+  c.mounts.push_back({"/scratch", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777"}});
+  c.mounts.push_back({"/rw", "bind", rw.path(), {"rbind", "rw"}});
+  c.masked.push_back("/secret");
+  c.readonly_paths.push_back("/etc");
+  c.resources_json = R"({"pids":{"limit":64}})";
+  const std::string b = Bundle(c, "dry");
+  RunOutput r = Run({"create", "--dry-run", "--bundle", b, "dry"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "not one line: " << r.out;
+  EXPECT_FALSE(Exists(root_)) << "--root was made";
+  EXPECT_EQ(GroupsOf("dry"), std::vector<std::string>{}) << "a cgroup was made";
+  for (const CgroupMount& m : CgroupMounts()) {
+    EXPECT_FALSE(Exists(m.point + parent_)) << "a cgroup was made: " << m.point + parent_;
+  }
+  ReapExited();
+  EXPECT_EQ(LiveDescendants(), std::vector<pid_t>{}) << "a process was left";
+
+  google::protobuf::Struct plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok()) << r.out;
+  const auto& f = plan.fields();
+  EXPECT_EQ(f.at("id").string_value(), "dry");
+  EXPECT_TRUE(f.at("dry_run").bool_value());
+  EXPECT_EQ(f.at("rootfs").string_value(), b + "/rootfs");
+  // Each step as "kind target", and the entries of those the test gave.
+  auto steps = [&](const char* list) {
+    std::vector<std::string> out;
+    for (const auto& v : f.at(list).list_value().values()) {
+      const auto& m = v.struct_value().fields();
+      out.push_back(m.at("kind").string_value() + " " + m.at("target").string_value());
+    }
+    return out;
+  };
+  auto entry = [&](const char* list, const std::string& step) {
+    std::vector<std::string> all = steps(list);
+    size_t i = std::find(all.begin(), all.end(), step) - all.begin();
+    EXPECT_LT(i, all.size()) << step << " not in " << list << ": " << r.out;
+    if (i == all.size()) return google::protobuf::Struct();
+    return f.at(list).list_value().values(static_cast<int>(i)).struct_value();
+  };
+  auto words = [](const google::protobuf::Value& v) {
+    std::vector<std::string> out;
+    for (const auto& w : v.list_value().values()) out.push_back(w.string_value());
+    return out;
+  };
+  std::vector<std::string> before = steps("mounts");
+  auto at = [&](const std::string& s) { return std::find(before.begin(), before.end(), s); };
+  EXPECT_LT(at("mount /proc"), at("mount /scratch")) << r.out;
+  EXPECT_LT(at("mount /scratch"), at("bind source /rw")) << "not in config.json's order";
+  EXPECT_NE(at("bind source /rw"), before.end()) << r.out;
+
+  auto tmpfs = entry("mounts", "mount /scratch").fields();
+  EXPECT_EQ(tmpfs.at("type").string_value(), "tmpfs");
+  EXPECT_EQ(tmpfs.at("field").string_value(), "mounts");
+  EXPECT_NE(tmpfs.at("options").string_value().find("mode=1777"), std::string::npos) << r.out;
+  std::vector<std::string> tf = words(tmpfs.at("flags"));
+  EXPECT_NE(std::find(tf.begin(), tf.end(), "nosuid"), tf.end()) << r.out;
+  auto bind = entry("mounts", "bind source /rw").fields();
+  EXPECT_EQ(bind.at("source").string_value(), rw.path());
+  std::vector<std::string> bf = words(bind.at("flags"));
+  EXPECT_NE(std::find(bf.begin(), bf.end(), "rbind"), bf.end()) << r.out;
+
+  std::vector<std::string> after = steps("mounts_after_pivot");
+  auto after_at = [&](const std::string& s) { return std::find(after.begin(), after.end(), s); };
+  EXPECT_LT(after_at("mask /secret"), after_at("read-only /etc")) << r.out;
+  EXPECT_LT(after_at("read-only /etc"), after_at("seal read-only /")) << "root.readonly not last";
+  EXPECT_NE(after_at("seal read-only /"), after.end()) << r.out;
+  EXPECT_EQ(entry("mounts_after_pivot", "mask /secret").fields().at("field").string_value(),
+            "linux.maskedPaths");
+  EXPECT_EQ(entry("mounts_after_pivot", "read-only /etc").fields().at("field").string_value(),
+            "linux.readonlyPaths");
+
+  std::vector<std::string> ns;
+  for (const auto& v : f.at("namespaces").list_value().values()) {
+    ns.push_back(v.struct_value().fields().at("type").string_value());
+  }
+  EXPECT_EQ(ns, c.namespaces);
+  const auto& cg = f.at("cgroups").struct_value().fields();
+  std::vector<std::string> dirs = words(cg.at("dirs")), make = words(cg.at("make"));
+  std::vector<std::string> groups;
+  for (const CgroupMount& m : CgroupMounts()) groups.push_back(m.point + CgroupPath("dry"));
+  for (const std::string& d : dirs) {
+    EXPECT_NE(std::find(groups.begin(), groups.end(), d), groups.end()) << d;
+    EXPECT_NE(std::find(make.begin(), make.end(), d), make.end()) << d << " not to be made";
+  }
+  EXPECT_FALSE(dirs.empty()) << r.out;
+  bool pids = false;
+  for (const auto& w : cg.at("writes").list_value().values()) {
+    const auto& wf = w.struct_value().fields();
+    if (wf.at("property").string_value() == "linux.resources.pids.limit") {
+      pids = true;
+      EXPECT_EQ(wf.at("value").string_value(), "64");
+    }
+  }
+  EXPECT_TRUE(pids) << "pids.limit's write not planned: " << r.out;
+  const auto& proc = f.at("process").struct_value().fields();
+  EXPECT_EQ(words(proc.at("args")), c.args);
+  EXPECT_TRUE(proc.at("no_new_privs").bool_value());
+}
+
+// A bundle create refuses is refused as create refuses it, and nothing is made.
+TEST_F(Oci, CreateDryRunRefusesWhatCreateRefuses) {
+  if (!IsBrig()) GTEST_SKIP() << "--dry-run is brig's";
+  Config c = Cfg("drybad");
+  c.namespaces.push_back("foo");
+  RunOutput r = Run({"create", "--dry-run", "--bundle", Bundle(c), "drybad"});
+  ExpectCleanFailure(r, "drybad");
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("foo"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(Exists(root_));
+}
+
 TEST_F(Oci, SeccompPolicyDeniesWithItsErrno) {
   // The same commands without the policy: mkdir works there.
   const std::string script =

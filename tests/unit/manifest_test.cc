@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 #include <linux/mount.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 // After netinet/in.h, which it must not redefine.
 #include <linux/netfilter.h>
 
 #include <string>
+#include <vector>
 
 #include "config/profile.h"
 #include "config/resolve.h"
@@ -88,6 +92,53 @@ TEST(Manifest, ListsTheEffectivePolicyAndNoValue) {
 }
 
 // The elements are rendered from what net::AddPortRules installs, as nft prints them.
+// An OCI container's steps (oci/dry_run.h) are listed as a sandbox's are, with what
+// their kinds add: the config.json field, the mount(2) flags, a file system's type and
+// options, a device's numbers; a native step gets none of these.
+TEST(Manifest, ListsAnOciContainersStepsWithTheirFields) {
+  using K = fs::StepKind;
+  fs::Step tmpfs{.kind = K::kMount, .dest = "tmp", .data = "mode=1777,size=65536k"};
+  tmpfs.source = "tmpfs";
+  tmpfs.type = "tmpfs";
+  tmpfs.flags = MS_NOSUID | MS_NODEV;
+  tmpfs.field = "mounts";
+  v1::ManifestMount t = Mount(tmpfs);
+  EXPECT_EQ(t.kind(), "mount");
+  EXPECT_EQ(t.target(), "/tmp");
+  EXPECT_EQ(t.type(), "tmpfs");
+  EXPECT_EQ(t.options(), "mode=1777,size=65536k");
+  EXPECT_EQ(t.field(), "mounts");
+  EXPECT_EQ(std::vector<std::string>(t.flags().begin(), t.flags().end()),
+            (std::vector<std::string>{"nosuid", "nodev"}));
+
+  fs::Step bind{.kind = K::kBindSource, .dest = "data"};
+  bind.source = "/srv/data";
+  bind.recursive = true;
+  bind.remount = true;
+  bind.flags = MS_RDONLY | MS_BIND;
+  bind.attrs = MOUNT_ATTR_RDONLY;
+  bind.field = "mounts";
+  v1::ManifestMount b = Mount(bind);
+  EXPECT_EQ(b.source(), "/srv/data");
+  EXPECT_EQ(std::vector<std::string>(b.flags().begin(), b.flags().end()),
+            (std::vector<std::string>{"ro", "rbind", "remount", "bind"}))
+      << "ro is listed once";
+
+  fs::Step null{.kind = K::kDevice, .dest = "dev/null", .mode = S_IFCHR | 0666};
+  null.rdev = makedev(1, 3);
+  null.field = "linux.devices";
+  v1::ManifestMount d = Mount(null);
+  EXPECT_EQ(d.type(), "c");
+  EXPECT_EQ(d.source(), "1:3");
+  EXPECT_EQ(std::vector<std::string>(d.flags().begin(), d.flags().end()),
+            (std::vector<std::string>{"mode=666", "uid=0", "gid=0"}));
+
+  v1::ManifestMount n = Mount(fs::Step{.kind = K::kTmpfs, .dest = "tmp", .size = 1024});
+  EXPECT_EQ(n.field(), "");
+  EXPECT_EQ(n.type(), "");
+  EXPECT_EQ(n.options(), "");
+}
+
 TEST(Manifest, RendersTheSandboxsSetElements) {
   config::Sandbox sb = Plan();
   net::PortRules rules{sb.id, "bv0123456789ab", {0x0ad50005}, {}, {1001, 1002, 1003, 1004}};
