@@ -37,11 +37,11 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -175,9 +175,42 @@ struct Making {
   }
 };
 
+// At kReady: the prestart and createRuntime hooks, then `start` for init, with the state for
+// the hooks it runs itself. The state the spec gives these hooks: "created" is "after step 2
+// in the lifecycle" (runtime.md), which the container's environment now is.
+Status RunParentHooks(const Container& rec, const Spec& spec, int sync) {
+  std::string state = StateJson(rec, ContainerStatus::kCreated);
+  BRIG_TRY(RunHooks(spec.hooks().prestart(), "hooks.prestart", state));
+  BRIG_TRY(RunHooks(spec.hooks().create_runtime(), "hooks.createRuntime", state));
+  bool inside = spec.hooks().create_container_size() + spec.hooks().start_container_size();
+  if (inside && state.size() > container::kMaxPayload) {
+    return BadInput("hooks", "", "the container's state is over 4 KiB for its hooks");
+  }
+  return container::SendMessage(sync, Msg::kStart, 0, inside ? state : "");
+}
+
+// At kCreated: the record takes init's start time, --pid-file its pid, and init is let go.
+// Init no longer dies with brig once it closes its end (init.cc): only then may create
+// return, and brig exit.
+Status Commit(Making& mk, Container& rec, int sync, const std::string& pid_file) {
+  std::optional<uint64_t> start = sys::StartTimeOf(rec.pid());
+  if (!start) return Fail("container init", "", "exited before it was created");
+  rec.set_start_time(*start);
+  BRIG_TRY(mk.dir->Write(rec));
+  if (!pid_file.empty()) {
+    BRIG_TRY_CTX(util::ReplaceFile(pid_file, std::to_string(rec.pid())), "--pid-file");
+  }
+  BRIG_TRY(container::SendMessage(sync, Msg::kStart));
+  auto bye = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
+  if (bye || bye.error().detail != container::kPeerClosed) {
+    return Fail("container init", "", "did not let go of create after its last step");
+  }
+  return {};
+}
+
 // Drives init through the order drawn above, until it waits for `start`.
-Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
-                 int sync, const CreateOptions& o) {
+Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns, int sync,
+                 const CreateOptions& o) {
   container::SyncSequence seq(container::Flow::kContainer);
   pid_t init_pid = ns.new_pid && !ns.joins.empty() ? 0 : mk.child.pid();
   // Init runs the createContainer hooks before it says kCreated.
@@ -212,37 +245,14 @@ Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces&
       case Msg::kReady: {
         if (init_pid == 0) break;
         rec.set_pid(init_pid);
-        // The state the spec gives these hooks: "created" is "after step 2 in the
-        // lifecycle" (runtime.md), which the container's environment now is.
-        std::string state = StateJson(rec, ContainerStatus::kCreated);
-        BRIG_TRY(RunHooks(spec.hooks().prestart(), "hooks.prestart", state));
-        BRIG_TRY(RunHooks(spec.hooks().create_runtime(), "hooks.createRuntime", state));
-        bool inside = spec.hooks().create_container_size() + spec.hooks().start_container_size();
-        if (inside && state.size() > container::kMaxPayload) {
-          return BadInput("hooks", "", "the container's state is over 4 KiB for its hooks");
-        }
-        BRIG_TRY(container::SendMessage(sync, Msg::kStart, 0, inside ? state : ""));
+        BRIG_TRY(RunParentHooks(rec, spec, sync));
         wait_ms = StepWithHooksMs({&spec.hooks().create_container()});
         continue;
       }
-      case Msg::kCreated: {
-        std::optional<uint64_t> start = sys::StartTimeOf(init_pid);
-        if (!start) return Fail("container init", "", "exited before it was created");
-        rec.set_start_time(*start);
-        BRIG_TRY(mk.dir->Write(rec));
-        if (!o.pid_file.empty()) {
-          BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(init_pid)), "--pid-file");
-        }
-        BRIG_TRY(container::SendMessage(sync, Msg::kStart));
-        // Init no longer dies with brig once it closes its end (init.cc): only then may
-        // create return, and brig exit.
-        auto bye = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
-        if (bye || bye.error().detail != container::kPeerClosed) {
-          return Fail("container init", "", "did not let go of create after its last step");
-        }
+      case Msg::kCreated:
+        BRIG_TRY(Commit(mk, rec, sync, o.pid_file));
         log::Debug("created: pid ", init_pid);
         return {};
-      }
       default:
         break;
     }
@@ -362,81 +372,104 @@ Result<CreatePlan> PlanCreate(const CreateOptions& o) {
   return p;
 }
 
-Result<pid_t> Create(const CreateOptions& o) {
-  BRIG_TRY(CheckId(o.id));
-  BRIG_TRY(CheckPreserved(o.preserve_fds));
-  Bundle b = BRIG_TRY(ReadBundle(o));
-  const Spec& spec = b.spec;
-  const std::string& rootfs = b.rootfs;
-  const Namespaces& ns = b.ns;
+namespace {
 
-  Making mk;
+// The container's directory and record, then its cgroups, each noted in the record before it
+// is made.
+Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk, Container& rec) {
   mk.dir = BRIG_TRY(ContainerDir::Create(o.root, o.id));
-  Container rec;
   rec.set_id(o.id);
   rec.set_bundle(o.bundle);
-  rec.set_rootfs(rootfs);
+  rec.set_rootfs(b.rootfs);
   rec.set_created(log::Timestamp(log::Now()));
-  *rec.mutable_config() = spec;
+  *rec.mutable_config() = b.spec;
   BRIG_TRY(mk.dir->Write(rec));
   mk.cgroups =
-      BRIG_TRY(CreateCgroups(spec, o.id, [&](const std::vector<cgroup::Groups::Noted>& dirs) {
+      BRIG_TRY(CreateCgroups(b.spec, o.id, [&](const std::vector<cgroup::Groups::Noted>& dirs) {
         for (const auto& d : dirs) {
           *(d.owned ? rec.add_cgroups() : rec.add_joined_cgroups()) = d.dir;
         }
         return mk.dir->Write(rec);
       }));
+  log::Debug("record and cgroups made: ", rec.cgroups_size(), " made, ", rec.joined_cgroups_size(),
+             " joined");
+  return {};
+}
 
-  log::Debug("record and cgroups made: ", rec.cgroups_size(), " made, ",
-             rec.joined_cgroups_size(), " joined");
+// The descriptors init is given, each above the fds --preserve-fds hands the container.
+struct InitFds {
+  sys::UniqueFd fifo;                   // exec.fifo's read end
+  sys::UniqueFd console;                // --console-socket, connected; none without a terminal
+  sys::UniqueFd parent_end, child_end;  // the sync socket
+};
+
+Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOptions& o) {
   const int min_fd = 3 + o.preserve_fds;
+  InitFds f;
   std::string fifo = mk.dir->Path(kExecFifo);
   if (mkfifo(fifo.c_str(), 0600) < 0) return SysError("mkfifo", fifo);
-  sys::UniqueFd fifo_fd(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fifo_fd.valid()) return SysError("open", fifo);
-  fifo_fd = BRIG_TRY(Above(std::move(fifo_fd), min_fd));
-  sys::UniqueFd console;
+  f.fifo = sys::UniqueFd(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!f.fifo.valid()) return SysError("open", fifo);
+  f.fifo = BRIG_TRY(Above(std::move(f.fifo), min_fd));
   if (spec.process().terminal()) {
-    console = BRIG_TRY(Above(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
+    f.console = BRIG_TRY(Above(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
   }
   sys::FdPair sync = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "sync"));
-  sys::UniqueFd parent_end = sync.TakeParentEnd();
-  sys::UniqueFd child_end = BRIG_TRY(Above(sync.TakeChildEnd(), min_fd));
+  f.parent_end = sync.TakeParentEnd();
+  f.child_end = BRIG_TRY(Above(sync.TakeChildEnd(), min_fd));
+  return f;
+}
+
+// Container init, cloned into its new namespaces (none where some are joined by path: it
+// makes them from inside those, ArgsFor) and its v2 group.
+Result<sys::Child> CloneInit(const Namespaces& ns, const cgroup::Groups& cgroups,
+                             const InitArgs& args) {
+  int pidfd = -1;
+  sys::CloneArgs ca;
+  ca.flags = (ns.joins.empty() ? static_cast<uint64_t>(ns.clone_flags) : 0) | CLONE_PIDFD;
+  ca.pidfd = &pidfd;
+  ca.exit_signal = SIGCHLD;
+  if (cgroups.v2_fd() >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup_fd = cgroups.v2_fd();
+  }
+  pid_t pid = BRIG_TRY(sys::Clone3(ca));
+  if (pid == 0) ContainerInit(args);
+  log::Debug("container init cloned: pid ", pid);
+  return sys::Child(pid, sys::UniqueFd(pidfd));
+}
+
+}  // namespace
+
+Result<pid_t> Create(const CreateOptions& o) {
+  BRIG_TRY(CheckId(o.id));
+  BRIG_TRY(CheckPreserved(o.preserve_fds));
+  Bundle b = BRIG_TRY(ReadBundle(o));
+  const Namespaces& ns = b.ns;
+  Making mk;
+  Container rec;
+  BRIG_TRY(MakeRecordAndCgroups(b, o, mk, rec));
+  InitFds fds = BRIG_TRY(OpenInitFds(mk, b.spec, o));
   if (!ns.pid_path.empty()) {
     sys::UniqueFd pidns(open(ns.pid_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!pidns.valid() || setns(pidns.get(), CLONE_NEWPID) < 0) {
       return SysError("setns", "linux.namespaces pid " + ns.pid_path);
     }
   }
-
   InitArgs args = ArgsFor(b, o, *mk.cgroups);
-  RootfsPlan rootfs_plan = BRIG_TRY(PlanRootfs(spec, args.fs));
+  RootfsPlan rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, args.fs));
   args.rootfs_plan = &rootfs_plan;
-  args.sync_fd = child_end.get();
-  args.fifo_fd = fifo_fd.get();
-  args.console_fd = console.get();
+  args.sync_fd = fds.child_end.get();
+  args.fifo_fd = fds.fifo.get();
+  args.console_fd = fds.console.get();
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
   args.cgroup_tasks = &tasks;
-  // Joined namespaces come first: the new ones are made from inside them (ArgsFor).
-  uint64_t clone_flags = ns.joins.empty() ? static_cast<uint64_t>(ns.clone_flags) : 0;
-  int pidfd = -1;
-  sys::CloneArgs ca;
-  ca.flags = clone_flags | CLONE_PIDFD;
-  ca.pidfd = &pidfd;
-  ca.exit_signal = SIGCHLD;
-  if (mk.cgroups->v2_fd() >= 0) {
-    ca.flags |= CLONE_INTO_CGROUP;
-    ca.cgroup_fd = mk.cgroups->v2_fd();
-  }
-  pid_t pid = BRIG_TRY(sys::Clone3(ca));
-  if (pid == 0) ContainerInit(args);
-  mk.child = sys::Child(pid, sys::UniqueFd(pidfd));
-  log::Debug("container init cloned: pid ", pid);
-  child_end.Reset();
-  fifo_fd.Reset();
-  console.Reset();
+  mk.child = BRIG_TRY(CloneInit(ns, *mk.cgroups, args));
+  fds.child_end.Reset();
+  fds.fifo.Reset();
+  fds.console.Reset();
   tasks.clear();
-  BRIG_TRY(Handshake(mk, rec, spec, ns, parent_end.get(), o));
+  BRIG_TRY(Handshake(mk, rec, b.spec, ns, fds.parent_end.get(), o));
   mk.done = true;
   return rec.pid();
 }
