@@ -131,8 +131,13 @@ TEST_F(Exec, TheProcessHoldsNoHostDescriptor) {
   ASSERT_TRUE(Eventually([&] {
     return ReadFileOrEmpty(exec_out.path() + "/stdout").find("up") != std::string::npos;
   })) << ReadFileOrEmpty(exec_out.path() + "/stderr");
+  // Once its comm is sleep's: execve shows the new command line before it closes the
+  // descriptors marked close-on-exec, and sets the comm after.
   std::vector<pid_t> sleeps;
-  ASSERT_TRUE(Eventually([&] { return (sleeps = FindProcesses("sleep 30")).size() == 1; }));
+  ASSERT_TRUE(Eventually([&] {
+    return (sleeps = FindProcesses("sleep 30")).size() == 1 &&
+           ReadFileOrEmpty("/proc/" + std::to_string(sleeps[0]) + "/comm") == "sleep\n";
+  }));
   std::string proc = "/proc/" + std::to_string(sleeps[0]);
   std::vector<std::string> fds = PathsIn(proc + "/fd");
   std::sort(fds.begin(), fds.end());

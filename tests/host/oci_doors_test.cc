@@ -358,7 +358,11 @@ TEST_F(OciDoors, EveryProcessTheVerbsStartHoldsNothingOfTheHosts) {
   // An attached exec: its process, not brig's, is checked while brig waits for it.
   pid_t attached = SpawnVerb(root_, {"exec", "held1", "sleep", "995"});
   std::vector<pid_t> found;
-  ASSERT_TRUE(Eventually([&] { return (found = FindProcesses("sleep 995")).size() == 1; }));
+  // Once its comm is sleep's: execve shows the new command line before it closes the
+  // descriptors marked close-on-exec, and sets the comm after.
+  ASSERT_TRUE(Eventually([&] {
+    return (found = FindProcesses("sleep 995")).size() == 1 && Comm(found[0]) == "sleep";
+  }));
   EXPECT_EQ(HostHeld(found[0], rootfs), std::vector<std::string>{}) << "exec, attached";
   ASSERT_EQ(kill(found[0], SIGKILL), 0);
   ASSERT_EQ(waitpid(attached, nullptr, 0), attached);
@@ -402,8 +406,9 @@ TEST_F(OciDoors, AHookProcessHoldsNothingOfBrigs) {
     EXPECT_EQ(ReadUntil(r, "\n"), "ran\n") << phase << ": the hook did not run";
     close(r);
     std::vector<pid_t> hook;
-    ASSERT_TRUE(Eventually([&] { return (hook = FindProcesses("sleep " + sleep)).size() == 1; }))
-        << phase;
+    ASSERT_TRUE(Eventually([&] {
+      return (hook = FindProcesses("sleep " + sleep)).size() == 1 && Comm(hook[0]) == "sleep";
+    })) << phase;
     if (inside) {
       EXPECT_EQ(HostHeld(hook[0], bundle + "/rootfs"), std::vector<std::string>{}) << phase;
     } else {
