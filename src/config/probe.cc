@@ -212,15 +212,14 @@ Status FitCgroups(Sandbox& sb) {
   return cgroup::FitLimits(sb.cgroup_plan, sb.limits);
 }
 
-// The caller's terminal is read as every program writing to it reads it, by the locale.
+}  // namespace
+
 supervise::TerminalCodeset TerminalCodesetOf(char** environ) {
   auto get = [environ](std::string_view key) {
     return util::EnvLookup(environ, key).value_or(std::string_view());
   };
   return supervise::CodesetOfLocale(get("LC_ALL"), get("LC_CTYPE"), get("LANG"));
 }
-
-}  // namespace
 
 Status ProbeHost(Sandbox& sb, char** environ) {
   sb.terminal_codeset = TerminalCodesetOf(environ);

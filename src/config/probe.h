@@ -16,4 +16,8 @@ namespace brig::config {
 // brig's own environment, where broker headers' env: values and the locale are read.
 Status ProbeHost(Sandbox& sb, char** environ);
 
+// The codeset of the caller's terminal, read as every program writing to it reads it, by
+// the locale in `environ` (LC_ALL, LC_CTYPE, LANG): for brig run, and for brig exec's relay.
+supervise::TerminalCodeset TerminalCodesetOf(char** environ);
+
 }  // namespace brig::config

@@ -20,6 +20,7 @@
 #include "container/command.h"
 #include "container/exec_child.h"
 #include "container/exec_record.h"
+#include "config/probe.h"
 #include "container/join.h"
 #include "state/record.h"
 #include "supervise/loop.h"
@@ -163,12 +164,8 @@ Result<int> ExecInSandbox(const SandboxExec& req) {
       BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
   Joining j = BRIG_TRY(Find(req.target));
   std::string workdir = req.cwd.empty() ? j.rec.workdir : req.cwd;
-  // The caller's terminal decodes as brig's locale says, as for brig run (config/probe.cc).
-  auto get = [](const char* name) { return std::string_view(getenv(name) ? getenv(name) : ""); };
-  supervise::TerminalCodeset codeset =
-      supervise::CodesetOfLocale(get("LC_ALL"), get("LC_CTYPE"), get("LANG"));
-  std::unique_ptr<supervise::Stdio> stdio =
-      BRIG_TRY(supervise::Stdio::Prepare(std::nullopt, codeset, req.tty));
+  std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(
+      supervise::Stdio::Prepare(std::nullopt, config::TerminalCodesetOf(environ), req.tty));
   sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "exec errors"));
   sys::UniqueFd err_rd = errors.TakeParentEnd(), err_wr = errors.TakeChildEnd();
   // Host root's supplementary groups would follow the process in for good: setgroups(2)
