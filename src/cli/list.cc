@@ -71,10 +71,10 @@ v1::ListedSandbox Listed(const state::LiveRecord& rec) {
   v1::ListedSandbox l;
   l.set_id(rec.id);
   for (const auto& e : rec.entries) {
-    if (e.kind != state::kAboutKind) continue;
-    size_t eq = e.value.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = e.value.substr(0, eq), value = e.value.substr(eq + 1);
+    auto about = state::About(e);
+    if (!about) continue;
+    auto [key, view] = *about;
+    std::string value(view);
     if (key == "name") l.set_name(value);
     if (key == "profile") l.set_profile(value);
     if (key == "posture") l.set_posture(value);

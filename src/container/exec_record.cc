@@ -87,7 +87,6 @@ bool Take(std::string_view key, std::string_view value, ExecRecord& r, bool& has
   if (key == "name") r.name = value;
   if (key == "workdir") r.workdir = value;
   if (key == "audit") r.audit_path = value;
-  if (key == "seccomp") r.seccomp_policy = value;
   if (key == "user") return ParseUser(value, r);
   if (key == "rlimit") return ParseRlimit(value, r);
   if (key == "pid") {
@@ -138,11 +137,10 @@ Result<ExecRecord> ReadExecRecord(const state::LiveRecord& rec) {
   bool has_program = false;
   for (const state::Entry& e : rec.entries) {
     if (e.kind == "cgroup") r.cgroups.push_back(e.value);
-    if (e.kind != state::kAboutKind) continue;
-    size_t eq = e.value.find('=');
-    if (eq == std::string::npos) continue;
-    std::string_view key = std::string_view(e.value).substr(0, eq);
-    if (!Take(key, std::string_view(e.value).substr(eq + 1), r, has_program)) {
+    auto about = state::About(e);
+    if (!about) continue;
+    auto [key, value] = *about;
+    if (!Take(key, value, r, has_program)) {
       return Fail("sandbox", rec.id, "its record's " + std::string(key) + " does not parse",
                   ErrorKind::kInternal);
     }
@@ -164,7 +162,8 @@ std::vector<const state::LiveRecord*> Matching(const std::vector<state::LiveReco
   for (const state::LiveRecord& rec : live) {
     bool named = rec.id == target;
     for (const state::Entry& e : rec.entries) {
-      named |= e.kind == state::kAboutKind && e.value == "name=" + target;
+      auto about = state::About(e);
+      named |= about && about->first == "name" && about->second == target;
     }
     if (named) out.push_back(&rec);
   }

@@ -34,7 +34,6 @@ struct ExecRecord {
   gid_t gid = 0;
   std::string workdir;         // where the workload started, inside
   std::string audit_path;      // absolute; empty: no audit log
-  std::string seccomp_policy;  // the policy's path, for messages and the audit
   security::SeccompProgram seccomp;
   std::vector<security::Rlimit> rlimits;
   std::vector<std::string> cgroups;  // every group of the sandbox, v2 and v1

@@ -87,6 +87,14 @@ void Record::Remove() {
   fd_.Reset();
 }
 
+std::optional<std::pair<std::string_view, std::string_view>> About(const Entry& e) {
+  if (e.kind != kAboutKind) return std::nullopt;
+  std::string_view v = e.value;
+  size_t eq = v.find('=');
+  if (eq == std::string_view::npos) return std::nullopt;
+  return std::make_pair(v.substr(0, eq), v.substr(eq + 1));
+}
+
 std::vector<Entry> ParseRecord(std::string_view text) {
   std::vector<Entry> out;
   for (std::string_view line : util::Split(text, '\n')) {

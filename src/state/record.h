@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -56,6 +57,10 @@ class Record {
   std::string path_;
   sys::UniqueFd fd_;
 };
+
+// An about line's "KEY=VALUE" split at its first '=' (views into `e`); nullopt for a line of
+// another kind, or one without '='. brig list and brig exec read the about lines by it.
+std::optional<std::pair<std::string_view, std::string_view>> About(const Entry& e);
 
 // Parses a record's text; lines that are not "KIND VALUE" are skipped.
 std::vector<Entry> ParseRecord(std::string_view text);
