@@ -589,8 +589,19 @@ TEST_F(Network, ThirtyAtOnceGetDistinctAddressesAndLeaveNothing) {
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kSandboxes; ++i) {
     dirs.push_back(std::make_unique<ScratchDir>());
-    pids.push_back(world_.SpawnBrig(RunArgs("exec ip -4 -o addr show dev eth0"), dirs[i]->path()));
+    // Each holds its address until all have said theirs: one that ended before another
+    // began could rightly pass its address on.
+    pids.push_back(world_.SpawnBrig(RunArgs("ip -4 -o addr show dev eth0; "
+                                            "while [ ! -e /workspace/go ]; do sleep 0.05; done"),
+                                    dirs[i]->path()));
   }
+  for (int i = 0; i < kSandboxes; ++i) {
+    EXPECT_TRUE(Eventually([&] {
+      return Contains(ReadFileOrEmpty(dirs[i]->path() + "/stdout"), "\n");
+    })) << "sandbox " << i << " said no address: "
+        << ReadFileOrEmpty(dirs[i]->path() + "/stderr");
+  }
+  ws_.Write("go", "");
   std::set<std::string> addrs;
   for (int i = 0; i < kSandboxes; ++i) {
     EXPECT_EQ(world_.Wait(pids[i]), 0)
