@@ -299,6 +299,7 @@ Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oc
     (void)cg->Remove();
     return std::move(s).error();
   }
+  cg->made_ = true;
   return cg;
 }
 

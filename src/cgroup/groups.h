@@ -57,8 +57,16 @@ class Groups {
     bool owned;
   };
   using Note = std::function<brig::Status(const std::vector<Noted>&)>;
+  // Until Keep(), the groups Create made are destroyed (Destroy) when they go: a create
+  // that fails leaves none.
   static Result<std::unique_ptr<Groups>> Create(const std::string& clean_path,
                                                 const oci::Resources& r, const Note& note);
+  void Keep() { made_ = false; }
+  Groups(const Groups&) = delete;
+  Groups& operator=(const Groups&) = delete;
+  ~Groups() {
+    if (made_) (void)Destroy();
+  }
   // What Create would do, read from the host and made nothing of (`brig create --dry-run`):
   // the groups' directories, those it would make (owned) or join, and the writes of `r`
   // as they would be planned before the groups exist. Refuses what Create refuses first.
@@ -137,6 +145,7 @@ class Groups {
   std::vector<std::string> parents_;  // ancestors brig made for them, outermost first
   std::string v2_mount_;              // the v2 hierarchy's mount point, if there is one
   sys::UniqueFd v2_fd_;
+  bool made_ = false;  // by Create, and not kept yet
 };
 
 }  // namespace brig::cgroup

@@ -6,12 +6,12 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
 #include "container/init.h"
+#include "sys/child.h"
 #include "sys/syscalls.h"
 
 namespace brig::container {
@@ -48,47 +48,35 @@ namespace {
 }  // namespace
 
 Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p) {
-  sys::FdPair pair = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "exec"));
+  auto [channel, child_end] = BRIG_TRY(Channel::Open(Flow::kExec, "exec"));
   Joined j;
-  j.sync = pair.TakeParentEnd();
-  sys::UniqueFd child_end = pair.TakeChildEnd();
+  j.sync = std::move(channel);
+  int pidfd = -1;
   sys::CloneArgs ca;
+  ca.flags = CLONE_PIDFD;
+  ca.pidfd = &pidfd;
   ca.exit_signal = SIGCHLD;
   if (t.cgroup_v2 >= 0) {
     ca.flags |= CLONE_INTO_CGROUP;
     ca.cgroup_fd = t.cgroup_v2;
   }
-  pid_t child = BRIG_TRY_CTX(sys::Clone3(ca), "exec");
-  if (child == 0) {
-    j.sync.Reset();
+  pid_t pid = BRIG_TRY_CTX(sys::Clone3(ca), "exec");
+  if (pid == 0) {
+    j.sync = Channel();
     JoinAndFork(t, p, child_end.get());
   }
   child_end.Reset();
-  // The stage child's kPid, then it is reaped: a silent one is killed first.
-  auto m = RecvMessage(j.sync.get(), kSetupStepTimeoutMs);
-  if (!m) kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  if (!m) return std::move(m).error().Wrap("exec");
-  BRIG_TRY(j.seq.Accept(m->type));
-  if (m->type == Msg::kError) return DecodeError(*m);
-  j.pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
-  if (j.pid <= 0) return Fail("sync", m->payload, "not a pid", ErrorKind::kInternal);
+  // The stage child's kPid, then it is reaped; one that fails or goes silent is killed
+  // and reaped as it goes out of scope.
+  sys::Child stage(pid, sys::UniqueFd(pidfd));
+  j.sync.Track(stage.pidfd());
+  Message m = BRIG_TRY(j.sync.Next());
+  BRIG_TRY_CTX(stage.Reap(), "exec's stage child");
+  j.pid = static_cast<pid_t>(std::strtol(m.payload.c_str(), nullptr, 10));
+  if (j.pid <= 0) return Fail("sync", m.payload, "not a pid", ErrorKind::kInternal);
   j.pidfd = BRIG_TRY_CTX(sys::PidfdOpen(j.pid, "the process"), "exec");
+  j.sync.Track(j.pidfd.get());
   return j;
-}
-
-Status AwaitExecve(Joined& j) {
-  auto m = RecvMessage(j.sync.get(), kSetupStepTimeoutMs);
-  if (!m && m.error().detail == kPeerClosed) return {};
-  if (!m) {
-    // A process that failed and went with a word of brig's unread (kStart) resets the
-    // socket (ECONNRESET): what it said before it went is still queued.
-    Error lost = std::move(m).error().Wrap("exec");
-    std::optional<Error> why = WhyInitIsGone(j.sync.get(), j.pidfd.get(), lost);
-    return why ? std::move(*why) : std::move(lost);
-  }
-  BRIG_TRY(j.seq.Accept(m->type));
-  return DecodeError(*m);
 }
 
 }  // namespace brig::container

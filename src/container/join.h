@@ -31,7 +31,7 @@
 
 #include "brig/result.h"
 #include "cgroup/cgroup.h"
-#include "container/sync.h"
+#include "container/channel.h"
 #include "sys/fd.h"
 
 namespace brig::container {
@@ -58,24 +58,20 @@ struct JoinedProcess {
   unsigned keep_below = 3;
 };
 
-// A process started by Join: its host pid and a pidfd of it (opened as soon as its pid
-// was told, so a signal never reaches a pid reused since), brig's end of the sync socket
-// and the order its messages are checked in.
+// A process started by Join: its host pid, a pidfd of it (opened as soon as its pid was
+// told, so a signal never reaches a pid reused since) and brig's end of the sync socket,
+// which tracks it. Its next word, `sync.AwaitClose()`, is EOF once it reached execve (or
+// _exited without a word), or its failure, also when that is read after the reset of a
+// socket the process left with brig's word unread.
 struct Joined {
   pid_t pid = 0;
   sys::UniqueFd pidfd;
-  sys::UniqueFd sync;
-  SyncSequence seq{Flow::kExec};
+  Channel sync;
 };
 
 // Clones the stage child, which joins `t` and forks `p`; returns once the stage child has
 // reported the process's pid (within a setup step's time; a silent one is killed) and is
 // reaped. With PR_SET_CHILD_SUBREAPER set, the process is then brig's child.
 Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p);
-
-// The process's next word within a setup step's time: EOF (it reached execve, or _exited
-// without a word) is success; kError is its failure, also when it is read after the reset
-// of a socket the process left with brig's word unread.
-Status AwaitExecve(Joined& j);
 
 }  // namespace brig::container

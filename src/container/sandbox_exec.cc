@@ -192,9 +192,9 @@ Result<int> ExecInSandbox(const SandboxExec& req) {
   // a run.
   BRIG_TRY(
       audit::Append(j.rec.audit_path, j.rec.id, StartEvent(req, workdir, joined.pid), j.rec.name));
-  // A process that failed already has said why (AwaitExecve reads it).
-  (void)SendMessage(joined.sync.get(), Msg::kStart);
-  Status s = AwaitExecve(joined);
+  // A process that failed already has said why (AwaitClose reads it).
+  (void)SendMessage(joined.sync.fd(), Msg::kStart);
+  Status s = joined.sync.AwaitClose();
   if (s) s = ExecOutcome(err_rd.get(), req.argv[0]);
   Result<int> code = s ? Serve(process, *stdio, signals) : Result<int>(std::move(s).error());
   // As brig run: a command that succeeded without its audit is brig's failure.

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "container/channel.h"
 #include "container/exec_record.h"
 #include "container/init.h"
 #include "fs/export.h"
@@ -209,13 +210,6 @@ bool Session::Failed(Error e) {
   return false;
 }
 
-// A step of the handshake failed with `e`: if init is gone, what it said (or how it ended)
-// is the outcome; otherwise `e` is brig's own failure.
-bool Session::InitFailed(Error e) {
-  std::optional<Error> why = WhyInitIsGone(sync_.get(), child_.pidfd(), e);
-  return Failed(why ? std::move(*why) : std::move(e));
-}
-
 // The sandbox's first process, cloned with `flags`, a pidfd into `pidfd` and, where there
 // is a v2 group, straight into it: the limits hold from its first instruction.
 sys::CloneArgs Session::CloneArgs(uint64_t flags, int* pidfd) const {
@@ -231,9 +225,8 @@ sys::CloneArgs Session::CloneArgs(uint64_t flags, int* pidfd) const {
 }
 
 Result<sys::Child> Session::CloneInit() {
-  sys::FdPair sync = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "sync"));
-  sync_ = sync.TakeParentEnd();
-  sys::UniqueFd child_end = sync.TakeChildEnd();
+  auto [channel, child_end] = BRIG_TRY(Channel::Open(Flow::kSandbox, "brig init"));
+  sync_ = std::move(channel);
   // Init starts with the supervisor's credentials, and setgroups is denied in its user
   // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
   // follow it and the workload for good. The supervisor, root, needs none of them. (Only
@@ -246,7 +239,7 @@ Result<sys::Child> Session::CloneInit() {
   // The sandbox's namespaces belong to its own host uid, not to root (Clone3As).
   pid_t pid = BRIG_TRY(Clone3As(CloneArgs(kNamespaces, &pidfd), ids_.uid()));
   if (pid == 0) {
-    sync_.Reset();
+    sync_ = Channel();
     stdio_->ApplyInChild();
     InitMain(InitArgs{&sb_, &plan_, &seccomp_, &init_filter_, child_end.get(),
                       net_ ? &net_->address() : nullptr, &tasks});
@@ -260,20 +253,20 @@ bool Session::LaunchInit() {
   auto child = CloneInit();
   if (!child) return Failed(std::move(child).error());
   child_ = std::move(*child);
+  sync_.Track(child_.pidfd());
   if (auto s = stdio_->Started(); !s) return Failed(std::move(s).error());
-  auto hs = Handshake();
-  if (!hs || hs->has_value()) {
+  if (auto s = Handshake(); !s) {
     // Init failed (and said why) or went silent; either way it ends here.
-    log::Debug("sync: init failed: ", hs ? (*hs)->Render() : hs.error().Render());
+    log::Debug("sync: init failed: ", s.error().Render());
     child_.KillAndReap();
     if (group_->OomKilled()) {
       return Failed(Fail("brig init", "", "killed by the OOM killer while setting up: the "
                          "memory limit is too small for the sandbox to start"));
     }
-    return Failed(hs ? std::move(**hs) : std::move(hs).error());
+    return Failed(std::move(s).error());
   }
   if (auto s = StartServices(); !s) return Failed(std::move(s).error());
-  if (auto s = SendMessage(sync_.get(), Msg::kStart); !s) return InitFailed(std::move(s).error());
+  if (auto s = sync_.Send(Msg::kStart); !s) return Failed(std::move(s).error());
   log::Debug("sync: Start sent; serving");
   // What setting up used and freed (the profile, the plan, libnftables' scripts) goes back
   // to the kernel: the supervisor lives as long as the sandbox, one per sandbox.
@@ -288,34 +281,17 @@ Status Session::AnswerIdMap() {
   BRIG_TRY(WriteIdMaps(child_.pid(), plan_.sandbox_uid, plan_.sandbox_gid));
   log::Debug("id map written: ", config::kSandboxUid, " -> ", plan_.sandbox_uid);
   if (net_) BRIG_TRY(net_->Attach(child_.pid()));
-  return SendMessage(sync_.get(), Msg::kIdMapDone);
+  return sync_.Send(Msg::kIdMapDone);
 }
 
-// The handshake up to Ready (sync.h). Returns an Error reported by init, if any. Init may
-// fail meanwhile (a dead process cannot be moved, a send meets a broken pipe): then its
-// word is the outcome.
-Result<std::optional<Error>> Session::Handshake() {
+// The handshake up to Ready (sync.h); init's failure, or how it ended, is the error.
+// Flow::kSandbox's order leaves init nothing else to ask for before Ready than its id map.
+Status Session::Handshake() {
   for (;;) {
-    auto m = RecvMessage(sync_.get(), kSetupStepTimeoutMs);
-    Error lost = m ? Error{} : std::move(m).error().Wrap("brig init");
-    if (m) {
-      BRIG_TRY(seq_.Accept(m->type));
-      if (m->type == Msg::kLog) {
-        LogFromInit(*m);
-        continue;
-      }
-      log::Debug("sync: ", MsgName(m->type), " from init");
-      if (m->type == Msg::kReady) return std::optional<Error>();
-      if (m->type == Msg::kError) return std::optional<Error>(DecodeError(*m));
-      if (m->type != Msg::kNeedIdMap) {
-        return Fail("sync", std::string(MsgName(m->type)), "unexpected", ErrorKind::kInternal);
-      }
-      auto s = AnswerIdMap();
-      if (s) continue;
-      lost = std::move(s).error();
-    }
-    if (std::optional<Error> why = WhyInitIsGone(sync_.get(), child_.pidfd(), lost)) return why;
-    return lost;
+    Message m = BRIG_TRY(sync_.Next());
+    log::Debug("sync: ", MsgName(m.type), " from init");
+    if (m.type == Msg::kReady) return {};
+    BRIG_TRY(sync_.Explain(AnswerIdMap()));
   }
 }
 
@@ -383,8 +359,8 @@ Status Session::Watch(supervise::Loop& loop) {
       loop.Unwatch(oom);
     }));
   }
-  if (sync_) BRIG_TRY(loop.Watch(sync_.get(), [this, &loop] {
-    if (!HandleSyncMessage()) loop.Unwatch(sync_.get());
+  if (sync_) BRIG_TRY(loop.Watch(sync_.fd(), [this, &loop] {
+    if (!HandleSyncMessage()) loop.Unwatch(sync_.fd());
   }));
   BRIG_TRY(loop.Watch(stdio_->fd(), [this] { stdio_->Handle(); }));
   if (egress_) BRIG_TRY(loop.Watch(egress_->fd(), [this] { egress_->Handle(); }));
@@ -416,17 +392,18 @@ void Session::KillAll() {
 
 // Applies one message from init. False once the socket has nothing more to say.
 bool Session::HandleSyncMessage() {
-  auto m = RecvMessage(sync_.get(), 0);
-  if (!m) return false;
-  if (auto s = seq_.Accept(m->type); !s) {
-    if (!out_.error) out_.error = s.error();
+  auto m = sync_.Poll();
+  if (!m) {
+    if (!out_.error) out_.error = std::move(m).error();
     return true;
   }
-  if (m->type == Msg::kWorkloadExit) {
-    out_.workload_status = m->err;
-    out_.left_killed = LeftKilled(*m);
+  if (!*m) return false;
+  const Message& msg = **m;
+  if (msg.type == Msg::kWorkloadExit) {
+    out_.workload_status = msg.err;
+    out_.left_killed = LeftKilled(msg);
   }
-  if (m->type == Msg::kError && !out_.error) out_.error = DecodeError(*m);
+  if (msg.type == Msg::kError && !out_.error) out_.error = DecodeError(msg);
   return true;
 }
 

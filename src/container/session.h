@@ -20,8 +20,8 @@
 #include "broker/service.h"
 #include "cgroup/cgroup.h"
 #include "config/sandbox.h"
+#include "container/channel.h"
 #include "container/outcome.h"
-#include "container/sync.h"
 #include "egress/service.h"
 #include "fs/mount_plan.h"
 #include "manifest/manifest.h"
@@ -78,11 +78,10 @@ class Session {
   sys::CloneArgs CloneArgs(uint64_t flags, int* pidfd) const;
   bool LaunchInit();
   Result<sys::Child> CloneInit();
-  Result<std::optional<Error>> Handshake();
+  Status Handshake();
   Status AnswerIdMap();
   Status StartServices();
   bool Failed(Error e);
-  bool InitFailed(Error e);
   bool HandleSyncMessage();
   void OnInitGone();
   // unconfined.cc: a profile without isolation, the command as brig's own child.
@@ -118,13 +117,12 @@ class Session {
   std::unique_ptr<cgroup::Group> group_;
   std::unique_ptr<net::SandboxNet> net_;
   std::unique_ptr<supervise::Stdio> stdio_;
-  sys::UniqueFd sync_;  // brig's end of the sync socket (sync.h)
+  Channel sync_;  // brig's end of the sync socket
   // Shared by the proxy and the brokers, which hold it: made before them, gone after.
   std::unique_ptr<egress::Budget> budget_;
   std::unique_ptr<egress::Service> egress_;
   std::unique_ptr<broker::Service> brokers_;
   sys::Child child_;  // brig init, or the unconfined command
-  container::SyncSequence seq_;
 };
 
 }  // namespace brig::container

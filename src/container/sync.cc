@@ -220,6 +220,7 @@ std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost) {
     if (m->type == Msg::kLog) LogFromInit(*m);
     if (m->type == Msg::kError) return DecodeError(*m);
   }
+  if (pidfd < 0) return std::nullopt;
   struct pollfd p = {pidfd, POLLIN, 0};
   int rc;
   do {

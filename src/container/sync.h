@@ -1,5 +1,6 @@
 // The parent/child protocol over a SOCK_SEQPACKET socketpair (design.md, Process model).
-// Every message is one packet: a fixed header and at most kMaxPayload bytes.
+// Every message is one packet: a fixed header and at most kMaxPayload bytes. Every parent
+// reads and writes it through its Channel (channel.h); the children use the functions here.
 //
 //   supervisor (session.cc)                        brig init (init.cc), pid 1 inside
 //   socketpair(SEQPACKET|CLOEXEC), compile seccomp, block signals, open the v1 groups'
@@ -49,7 +50,7 @@ enum class Msg : uint32_t {
   kWorkloadExit = 5,
   kError = 6,
   kLog = 7,  // init to parent, while it sets up (SyncSequence says how long)
-  // OCI containers and exec (oci/launch.cc and oci/exec.cc draw their order):
+  // OCI containers and exec (oci/launch.cc and container/join.h draw their order):
   kPid = 8,      // to the parent: the process's host pid, from a stage child
   kCreated = 9,  // init to parent: set up, waiting for `start`
 };
@@ -82,7 +83,8 @@ Result<Message> Expect(int fd, Msg want, int timeout_ms);
 // Parent side. `lost` is how a send or receive on the sync socket failed. If init is gone
 // (EPIPE, ECONNRESET, EOF, or ESRCH from a write naming its pid), the broken pipe it left
 // is not the cause: returns init's own kError if one is queued on the socket, else how init
-// ended (its wait status, read through `pidfd` without reaping it). Otherwise nullopt:
+// ended (its wait status, read through `pidfd`, if one is given, without reaping it).
+// Otherwise nullopt:
 // `lost` is the error to report.
 std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost);
 
@@ -111,7 +113,8 @@ void StopForwardingLogs();
 //   kSandbox   brig run's init (above): NeedIdMap, Ready, WorkloadExit;
 //   kContainer an OCI container's init (oci/launch.cc): NeedIdMap, Pid (once, from a stage
 //              child that made a pid namespace, before Ready), Ready, Created;
-//   kExec      an exec's child (oci/exec.cc): Pid, then nothing (EOF at execve).
+//   kExec      an exec's stage child and process (container/join.h): Pid, then nothing
+//              (EOF at execve).
 // Logs come only while the child sets up: before Ready (kSandbox), before Created
 // (kContainer), before Pid (kExec). Error comes at any time before the end.
 enum class Flow { kSandbox, kContainer, kExec };

@@ -69,7 +69,7 @@ Status ParseUser(const std::string& user, Process& p) {
 // silent before its command is killed, and reaped unless `detach` (the engine's shim,
 // the subreaper above brig, reaps it then).
 Status AwaitCommand(container::Joined& j, bool detach) {
-  Status s = container::AwaitExecve(j);
+  Status s = j.sync.AwaitClose();
   if (s) return s;
   (void)sys::PidfdSendSignal(j.pidfd.get(), SIGKILL);
   if (!detach) waitpid(j.pid, nullptr, 0);

@@ -37,9 +37,9 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,7 +48,7 @@
 #include <bitset>
 #include <memory>
 
-#include "container/sync.h"
+#include "container/channel.h"
 #include "log/log.h"
 #include "oci/cgroups.h"
 #include "oci/hooks.h"
@@ -147,38 +147,26 @@ Result<sys::UniqueFd> Above(sys::UniqueFd fd, int min) {
   return sys::UniqueFd(moved);
 }
 
-// What create has made so far; on any failure it all goes again (design.md, invariant 6).
+// What create has made so far, each an owner that undoes it unless kept: on any failure
+// it all goes again, the process first (design.md, invariant 6).
 struct Making {
   std::optional<ContainerDir> dir;
   std::unique_ptr<cgroup::Groups> cgroups;
-  sys::Child child;          // brig's own: init, or the stage child until it exits
-  sys::UniqueFd stage_init;  // init forked by the stage child (not brig's to reap)
-  bool done = false;
+  // Container init; on the stage path first the stage child, then the init it forked, which
+  // brig, a subreaper, adopts when the stage child exits.
+  sys::Child child;
 
-  // The container's process, once it exists: what tells how it ended.
-  int init_pidfd() const { return stage_init.valid() ? stage_init.get() : child.pidfd(); }
-
-  ~Making() {
-    if (done) {
-      child.Release();
-      return;
-    }
-    if (stage_init.valid()) {
-      (void)sys::PidfdSendSignal(stage_init.get(), SIGKILL);
-      struct pollfd p = {stage_init.get(), POLLIN, 0};
-      while (poll(&p, 1, -1) < 0 && errno == EINTR) {
-      }
-    }
-    child.KillAndReap();
-    if (cgroups) (void)cgroups->Destroy();
-    if (dir) (void)dir->Remove();
+  void Keep() {
+    dir->Keep();
+    cgroups->Keep();
+    child.Release();
   }
 };
 
 // At kReady: the prestart and createRuntime hooks, then `start` for init, with the state for
 // the hooks it runs itself. The state the spec gives these hooks: "created" is "after step 2
 // in the lifecycle" (runtime.md), which the container's environment now is.
-Status RunParentHooks(const Container& rec, const Spec& spec, int sync) {
+Status RunParentHooks(const Container& rec, const Spec& spec, container::Channel& sync) {
   std::string state = StateJson(rec, ContainerStatus::kCreated);
   BRIG_TRY(RunHooks(spec.hooks().prestart(), "hooks.prestart", state));
   BRIG_TRY(RunHooks(spec.hooks().create_runtime(), "hooks.createRuntime", state));
@@ -186,13 +174,13 @@ Status RunParentHooks(const Container& rec, const Spec& spec, int sync) {
   if (inside && state.size() > container::kMaxPayload) {
     return BadInput("hooks", "", "the container's state is over 4 KiB for its hooks");
   }
-  return container::SendMessage(sync, Msg::kStart, 0, inside ? state : "");
+  return sync.Send(Msg::kStart, inside ? state : "");
 }
 
 // At kCreated: the record takes init's start time, --pid-file its pid, and init is let go.
 // Init no longer dies with brig once it closes its end (init.cc): only then may create
 // return, and brig exit.
-Status Commit(Making& mk, Container& rec, int sync, const std::string& pid_file) {
+Status Commit(Making& mk, Container& rec, container::Channel& sync, const std::string& pid_file) {
   std::optional<uint64_t> start = sys::StartTimeOf(rec.pid());
   if (!start) return Fail("container init", "", "exited before it was created");
   rec.set_start_time(*start);
@@ -200,63 +188,54 @@ Status Commit(Making& mk, Container& rec, int sync, const std::string& pid_file)
   if (!pid_file.empty()) {
     BRIG_TRY_CTX(util::ReplaceFile(pid_file, std::to_string(rec.pid())), "--pid-file");
   }
-  BRIG_TRY(container::SendMessage(sync, Msg::kStart));
-  auto bye = container::RecvMessage(sync, container::kSetupStepTimeoutMs);
-  if (bye || bye.error().detail != container::kPeerClosed) {
-    return Fail("container init", "", "did not let go of create after its last step");
-  }
+  BRIG_TRY(sync.Send(Msg::kStart));
+  return sync.AwaitClose();
+}
+
+// On the stage path, kPid: the stage child is reaped, and the init it forked is held.
+Status TakeStagedInit(Making& mk, const std::string& payload) {
+  auto pid = static_cast<pid_t>(std::strtol(payload.c_str(), nullptr, 10));
+  if (pid <= 0) return Fail("sync", payload, "not a pid", ErrorKind::kInternal);
+  BRIG_TRY_CTX(mk.child.Reap(), "container init's stage");
+  mk.child = sys::Child(pid, BRIG_TRY(sys::PidfdOpen(pid, "container init")));
   return {};
 }
 
 // Drives init through the order drawn above, until it waits for `start`.
-Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns, int sync,
-                 const CreateOptions& o) {
-  container::SyncSequence seq(container::Flow::kContainer);
-  pid_t init_pid = ns.new_pid && !ns.joins.empty() ? 0 : mk.child.pid();
+Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
+                 container::Channel& sync, const CreateOptions& o) {
+  bool staged = ns.new_pid && !ns.joins.empty();  // until the stage child's kPid
+  sync.Track(mk.child.pidfd());
   // Init runs the createContainer hooks before it says kCreated.
   int wait_ms = container::kSetupStepTimeoutMs;
   for (;;) {
-    auto m = container::RecvMessage(sync, wait_ms);
-    if (!m) {
-      if (int pidfd = mk.init_pidfd(); pidfd >= 0) {
-        if (auto why = container::WhyInitIsGone(sync, pidfd, m.error())) return *why;
-      }
-      return std::move(m).error().Wrap("container init");
-    }
-    BRIG_TRY(seq.Accept(m->type));
-    switch (m->type) {
-      case Msg::kLog:
-        container::LogFromInit(*m);
-        continue;
-      case Msg::kError:
-        return container::DecodeError(*m);
+    container::Message m = BRIG_TRY(sync.Next(wait_ms));
+    switch (m.type) {
       case Msg::kNeedIdMap:
-        if (ns.new_user) BRIG_TRY(WriteIdMaps(mk.child.pid(), spec));
+        if (ns.new_user) BRIG_TRY(sync.Explain(WriteIdMaps(mk.child.pid(), spec)));
         log::Debug("init in its cgroups, id map written");
-        BRIG_TRY(container::SendMessage(sync, Msg::kIdMapDone));
+        BRIG_TRY(sync.Send(Msg::kIdMapDone));
         continue;
-      case Msg::kPid: {
-        if (init_pid != 0) break;
-        init_pid = static_cast<pid_t>(std::strtol(m->payload.c_str(), nullptr, 10));
-        BRIG_TRY_CTX(mk.child.Reap(), "container init's stage");
-        mk.stage_init = BRIG_TRY(sys::PidfdOpen(init_pid, "container init"));
+      case Msg::kPid:
+        if (!staged) break;
+        BRIG_TRY(TakeStagedInit(mk, m.payload));
+        sync.Track(mk.child.pidfd());
+        staged = false;
         continue;
-      }
-      case Msg::kReady: {
-        if (init_pid == 0) break;
-        rec.set_pid(init_pid);
+      case Msg::kReady:
+        if (staged) break;
+        rec.set_pid(mk.child.pid());
         BRIG_TRY(RunParentHooks(rec, spec, sync));
         wait_ms = StepWithHooksMs({&spec.hooks().create_container()});
         continue;
-      }
       case Msg::kCreated:
         BRIG_TRY(Commit(mk, rec, sync, o.pid_file));
-        log::Debug("created: pid ", init_pid);
+        log::Debug("created: pid ", rec.pid());
         return {};
       default:
         break;
     }
-    return Fail("sync", std::string(container::MsgName(m->type)), "message out of order",
+    return Fail("sync", std::string(container::MsgName(m.type)), "message out of order",
                 ErrorKind::kInternal);
   }
 }
@@ -398,9 +377,10 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
 
 // The descriptors init is given, each above the fds --preserve-fds hands the container.
 struct InitFds {
-  sys::UniqueFd fifo;                   // exec.fifo's read end
-  sys::UniqueFd console;                // --console-socket, connected; none without a terminal
-  sys::UniqueFd parent_end, child_end;  // the sync socket
+  sys::UniqueFd fifo;       // exec.fifo's read end
+  sys::UniqueFd console;    // --console-socket, connected; none without a terminal
+  container::Channel sync;  // brig's end of the sync socket
+  sys::UniqueFd child_end;  // and init's
 };
 
 Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOptions& o) {
@@ -414,9 +394,10 @@ Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOpti
   if (spec.process().terminal()) {
     f.console = BRIG_TRY(Above(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
   }
-  sys::FdPair sync = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "sync"));
-  f.parent_end = sync.TakeParentEnd();
-  f.child_end = BRIG_TRY(Above(sync.TakeChildEnd(), min_fd));
+  auto [sync, child_end] =
+      BRIG_TRY(container::Channel::Open(container::Flow::kContainer, "container init"));
+  f.sync = std::move(sync);
+  f.child_end = BRIG_TRY(Above(std::move(child_end), min_fd));
   return f;
 }
 
@@ -464,13 +445,18 @@ Result<pid_t> Create(const CreateOptions& o) {
   args.console_fd = fds.console.get();
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
   args.cgroup_tasks = &tasks;
+  // The init a stage child forks comes back to brig when that one exits: brig holds it, and
+  // on a failure reaps it, as its own child.
+  if (args.fork_for_pid && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+    return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
+  }
   mk.child = BRIG_TRY(CloneInit(ns, *mk.cgroups, args));
   fds.child_end.Reset();
   fds.fifo.Reset();
   fds.console.Reset();
   tasks.clear();
-  BRIG_TRY(Handshake(mk, rec, b.spec, ns, fds.parent_end.get(), o));
-  mk.done = true;
+  BRIG_TRY(Handshake(mk, rec, b.spec, ns, fds.sync, o));
+  mk.Keep();
   return rec.pid();
 }
 

@@ -205,6 +205,7 @@ Result<ContainerDir> ContainerDir::Create(const std::string& root, const std::st
     return std::move(made).error();
   }
   d.path_ = std::move(path);
+  d.made_ = true;
   return d;
 }
 
@@ -259,6 +260,7 @@ Status ContainerDir::Write(const Container& c) const {
 }
 
 Status ContainerDir::Remove() {
+  made_ = false;
   if (!fd_) return {};
   // The lock is held until the directory is gone: a verb waiting on it then finds no
   // directory at the path (Open).

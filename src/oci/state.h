@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "brig/result.h"
@@ -37,9 +38,27 @@ std::string_view StatusName(ContainerStatus s);
 // One container's directory, locked for as long as this object lives.
 class ContainerDir {
  public:
+  ContainerDir() = default;
+  ContainerDir(ContainerDir&& o) noexcept
+      : path_(std::move(o.path_)), fd_(std::move(o.fd_)), made_(std::exchange(o.made_, false)) {}
+  ContainerDir& operator=(ContainerDir&& o) noexcept {
+    if (this != &o) {
+      if (made_) (void)Remove();
+      path_ = std::move(o.path_);
+      fd_ = std::move(o.fd_);
+      made_ = std::exchange(o.made_, false);
+    }
+    return *this;
+  }
+  ~ContainerDir() {
+    if (made_) (void)Remove();
+  }
+
   // Makes ROOT/ID (ROOT is made 0711 if missing); an existing one is refused: "container
-  // 'ID' already exists".
+  // 'ID' already exists". Until Keep(), it is removed again when this object goes: a create
+  // that fails leaves nothing.
   static Result<ContainerDir> Create(const std::string& root, const std::string& id);
+  void Keep() { made_ = false; }
   // Opens and locks ROOT/ID, waiting for a verb that holds it, at most kLockWait (then the
   // error names the holder); a missing one is refused: "container 'ID' does not exist".
   static Result<ContainerDir> Open(const std::string& root, const std::string& id);
@@ -59,6 +78,7 @@ class ContainerDir {
  private:
   std::string path_;
   sys::UniqueFd fd_;  // the directory, O_DIRECTORY, flock'ed
+  bool made_ = false;  // by Create, and not kept yet
 };
 
 // The ids of the containers under `root`, sorted; none if it does not exist.

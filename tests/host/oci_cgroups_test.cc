@@ -343,6 +343,30 @@ TEST_F(OciCgroups, ALimitTheKernelRefusesIsNamedAndNothingIsLeft) {
   }
 }
 
+TEST_F(OciCgroups, GroupsACreateDidNotKeepGoWithTheirProcesses) {
+  auto created = Create(SpecAt(parent_ + "/c1"));
+  ASSERT_TRUE(created) << created.error().Render();
+  SpinningChild spinner(**created);
+  pid_t child = spinner.pid();
+  ASSERT_GT(child, 0);
+  children_.push_back(child);
+  ASSERT_TRUE(spinner.Started()) << "it could not join its groups";
+  created = Error{};  // a create that failed after its groups and process were made
+  EXPECT_EQ(EndingSignal(child), SIGKILL);
+  children_.clear();
+  ASSERT_FALSE(notes_.empty());
+  for (const auto& [dir, owned] : notes_) EXPECT_FALSE(Exists(dir)) << dir << " is left";
+
+  notes_.clear();
+  auto kept = Create(SpecAt(parent_ + "/c2"));
+  ASSERT_TRUE(kept) << kept.error().Render();
+  (*kept)->Keep();
+  std::vector<std::string> dirs = (*kept)->dirs();
+  kept = Error{};
+  for (const auto& d : dirs) EXPECT_TRUE(Exists(d)) << d << " was kept";
+  EXPECT_TRUE(oci::CgroupsOf(Record())->Destroy());
+}
+
 TEST_F(OciCgroups, AnExistingGroupIsJoinedAndKept) {
   auto created = Create(SpecAt(parent_));
   ASSERT_TRUE(created) << created.error().Render();

@@ -91,7 +91,11 @@ std::string LinuxJson(const Config& c) {
   }
   o << "\"namespaces\":[";
   for (size_t i = 0; i < c.namespaces.size(); ++i) {
-    o << (i ? "," : "") << "{\"type\":" << Q(c.namespaces[i]) << "}";
+    const std::string& n = c.namespaces[i];
+    size_t eq = n.find('=');
+    o << (i ? "," : "") << "{\"type\":" << Q(n.substr(0, eq));
+    if (eq != std::string::npos) o << ",\"path\":" << Q(n.substr(eq + 1));
+    o << "}";
   }
   o << "],\"maskedPaths\":" << Arr(c.masked) << ",\"readonlyPaths\":" << Arr(c.readonly_paths)
     << "}";

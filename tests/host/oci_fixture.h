@@ -57,6 +57,7 @@ struct Config {
   bool readonly = true;
   std::string hostname = "oci-test";
   std::vector<MountSpec> mounts;
+  // "TYPE", or "TYPE=PATH" for one joined by path.
   std::vector<std::string> namespaces = {"pid", "ipc", "uts", "mount", "network", "cgroup"};
   std::vector<std::string> masked, readonly_paths;
   std::string cgroups_path;

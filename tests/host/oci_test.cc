@@ -657,6 +657,40 @@ TEST_F(Oci, DeleteOfACreatedContainerLeavesNothing) {
   EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
 }
 
+// A namespace joined by path with a new pid namespace: a stage child joins it, makes the
+// rest, and forks the container's pid 1 (the path engines take for a pod's containers).
+TEST_F(Oci, AContainerJoiningANamespaceByPathGetsItsOwnPidOne) {
+  pid_t pod = CreateAndStart(Cfg("pod"), "pod", "sleep");
+  ASSERT_GT(pod, 0);
+  Config c = Cfg("member");
+  std::erase(c.namespaces, "network");
+  c.namespaces.push_back("network=/proc/" + std::to_string(pod) + "/ns/net");
+  c.args = {"sh", "-c", "echo $$ >/dev/shm/pid; exec sleep 1000000"};
+  pid_t pid = CreateAndStart(c, "member", "sleep");
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(StateOf("member").pid, pid);
+  EXPECT_EQ(StatOf(pid).second, getpid()) << "the created process is not the caller's child";
+  EXPECT_EQ(NsOf(pid, "net"), NsOf(pod, "net"));
+  EXPECT_NE(NsOf(pid, "pid"), NsOf(pod, "pid"));
+  EXPECT_EQ(ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/root/dev/shm/pid"), "1\n");
+
+  EXPECT_EQ(Run({"delete", "--force", "member"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+
+  // Failing after the stage child handed over, the init it forked goes too, and nothing of
+  // the failed container is left.
+  Config bad = c;
+  bad.cwd = "/no-such-dir";
+  RunOutput r = Run({"create", "--bundle", Bundle(bad, "bad"), "bad"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/no-such-dir"), std::string::npos) << r.err;
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{"pod"});
+  EXPECT_EQ(GroupsOf("bad"), std::vector<std::string>{});
+  EXPECT_EQ(LiveDescendants(), std::vector<pid_t>{pod}) << "a process was left";
+  EXPECT_EQ(Run({"delete", "--force", "pod"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pod));
+}
+
 // ---- failures ------------------------------------------------------------------------
 
 TEST_F(Oci, UnknownNamespaceFailsCleanly) {

@@ -89,6 +89,13 @@ class Sleeper {
   sys::UniqueFd release_;
 };
 
+// A container's directory as a create that succeeded leaves it: made, then kept.
+Result<ContainerDir> Made(const std::string& root, const std::string& id) {
+  auto d = ContainerDir::Create(root, id);
+  if (d) d->Keep();
+  return d;
+}
+
 Container RecordOf(pid_t pid, bool started) {
   Container c;
   c.set_id("c1");
@@ -147,7 +154,7 @@ TEST(OciState, CreateMakesTheRootAndRefusesAnExistingId) {
   ScratchDir scratch;
   std::string root = scratch.path() + "/run/oci";
   mode_t old = umask(022);
-  auto made = ContainerDir::Create(root, "c1");
+  auto made = Made(root, "c1");
   umask(old);
   ASSERT_TRUE(made) << made.error().Render();
   EXPECT_EQ(made->path(), root + "/c1");
@@ -161,20 +168,39 @@ TEST(OciState, CreateMakesTheRootAndRefusesAnExistingId) {
   EXPECT_EQ(flock(found.get(), LOCK_EX | LOCK_NB), -1);
   EXPECT_EQ(errno, EWOULDBLOCK);
 
-  auto again = ContainerDir::Create(root, "c1");
+  auto again = Made(root, "c1");
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().Render(), "container 'c1' already exists");
   EXPECT_EQ(again.error().kind, ErrorKind::kBadInput);
   made = Error{};  // unlocked: still there, still refused
-  again = ContainerDir::Create(root, "c1");
+  again = Made(root, "c1");
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().Render(), "container 'c1' already exists");
   // Nothing but the container is left: the refused attempts removed their temporaries.
   sys::UniqueFd dir(open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   EXPECT_EQ(util::ListDir(dir.get()), std::vector<std::string>{"c1"});
 
-  EXPECT_EQ(ContainerDir::Create(root, "a/b").error().Render(),
+  EXPECT_EQ(Made(root, "a/b").error().Render(),
             "container id 'a/b': only letters, digits and _ + - . are allowed");
+}
+
+TEST(OciState, ADirectoryACreateDidNotKeepGoesWithIt) {
+  ScratchDir scratch;
+  std::string root = scratch.path() + "/oci";
+  {
+    auto failed = ContainerDir::Create(root, "c1");
+    ASSERT_TRUE(failed) << failed.error().Render();
+    ASSERT_TRUE(failed->Write(RecordOf(0, false)));
+    ASSERT_EQ(mkfifo(failed->Path("exec.fifo").c_str(), 0600), 0);
+    ContainerDir moved = std::move(*failed);
+    EXPECT_EQ(access((root + "/c1/state.pb").c_str(), F_OK), 0);
+  }
+  EXPECT_EQ(*ListIds(root), std::vector<std::string>{}) << "a create that failed left its directory";
+  auto kept = ContainerDir::Create(root, "c2");
+  ASSERT_TRUE(kept);
+  kept->Keep();
+  kept = Error{};
+  EXPECT_EQ(*ListIds(root), std::vector<std::string>{"c2"});
 }
 
 TEST(OciState, OpenRefusesAMissingContainer) {
@@ -187,7 +213,7 @@ TEST(OciState, OpenRefusesAMissingContainer) {
             "container 'c1' does not exist");
   EXPECT_EQ(ContainerDir::Open(scratch.path(), "..").error().Render(),
             "container id '..': not a name");
-  ASSERT_TRUE(ContainerDir::Create(scratch.path(), "c1"));
+  ASSERT_TRUE(Made(scratch.path(), "c1"));
   auto opened = ContainerDir::Open(scratch.path(), "c1");
   ASSERT_TRUE(opened) << opened.error().Render();
   EXPECT_EQ(opened->Path("exec.fifo"), scratch.path() + "/c1/exec.fifo");
@@ -195,7 +221,7 @@ TEST(OciState, OpenRefusesAMissingContainer) {
 
 TEST(OciState, TheRecordRoundTrips) {
   ScratchDir scratch;
-  auto dir = ContainerDir::Create(scratch.path(), "c1");
+  auto dir = Made(scratch.path(), "c1");
   ASSERT_TRUE(dir) << dir.error().Render();
   Container c;
   c.set_id("c1");
@@ -234,7 +260,7 @@ TEST(OciState, TheRecordRoundTrips) {
 
 TEST(OciState, ARecordThatDoesNotParseIsAnErrorNamingIt) {
   ScratchDir scratch;
-  auto dir = ContainerDir::Create(scratch.path(), "c1");
+  auto dir = Made(scratch.path(), "c1");
   ASSERT_TRUE(dir);
   std::string path = dir->Path("state.pb");
   EXPECT_EQ(dir->Read().error().Render(), "open '" + path + "': No such file or directory");
@@ -246,7 +272,7 @@ TEST(OciState, ARecordThatDoesNotParseIsAnErrorNamingIt) {
 
 TEST(OciState, APathThatIsNotUtf8IsNotWrittenDamaged) {
   ScratchDir scratch;
-  auto dir = ContainerDir::Create(scratch.path(), "c1");
+  auto dir = Made(scratch.path(), "c1");
   ASSERT_TRUE(dir);
   Container c;
   c.set_bundle("/srv/\xff");
@@ -261,7 +287,7 @@ TEST(OciState, RemoveTakesEverythingAndListIdsShowsTheRest) {
   ScratchDir scratch;
   std::string root = scratch.path() + "/oci";
   EXPECT_EQ(*ListIds(root), std::vector<std::string>{});
-  for (const char* id : {"b", "a", ".x", "gone"}) ASSERT_TRUE(ContainerDir::Create(root, id));
+  for (const char* id : {"b", "a", ".x", "gone"}) ASSERT_TRUE(Made(root, id));
   // What a create killed before its rename leaves, and a name that is no id.
   ASSERT_EQ(mkdir((root + "/~new.Ab12Cd").c_str(), 0700), 0);
   ASSERT_EQ(mkdir((root + "/not an id").c_str(), 0700), 0);
@@ -282,7 +308,7 @@ TEST(OciState, RemoveTakesEverythingAndListIdsShowsTheRest) {
 
 TEST(OciState, AnOpenContainerIsLockedAgainstOtherProcesses) {
   ScratchDir scratch;
-  ASSERT_TRUE(ContainerDir::Create(scratch.path(), "c1"));
+  ASSERT_TRUE(Made(scratch.path(), "c1"));
   Pipe opened, done;
   std::string root = scratch.path();
   pid_t child = Fork([&] {
@@ -310,7 +336,7 @@ TEST(OciState, AnOpenContainerIsLockedAgainstOtherProcesses) {
 TEST(OciState, AVerbWaitingOnTheLockOfARemovedContainerFindsItMissing) {
   ScratchDir scratch;
   std::string root = scratch.path();
-  auto held = ContainerDir::Create(root, "c1");
+  auto held = Made(root, "c1");
   ASSERT_TRUE(held);
   ASSERT_TRUE(held->Write(RecordOf(0, false)));
   Pipe starting, result;
@@ -342,10 +368,10 @@ TEST(OciState, ALockGrantedOnADirectoryNoLongerAtItsPathIsNotTheContainer) {
   Container first, second;
   first.set_bundle("/first");
   second.set_bundle("/second");
-  auto old_dir = ContainerDir::Create(root, "c1");
+  auto old_dir = Made(root, "c1");
   ASSERT_TRUE(old_dir);
   ASSERT_TRUE(old_dir->Write(first));
-  auto new_dir = ContainerDir::Create(root, "c2");
+  auto new_dir = Made(root, "c2");
   ASSERT_TRUE(new_dir);
   ASSERT_TRUE(new_dir->Write(second));
   Pipe starting, result;

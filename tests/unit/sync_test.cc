@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "container/channel.h"
 #include "container/sync.h"
 #include "sys/fd.h"
 
@@ -177,7 +178,7 @@ TEST(SyncSequence, AContainersOrderHasItsPidAndCreated) {
   }
 }
 
-// An exec's child (oci/exec.cc) says the pid and nothing else; the process may fail after.
+// An exec's stage child (container/join.h) says the pid and nothing else; the process may fail after.
 TEST(SyncSequence, AnExecsChildSaysItsPid) {
   SyncSequence s(Flow::kExec);
   EXPECT_TRUE(s.Accept(Msg::kPid));
@@ -210,6 +211,75 @@ TEST(Sync, ExpectWaitsBoundedForTheOneMessage) {
   auto go = Expect(p.b.get(), Msg::kStart, 1000);
   ASSERT_TRUE(go);
   EXPECT_EQ(go->payload, "state");
+}
+
+// The parent's end: log lines go to brig's log, not to the front end; the child's kError
+// is the error; a message out of the flow's order is refused.
+TEST(Channel, NextSkipsLogLinesAndReturnsTheChildsErrorAsTheError) {
+  auto opened = Channel::Open(Flow::kSandbox, "brig init");
+  ASSERT_TRUE(opened) << opened.error().Render();
+  auto& [channel, child] = *opened;
+  ASSERT_TRUE(SendLog(child.get(), log::Level::kDebug, "a step"));
+  ASSERT_TRUE(SendMessage(child.get(), Msg::kNeedIdMap));
+  auto m = channel.Next(1000);
+  ASSERT_TRUE(m) << m.error().Render();
+  EXPECT_EQ(m->type, Msg::kNeedIdMap);
+  Error e = Fail("mount", "/proc", "", ErrorKind::kSetup);
+  e.err = EPERM;
+  ASSERT_TRUE(SendError(child.get(), e));
+  auto failed = channel.Next(1000);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().Render(), "mount '/proc': Operation not permitted");
+  EXPECT_EQ(failed.error().kind, ErrorKind::kSetup);
+}
+
+TEST(Channel, AMessageOutOfItsFlowsOrderIsRefused) {
+  auto opened = Channel::Open(Flow::kExec, "exec");
+  ASSERT_TRUE(opened);
+  auto& [channel, child] = *opened;
+  ASSERT_TRUE(SendMessage(child.get(), Msg::kReady));
+  auto m = channel.Next(1000);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().Render(), "sync 'Ready': message out of order");
+}
+
+// EOF is what AwaitClose waits for (an exec reached execve, an OCI init let go); a word
+// instead is the error, and so is silence past the deadline.
+TEST(Channel, AwaitCloseTakesEofAndNothingElse) {
+  auto opened = Channel::Open(Flow::kExec, "exec");
+  ASSERT_TRUE(opened);
+  auto& [channel, child] = *opened;
+  auto silent = channel.AwaitClose(50);
+  ASSERT_FALSE(silent);
+  EXPECT_EQ(silent.error().Render(), "exec: sync: timed out waiting for the other end");
+  ASSERT_TRUE(SendMessage(child.get(), Msg::kPid, 0, "42"));
+  ASSERT_TRUE(channel.Next(1000));
+  ASSERT_TRUE(SendError(child.get(), Fail("command", "nope", "not found", ErrorKind::kNotFound)));
+  auto said = channel.AwaitClose(1000);
+  ASSERT_FALSE(said);
+  EXPECT_EQ(said.error().Render(), "command 'nope': not found");
+
+  auto again = Channel::Open(Flow::kExec, "exec");
+  ASSERT_TRUE(again);
+  ASSERT_TRUE(SendMessage(again->second.get(), Msg::kPid, 0, "42"));
+  ASSERT_TRUE(again->first.Next(1000));
+  again->second.Reset();
+  EXPECT_TRUE(again->first.AwaitClose(1000));
+}
+
+// A send that meets a child gone reports what the child said before it went, not the
+// broken pipe it left.
+TEST(Channel, ASendToAChildThatIsGoneReportsWhatItSaid) {
+  auto opened = Channel::Open(Flow::kSandbox, "brig init");
+  ASSERT_TRUE(opened);
+  auto& [channel, child] = *opened;
+  ASSERT_TRUE(SendMessage(child.get(), Msg::kNeedIdMap));
+  ASSERT_TRUE(channel.Next(1000));
+  ASSERT_TRUE(SendError(child.get(), Fail("pivot_root", "/", "refused", ErrorKind::kSetup)));
+  child.Reset();
+  Status s = channel.Send(Msg::kIdMapDone);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().Render(), "pivot_root '/': refused");
 }
 
 }  // namespace
