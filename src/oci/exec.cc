@@ -76,6 +76,35 @@ Status AwaitCommand(container::Joined& j, bool detach) {
   return s;
 }
 
+// The container exec joins, as its record names it: created or running.
+struct Target {
+  Container rec;
+  std::unique_ptr<cgroup::Groups> cgroups;
+  sys::UniqueFd pidfd;  // its process, checked to be the one the record names
+  int namespaces = 0;   // CLONE_NEW* of config.json's namespaces
+};
+
+Result<Target> OpenTarget(const ExecOptions& o) {
+  Target t;
+  // The lock is held only while the container is looked at: an attached exec may last, and
+  // the engine must still be able to kill or delete the container meanwhile.
+  ContainerDir dir = BRIG_TRY(ContainerDir::Open(o.root, o.id));
+  t.rec = BRIG_TRY(dir.Read());
+  t.cgroups = CgroupsOf(t.rec);
+  ContainerStatus st = StatusOf(t.rec, t.cgroups->Frozen());
+  if (st != ContainerStatus::kRunning && st != ContainerStatus::kCreated) {
+    return BadInput("container", o.id,
+                    "cannot exec in it (it is " + std::string(StatusName(st)) + ")");
+  }
+  std::optional<sys::UniqueFd> pidfd = OpenProcess(t.rec);
+  if (!pidfd) return Fail("exec", o.id, "container not running");
+  t.pidfd = std::move(*pidfd);
+  for (const Namespace& n : t.rec.config().linux().namespaces()) {
+    if (std::optional<int> f = NamespaceFlag(n.type())) t.namespaces |= *f;
+  }
+  return t;
+}
+
 }  // namespace
 
 Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
@@ -120,27 +149,8 @@ Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
 Result<int> Exec(const ExecOptions& o) {
   BRIG_TRY(CheckId(o.id));
   BRIG_TRY(CheckPreserved(o.preserve_fds));
-  int ns_flags = 0;
-  Container rec;
-  std::unique_ptr<cgroup::Groups> cg;
-  std::optional<sys::UniqueFd> pidfd;
-  {
-    // The lock is held only while the container is looked at: an attached exec may last,
-    // and the engine must still be able to kill or delete the container meanwhile.
-    ContainerDir dir = BRIG_TRY(ContainerDir::Open(o.root, o.id));
-    rec = BRIG_TRY(dir.Read());
-    cg = CgroupsOf(rec);
-    ContainerStatus st = StatusOf(rec, cg->Frozen());
-    if (st != ContainerStatus::kRunning && st != ContainerStatus::kCreated) {
-      return BadInput("container", o.id,
-                      "cannot exec in it (it is " + std::string(StatusName(st)) + ")");
-    }
-    pidfd = OpenProcess(rec);
-    if (!pidfd) return Fail("exec", o.id, "container not running");
-  }
-  for (const Namespace& n : rec.config().linux().namespaces()) {
-    if (std::optional<int> f = NamespaceFlag(n.type())) ns_flags |= *f;
-  }
+  Target t = BRIG_TRY(OpenTarget(o));
+  const Container& rec = t.rec;
   Process p = BRIG_TRY(ExecProcess(o, rec.config().process()));
   std::optional<brig::v1::SeccompPolicy> policy;
   if (rec.config().linux().has_seccomp()) policy = rec.config().linux().seccomp();
@@ -162,7 +172,8 @@ Result<int> Exec(const ExecOptions& o) {
       return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
     }
   }
-  container::JoinTarget target{pidfd->get(), ns_flags, cg->v2_fd(), BRIG_TRY(cg->OpenV1Tasks())};
+  container::JoinTarget target{t.pidfd.get(), t.namespaces, t.cgroups->v2_fd(),
+                               BRIG_TRY(t.cgroups->OpenV1Tasks())};
   container::JoinedProcess joined;
   joined.become = [&](int sync_fd) {
     BecomeProcess(prep, p.terminal(), p.console_size(), console.get(), sync_fd, o.preserve_fds);

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "container/command.h"
+#include "container/exec_child.h"
 #include "security/seccomp_cache.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -220,7 +221,7 @@ Error Exec(const std::string& path, const PreparedProcess& p) {
   std::vector<char*> argv = container::ExecArray(p.args), envp = container::ExecArray(p.env);
   execve(path.c_str(), argv.data(), envp.data());
   Error e = SysError("execve", p.args[0]);
-  e.kind = e.err == ENOENT || e.err == ENOTDIR ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
+  e.kind = container::ExecErrorKind(e.err);
   return e;
 }
 
