@@ -49,10 +49,10 @@ security::Credentials SandboxUser() {
 // Init builds the sandbox as the sandbox user, since what it makes there needs an owner the
 // namespace maps (host uid 0 is not mapped), and with every capability a new user
 // namespace gave it.
-Status BecomeSandboxUser() {
+security::Credentials Builder() {
   security::Credentials c = SandboxUser();
   c.caps.bounding = c.caps.effective = c.caps.permitted = security::kEveryCapability;
-  return security::ApplyCredentials(c);
+  return c;
 }
 
 // Every capability set emptied and no_new_privs, before the workload is forked, so that it
@@ -187,14 +187,9 @@ Status Setup(const InitArgs& a) {
   // Into the v1 groups at once (the clone put it into the v2 one), before the workload
   // exists and before the cgroup namespace below.
   BRIG_TRY(cgroup::JoinV1(*a.cgroup_tasks));
-  BRIG_TRY(SendMessage(a.sync_fd, Msg::kNeedIdMap));
-  BRIG_TRY_CTX(Expect(a.sync_fd, Msg::kIdMapDone, kSetupStepTimeoutMs), "wait for id map");
-  log::Debug("id map written by the supervisor");
-  BRIG_TRY_CTX(BecomeSandboxUser(), "user");
+  security::Credentials builder = Builder();
+  BRIG_TRY_CTX(TakeIdsFromMap(a.sync_fd, &builder), "user");
   log::Debug("user: uid ", config::kSandboxUid, " gid ", config::kSandboxGid);
-  // Changing credentials clears the parent-death signal; arm it again. A supervisor that
-  // died in between is caught by the next sync read (EOF).
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   BRIG_TRY_CTX(net::BringUpLoopback(), "network");
   log::Debug("network: loopback up");
   if (a.address) {
@@ -233,6 +228,16 @@ Status StartAsBrigsChild(int sync_fd) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  return {};
+}
+
+Status TakeIdsFromMap(int sync_fd, const security::Credentials* ids) {
+  BRIG_TRY(SendMessage(sync_fd, Msg::kNeedIdMap));
+  BRIG_TRY_CTX(Expect(sync_fd, Msg::kIdMapDone, kSetupStepTimeoutMs), "wait for id map");
+  log::Debug("id map written by the parent");
+  if (!ids) return {};
+  BRIG_TRY(security::ApplyCredentials(*ids));
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   return {};
 }
 

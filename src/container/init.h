@@ -7,6 +7,7 @@
 #include "config/sandbox.h"
 #include "fs/mount_plan.h"
 #include "net/network.h"
+#include "security/caps.h"
 #include "security/seccomp.h"
 
 namespace brig::container {
@@ -33,6 +34,13 @@ struct InitArgs {
 // (ScrubProcessArgs). None of its creator's signals is blocked. Which descriptors it keeps
 // is its front end's to say (sys::CloseAllExcept), before anything inside can see them.
 Status StartAsBrigsChild(int sync_fd);
+
+// Both inits' next steps, once in their groups and namespaces: the id map asked of the
+// parent (kNeedIdMap) and waited for (kIdMapDone), then, where there is one to take, the
+// ids it maps (`ids`, through security::ApplyCredentials, which leaves the process not
+// dumpable) and the parent-death signal armed again, which a change of ids clears. A
+// parent that died in between is caught at the next sync read (EOF).
+Status TakeIdsFromMap(int sync_fd, const security::Credentials* ids);
 
 // Hides the supervisor's command line and environment from /proc/1 inside (they are
 // inherited memory): main() records where they are, init overwrites them.

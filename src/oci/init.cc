@@ -77,19 +77,13 @@ Status SetUp(const InitArgs& a) {
   // cgroup namespace's root is the group init is in) and before pid 1 is forked.
   if (a.cgroup_tasks) BRIG_TRY(cgroup::JoinV1(*a.cgroup_tasks));
   if (!a.joins.empty() || a.unshare_flags) BRIG_TRY(JoinAndUnshare(a));
-  BRIG_TRY(container::SendMessage(a.sync_fd, Msg::kNeedIdMap));
-  BRIG_TRY_CTX(container::Expect(a.sync_fd, Msg::kIdMapDone, container::kSetupStepTimeoutMs),
-               "wait for id map");
-  if (a.fs.userns) {
-    // Root of its user namespace now that the map exists, so that what init makes (the
-    // mount points, /dev's nodes) belongs to the container's root, not to an unmapped id.
-    if (setresgid(0, 0, 0) < 0) return SysError("setresgid", "0 in the user namespace");
-    if (setresuid(0, 0, 0) < 0) return SysError("setresuid", "0 in the user namespace");
-    // A change of ids clears the parent-death signal, and may make the process dumpable
-    // (fs.suid_dumpable).
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
-  }
+  // In a user namespace, root of it once the map exists, with every capability the
+  // namespace gave it, so that what init makes (the mount points, /dev's nodes) belongs to
+  // the container's root, not to an unmapped id.
+  security::Credentials root;
+  root.caps.bounding = root.caps.effective = root.caps.permitted = security::kEveryCapability;
+  BRIG_TRY_CTX(container::TakeIdsFromMap(a.sync_fd, a.fs.userns ? &root : nullptr),
+               "root in the user namespace");
   if (a.fork_for_pid) BRIG_TRY(ForkPidOne(a));
   if (a.new_cgroupns && unshare(CLONE_NEWCGROUP) < 0) {
     return SysError("unshare", "cgroup namespace");
