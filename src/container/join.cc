@@ -52,15 +52,7 @@ Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p) {
   Joined j;
   j.sync = std::move(channel);
   int pidfd = -1;
-  sys::CloneArgs ca;
-  ca.flags = CLONE_PIDFD;
-  ca.pidfd = &pidfd;
-  ca.exit_signal = SIGCHLD;
-  if (t.cgroup_v2 >= 0) {
-    ca.flags |= CLONE_INTO_CGROUP;
-    ca.cgroup_fd = t.cgroup_v2;
-  }
-  pid_t pid = BRIG_TRY_CTX(sys::Clone3(ca), "exec");
+  pid_t pid = BRIG_TRY_CTX(sys::Clone3(sys::CloneArgs::Held(0, &pidfd, t.cgroup_v2)), "exec");
   if (pid == 0) {
     j.sync = Channel();
     JoinAndFork(t, p, child_end.get());

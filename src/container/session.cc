@@ -210,20 +210,6 @@ bool Session::Failed(Error e) {
   return false;
 }
 
-// The sandbox's first process, cloned with `flags`, a pidfd into `pidfd` and, where there
-// is a v2 group, straight into it: the limits hold from its first instruction.
-sys::CloneArgs Session::CloneArgs(uint64_t flags, int* pidfd) const {
-  sys::CloneArgs ca;
-  ca.flags = flags | CLONE_PIDFD;
-  ca.pidfd = pidfd;
-  ca.exit_signal = SIGCHLD;
-  if (group_->v2_fd() >= 0) {
-    ca.flags |= CLONE_INTO_CGROUP;
-    ca.cgroup_fd = group_->v2_fd();
-  }
-  return ca;
-}
-
 Result<sys::Child> Session::CloneInit() {
   auto [channel, child_end] = BRIG_TRY(Channel::Open(Flow::kSandbox, "brig init"));
   sync_ = std::move(channel);
@@ -237,7 +223,8 @@ Result<sys::Child> Session::CloneInit() {
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(group_->OpenV1Tasks());
   int pidfd = -1;
   // The sandbox's namespaces belong to its own host uid, not to root (Clone3As).
-  pid_t pid = BRIG_TRY(Clone3As(CloneArgs(kNamespaces, &pidfd), ids_.uid()));
+  pid_t pid =
+      BRIG_TRY(Clone3As(sys::CloneArgs::Held(kNamespaces, &pidfd, group_->v2_fd()), ids_.uid()));
   if (pid == 0) {
     sync_ = Channel();
     stdio_->ApplyInChild();

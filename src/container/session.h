@@ -75,7 +75,6 @@ class Session {
   Status PrepareSandbox();
   Status Describe();
   // session.cc: the confined sandbox.
-  sys::CloneArgs CloneArgs(uint64_t flags, int* pidfd) const;
   bool LaunchInit();
   Result<sys::Child> CloneInit();
   Status Handshake();

@@ -29,7 +29,7 @@ bool Session::LaunchUnconfined() {
   sys::UniqueFd go_wr = go->TakeParentEnd(), go_rd = go->TakeChildEnd();
   int pidfd = -1;
   pid_t supervisor = getpid();
-  auto pid = sys::Clone3(CloneArgs(0, &pidfd));
+  auto pid = sys::Clone3(sys::CloneArgs::Held(0, &pidfd, group_->v2_fd()));
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();

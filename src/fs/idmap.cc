@@ -21,11 +21,7 @@ namespace {
 // A user namespace whose uid 'from' is host 'to' (one id each way), as an fd.
 Result<sys::UniqueFd> UserNamespace(const IdMap& m) {
   int pidfd = -1;
-  sys::CloneArgs ca;
-  ca.flags = CLONE_NEWUSER | CLONE_PIDFD;
-  ca.pidfd = &pidfd;
-  ca.exit_signal = SIGCHLD;
-  pid_t pid = BRIG_TRY_CTX(sys::Clone3(ca), "id map");
+  pid_t pid = BRIG_TRY_CTX(sys::Clone3(sys::CloneArgs::Held(CLONE_NEWUSER, &pidfd)), "id map");
   if (pid == 0) {
     for (;;) pause();  // held until the parent kills it (sys::Child)
   }

@@ -35,11 +35,7 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
   sys::FdPair state = BRIG_TRY(sys::FdPair::Pipe(false, subject));
   sys::UniqueFd wr = state.TakeParentEnd(), rd = state.TakeChildEnd();
   int pidfd = -1;
-  sys::CloneArgs ca;
-  ca.flags = CLONE_PIDFD;
-  ca.pidfd = &pidfd;
-  ca.exit_signal = SIGCHLD;
-  pid_t pid = BRIG_TRY_CTX(sys::Clone3(ca), subject);
+  pid_t pid = BRIG_TRY_CTX(sys::Clone3(sys::CloneArgs::Held(0, &pidfd)), subject);
   if (pid == 0) {
     // The state on stdin, the engine's stdout and stderr, and nothing else: no descriptor
     // of brig's, nor one brig was left by its caller.

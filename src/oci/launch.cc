@@ -406,15 +406,8 @@ Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOpti
 Result<sys::Child> CloneInit(const Namespaces& ns, const cgroup::Groups& cgroups,
                              const InitArgs& args) {
   int pidfd = -1;
-  sys::CloneArgs ca;
-  ca.flags = (ns.joins.empty() ? static_cast<uint64_t>(ns.clone_flags) : 0) | CLONE_PIDFD;
-  ca.pidfd = &pidfd;
-  ca.exit_signal = SIGCHLD;
-  if (cgroups.v2_fd() >= 0) {
-    ca.flags |= CLONE_INTO_CGROUP;
-    ca.cgroup_fd = cgroups.v2_fd();
-  }
-  pid_t pid = BRIG_TRY(sys::Clone3(ca));
+  uint64_t flags = ns.joins.empty() ? static_cast<uint64_t>(ns.clone_flags) : 0;
+  pid_t pid = BRIG_TRY(sys::Clone3(sys::CloneArgs::Held(flags, &pidfd, cgroups.v2_fd())));
   if (pid == 0) ContainerInit(args);
   log::Debug("container init cloned: pid ", pid);
   return sys::Child(pid, sys::UniqueFd(pidfd));

@@ -19,6 +19,15 @@
 
 namespace brig::sys {
 
+CloneArgs CloneArgs::Held(uint64_t flags, int* pidfd, int cgroup_fd) {
+  CloneArgs ca{.flags = flags | CLONE_PIDFD, .pidfd = pidfd, .exit_signal = SIGCHLD};
+  if (cgroup_fd >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup_fd = cgroup_fd;
+  }
+  return ca;
+}
+
 Result<pid_t> Clone3(const CloneArgs& args) {
   struct clone_args ca;
   memset(&ca, 0, sizeof ca);

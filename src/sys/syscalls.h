@@ -24,6 +24,11 @@ struct CloneArgs {
   int* pidfd = nullptr;
   int exit_signal = 0;
   int cgroup_fd = -1;  // with CLONE_INTO_CGROUP
+
+  // A child held by its pidfd (sys::Child; the fd is written to *pidfd) that sends SIGCHLD
+  // when it exits, made with `flags` and born in the v2 group `cgroup_fd` where there is
+  // one (CLONE_INTO_CGROUP: the group's limits hold from its first instruction).
+  static CloneArgs Held(uint64_t flags, int* pidfd, int cgroup_fd = -1);
 };
 
 // clone3 without a new stack: returns like fork (0 in the child). The caller must be
