@@ -18,6 +18,7 @@
 #include "audit/audit.h"
 #include "container/channel.h"
 #include "container/exec_record.h"
+#include "container/launch.h"
 #include "container/init.h"
 #include "fs/export.h"
 #include "log/log.h"
@@ -44,54 +45,6 @@ Status WriteIdMaps(pid_t pid, uid_t uid, gid_t gid) {
   return sys::WriteIdMaps(pid, {.uids = {{.inside = config::kSandboxUid, .host = uid}},
                                 .gids = {{.inside = config::kSandboxGid, .host = gid}},
                                 .deny_setgroups = true});
-}
-
-// What brig changes of its own process to clone as another user, put back by Restore.
-struct Credentials {
-  int securebits = 0, dumpable = 0, pdeath_signal = 0;
-  pid_t parent = 0;
-};
-
-// Back to root, and what a change of effective uid cleared or set: the dumpable flag, the
-// parent-death signal a caller may have given brig (checked against a parent that died
-// meanwhile, which would have sent it). Nothing here can fail for root that has its
-// capabilities (SECBIT_NO_SETUID_FIXUP kept them), and brig must not go on as another user.
-void Restore(const Credentials& c) {
-  if (setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1)) < 0 ||
-      prctl(PR_SET_SECUREBITS, c.securebits, 0, 0, 0) < 0 ||
-      prctl(PR_SET_DUMPABLE, c.dumpable, 0, 0, 0) < 0 ||
-      prctl(PR_SET_PDEATHSIG, c.pdeath_signal, 0, 0, 0) < 0) {
-    abort();
-  }
-  if (c.pdeath_signal != 0 && getppid() != c.parent) kill(getpid(), c.pdeath_signal);
-}
-
-// clone3 with `euid` as brig's effective uid: the kernel makes a new user namespace's owner
-// its creator's euid, and charges what is counted in the namespace to that owner in the
-// namespace above (ucounts.h). Only the effective uid changes: the real and saved uids stay
-// 0, so no process of `euid` may signal or trace brig meanwhile, and SECBIT_NO_SETUID_FIXUP
-// keeps brig's capabilities, which CLONE_INTO_CGROUP needs to enter the sandbox's group. The
-// child starts with the same credentials; its new namespace resets the securebits.
-Result<pid_t> Clone3As(const sys::CloneArgs& args, uid_t euid) {
-  Credentials c;
-  c.securebits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
-  c.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
-  c.parent = getppid();
-  if (c.securebits < 0 || c.dumpable < 0 || prctl(PR_GET_PDEATHSIG, &c.pdeath_signal, 0, 0, 0) < 0) {
-    return SysError("prctl", "brig's credentials");
-  }
-  if (prctl(PR_SET_SECUREBITS, c.securebits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0) {
-    return SysError("prctl", "PR_SET_SECUREBITS");
-  }
-  if (setresuid(static_cast<uid_t>(-1), euid, static_cast<uid_t>(-1)) < 0) {
-    Error e = SysError("setresuid", std::to_string(euid));
-    Restore(c);
-    return e;
-  }
-  auto pid = sys::Clone3(args);
-  if (pid && *pid == 0) return pid;
-  Restore(c);
-  return pid;
 }
 
 }  // namespace
@@ -210,9 +163,9 @@ bool Session::Failed(Error e) {
   return false;
 }
 
-Result<sys::Child> Session::CloneInit() {
-  auto [channel, child_end] = BRIG_TRY(Channel::Open(Flow::kSandbox, "brig init"));
-  sync_ = std::move(channel);
+// Brig init, cloned (container/launch.h) into the sandbox's namespaces, which belong to its
+// own host uid, not to root, and into its v2 group.
+Result<Launched> Session::CloneInit() {
   // Init starts with the supervisor's credentials, and setgroups is denied in its user
   // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
   // follow it and the workload for good. The supervisor, root, needs none of them. (Only
@@ -221,28 +174,25 @@ Result<sys::Child> Session::CloneInit() {
     return SysError("setgroups", "supervisor");
   }
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(group_->OpenV1Tasks());
-  int pidfd = -1;
-  // The sandbox's namespaces belong to its own host uid, not to root (Clone3As).
-  pid_t pid =
-      BRIG_TRY(Clone3As(sys::CloneArgs::Held(kNamespaces, &pidfd, group_->v2_fd()), ids_.uid()));
-  if (pid == 0) {
-    sync_ = Channel();
-    stdio_->ApplyInChild();
-    InitMain(InitArgs{&sb_, &plan_, &seccomp_, &init_filter_, child_end.get(),
-                      net_ ? &net_->address() : nullptr, &tasks});
-  }
+  Launched l = BRIG_TRY(container::CloneInit(
+      {.namespaces = kNamespaces, .cgroup_v2 = group_->v2_fd(), .owner = ids_.uid(),
+       .flow = Flow::kSandbox, .who = "brig init"},
+      [&](int sync_fd) {
+        stdio_->ApplyInChild();
+        InitMain(InitArgs{&sb_, &plan_, &seccomp_, &init_filter_, sync_fd,
+                          net_ ? &net_->address() : nullptr, &tasks});
+      }));
   plan_.steps.clear();  // the detached trees now live on only in the child
-  log::Debug("clone: brig init is pid ", pid);
-  return sys::Child(pid, sys::UniqueFd(pidfd));
+  return l;
 }
 
 bool Session::LaunchInit() {
-  auto child = CloneInit();
-  if (!child) return Failed(std::move(child).error());
-  child_ = std::move(*child);
-  sync_.Track(child_.pidfd());
+  auto launched = CloneInit();
+  if (!launched) return Failed(std::move(launched).error());
+  child_ = std::move(launched->init);
+  sync_ = std::move(launched->sync);
   if (auto s = stdio_->Started(); !s) return Failed(std::move(s).error());
-  if (auto s = Handshake(); !s) {
+  if (auto s = DriveToReady(sync_, child_, false, [this] { return AnswerIdMap(); }); !s) {
     // Init failed (and said why) or went silent; either way it ends here.
     log::Debug("sync: init failed: ", s.error().Render());
     child_.KillAndReap();
@@ -268,18 +218,7 @@ Status Session::AnswerIdMap() {
   BRIG_TRY(WriteIdMaps(child_.pid(), plan_.sandbox_uid, plan_.sandbox_gid));
   log::Debug("id map written: ", config::kSandboxUid, " -> ", plan_.sandbox_uid);
   if (net_) BRIG_TRY(net_->Attach(child_.pid()));
-  return sync_.Send(Msg::kIdMapDone);
-}
-
-// The handshake up to Ready (sync.h); init's failure, or how it ended, is the error.
-// Flow::kSandbox's order leaves init nothing else to ask for before Ready than its id map.
-Status Session::Handshake() {
-  for (;;) {
-    Message m = BRIG_TRY(sync_.Next());
-    log::Debug("sync: ", MsgName(m.type), " from init");
-    if (m.type == Msg::kReady) return {};
-    BRIG_TRY(sync_.Explain(AnswerIdMap()));
-  }
+  return {};
 }
 
 // The resolver, proxy and brokers serve from before the workload's first packet.

@@ -21,6 +21,7 @@
 #include "cgroup/cgroup.h"
 #include "config/sandbox.h"
 #include "container/channel.h"
+#include "container/launch.h"
 #include "container/outcome.h"
 #include "egress/service.h"
 #include "fs/mount_plan.h"
@@ -76,8 +77,7 @@ class Session {
   Status Describe();
   // session.cc: the confined sandbox.
   bool LaunchInit();
-  Result<sys::Child> CloneInit();
-  Status Handshake();
+  Result<Launched> CloneInit();
   Status AnswerIdMap();
   Status StartServices();
   bool Failed(Error e);

@@ -1,13 +1,16 @@
-// `brig create`, the parent half (launch.h). The order over the sync socket (container/
-// sync.h's wire, checked by its SyncSequence as Flow::kContainer). Each wait, on either
-// side, is bounded by a setup step's time, and those that span hooks by their timeouts
-// too (oci/hooks.h StepWithHooksMs; a hook without one leaves that wait unbounded):
+// `brig create`, the parent half (launch.h). Its init is cloned and driven to Ready as brig
+// run's is (container/launch.h: CloneInit, DriveToReady), over the same channel (container/
+// channel.h), in Flow::kContainer's order; the rest is the OCI front end's. Each wait, on
+// either side, is bounded by a setup step's time, and those that span hooks by their
+// timeouts too (oci/hooks.h StepWithHooksMs; a hook without one leaves that wait unbounded):
 //
 //   brig create                                     container init (init.cc)
-//   record and cgroups made, exec.fifo (read end held by init), sync socketpair,
+//   record and cgroups made, exec.fifo (read end held by init),
 //   the v1 groups' tasks files opened, the root planned (PlanRootfs, rootfs.h)
 //   [a pid namespace joined by path: setns here, for the child]
-//   clone3(new namespaces | CLONE_INTO_CGROUP) ───▶ "0" to each v1 tasks file (into
+//   CloneInit: sync socket, clone3(new namespaces
+//   | CLONE_INTO_CGROUP) [stage path: brig a
+//   subreaper] ───────────────────────────────────▶ "0" to each v1 tasks file (into
 //                                                    its groups, cgroup/groups.h)
 //                                                    [stage path: setns by path, user
 //                                                    first; unshare the new ones]
@@ -16,7 +19,8 @@
 //   uid_map/gid_map
 //                          ─── kIdMapDone ──▶
 //                          ◀── kPid {pid}            [stage path with a new pid ns: the
-//                                                    stage child forks pid 1 and exits]
+//   the stage child reaped, the init it forked       stage child forks pid 1 and exits]
+//   held instead
 //                                                    cgroup ns, setsid, the plan's
 //                                                    mounts and devices
 //                          ◀── kReady
@@ -38,9 +42,6 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +49,7 @@
 #include <bitset>
 #include <memory>
 
-#include "container/channel.h"
+#include "container/launch.h"
 #include "log/log.h"
 #include "oci/cgroups.h"
 #include "oci/hooks.h"
@@ -106,6 +107,10 @@ Result<Namespaces> PlanNamespaces(const Spec& spec) {
   return ns;
 }
 
+// A stage child makes the new namespaces inside those joined by path, and forks the
+// container's pid 1 into a new pid namespace (InitArgs::fork_for_pid).
+bool Staged(const Namespaces& ns) { return ns.new_pid && !ns.joins.empty(); }
+
 // A namespace joined by path may be brig's own (the host's): a sysctl of that kind would
 // then be the host's, which runc refuses too. (One the container makes is checked by
 // ParseSpec.)
@@ -139,27 +144,17 @@ Status WriteIdMaps(pid_t pid, const Spec& spec) {
   return {};
 }
 
-// A descriptor init inherits, moved above the fds --preserve-fds hands the container.
-Result<sys::UniqueFd> Above(sys::UniqueFd fd, int min) {
-  if (fd.get() >= min) return fd;
-  int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, min);
-  if (moved < 0) return SysError("fcntl", "F_DUPFD_CLOEXEC");
-  return sys::UniqueFd(moved);
-}
-
 // What create has made so far, each an owner that undoes it unless kept: on any failure
 // it all goes again, the process first (design.md, invariant 6).
 struct Making {
   std::optional<ContainerDir> dir;
   std::unique_ptr<cgroup::Groups> cgroups;
-  // Container init; on the stage path first the stage child, then the init it forked, which
-  // brig, a subreaper, adopts when the stage child exits.
-  sys::Child child;
+  container::Launched init;  // container/launch.h
 
   void Keep() {
     dir->Keep();
     cgroups->Keep();
-    child.Release();
+    init.init.Release();
   }
 };
 
@@ -192,52 +187,27 @@ Status Commit(Making& mk, Container& rec, container::Channel& sync, const std::s
   return sync.AwaitClose();
 }
 
-// On the stage path, kPid: the stage child is reaped, and the init it forked is held.
-Status TakeStagedInit(Making& mk, const std::string& payload) {
-  auto pid = static_cast<pid_t>(std::strtol(payload.c_str(), nullptr, 10));
-  if (pid <= 0) return Fail("sync", payload, "not a pid", ErrorKind::kInternal);
-  BRIG_TRY_CTX(mk.child.Reap(), "container init's stage");
-  mk.child = sys::Child(pid, BRIG_TRY(sys::PidfdOpen(pid, "container init")));
-  return {};
-}
-
 // Drives init through the order drawn above, until it waits for `start`.
 Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
-                 container::Channel& sync, const CreateOptions& o) {
-  bool staged = ns.new_pid && !ns.joins.empty();  // until the stage child's kPid
-  sync.Track(mk.child.pidfd());
+                 const CreateOptions& o) {
+  container::Launched& l = mk.init;
+  BRIG_TRY(container::DriveToReady(l.sync, l.init, Staged(ns), [&]() -> Status {
+    if (ns.new_user) BRIG_TRY(WriteIdMaps(l.init.pid(), spec));
+    log::Debug("init in its cgroups, id map written");
+    return {};
+  }));
+  rec.set_pid(l.init.pid());
+  BRIG_TRY(RunParentHooks(rec, spec, l.sync));
   // Init runs the createContainer hooks before it says kCreated.
-  int wait_ms = container::kSetupStepTimeoutMs;
-  for (;;) {
-    container::Message m = BRIG_TRY(sync.Next(wait_ms));
-    switch (m.type) {
-      case Msg::kNeedIdMap:
-        if (ns.new_user) BRIG_TRY(sync.Explain(WriteIdMaps(mk.child.pid(), spec)));
-        log::Debug("init in its cgroups, id map written");
-        BRIG_TRY(sync.Send(Msg::kIdMapDone));
-        continue;
-      case Msg::kPid:
-        if (!staged) break;
-        BRIG_TRY(TakeStagedInit(mk, m.payload));
-        sync.Track(mk.child.pidfd());
-        staged = false;
-        continue;
-      case Msg::kReady:
-        if (staged) break;
-        rec.set_pid(mk.child.pid());
-        BRIG_TRY(RunParentHooks(rec, spec, sync));
-        wait_ms = StepWithHooksMs({&spec.hooks().create_container()});
-        continue;
-      case Msg::kCreated:
-        BRIG_TRY(Commit(mk, rec, sync, o.pid_file));
-        log::Debug("created: pid ", rec.pid());
-        return {};
-      default:
-        break;
-    }
+  container::Message m =
+      BRIG_TRY(l.sync.Next(StepWithHooksMs({&spec.hooks().create_container()})));
+  if (m.type != Msg::kCreated) {
     return Fail("sync", std::string(container::MsgName(m.type)), "message out of order",
                 ErrorKind::kInternal);
   }
+  BRIG_TRY(Commit(mk, rec, l.sync, o.pid_file));
+  log::Debug("created: pid ", rec.pid());
+  return {};
 }
 
 // What create takes from the bundle, every property checked before anything is made.
@@ -307,7 +277,7 @@ InitArgs ArgsFor(const Bundle& b, const CreateOptions& o, const cgroup::Groups& 
     // Joined namespaces come first, then the new ones are made from inside them.
     args.joins = ns.joins;
     args.unshare_flags = ns.clone_flags & ~CLONE_NEWPID;
-    args.fork_for_pid = ns.new_pid;
+    args.fork_for_pid = Staged(ns);
   }
   return args;
 }
@@ -375,12 +345,11 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
   return {};
 }
 
-// The descriptors init is given, each above the fds --preserve-fds hands the container.
+// The descriptors init is given (and its end of the sync socket, container::CloneInit's),
+// each above the fds --preserve-fds hands the container.
 struct InitFds {
-  sys::UniqueFd fifo;       // exec.fifo's read end
-  sys::UniqueFd console;    // --console-socket, connected; none without a terminal
-  container::Channel sync;  // brig's end of the sync socket
-  sys::UniqueFd child_end;  // and init's
+  sys::UniqueFd fifo;     // exec.fifo's read end
+  sys::UniqueFd console;  // --console-socket, connected; none without a terminal
 };
 
 Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOptions& o) {
@@ -390,27 +359,12 @@ Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOpti
   if (mkfifo(fifo.c_str(), 0600) < 0) return SysError("mkfifo", fifo);
   f.fifo = sys::UniqueFd(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!f.fifo.valid()) return SysError("open", fifo);
-  f.fifo = BRIG_TRY(Above(std::move(f.fifo), min_fd));
+  f.fifo = BRIG_TRY(sys::MoveAbove(std::move(f.fifo), min_fd));
   if (spec.process().terminal()) {
-    f.console = BRIG_TRY(Above(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
+    f.console =
+        BRIG_TRY(sys::MoveAbove(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
   }
-  auto [sync, child_end] =
-      BRIG_TRY(container::Channel::Open(container::Flow::kContainer, "container init"));
-  f.sync = std::move(sync);
-  f.child_end = BRIG_TRY(Above(std::move(child_end), min_fd));
   return f;
-}
-
-// Container init, cloned into its new namespaces (none where some are joined by path: it
-// makes them from inside those, ArgsFor) and its v2 group.
-Result<sys::Child> CloneInit(const Namespaces& ns, const cgroup::Groups& cgroups,
-                             const InitArgs& args) {
-  int pidfd = -1;
-  uint64_t flags = ns.joins.empty() ? static_cast<uint64_t>(ns.clone_flags) : 0;
-  pid_t pid = BRIG_TRY(sys::Clone3(sys::CloneArgs::Held(flags, &pidfd, cgroups.v2_fd())));
-  if (pid == 0) ContainerInit(args);
-  log::Debug("container init cloned: pid ", pid);
-  return sys::Child(pid, sys::UniqueFd(pidfd));
 }
 
 }  // namespace
@@ -433,22 +387,27 @@ Result<pid_t> Create(const CreateOptions& o) {
   InitArgs args = ArgsFor(b, o, *mk.cgroups);
   RootfsPlan rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, args.fs));
   args.rootfs_plan = &rootfs_plan;
-  args.sync_fd = fds.child_end.get();
   args.fifo_fd = fds.fifo.get();
   args.console_fd = fds.console.get();
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
   args.cgroup_tasks = &tasks;
-  // The init a stage child forks comes back to brig when that one exits: brig holds it, and
-  // on a failure reaps it, as its own child.
-  if (args.fork_for_pid && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-    return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
-  }
-  mk.child = BRIG_TRY(CloneInit(ns, *mk.cgroups, args));
-  fds.child_end.Reset();
+  // Cloned into its new namespaces, but where some are joined by path: it makes them from
+  // inside those (ArgsFor).
+  mk.init = BRIG_TRY(container::CloneInit(
+      {.namespaces = ns.joins.empty() ? static_cast<uint64_t>(ns.clone_flags) : 0,
+       .cgroup_v2 = mk.cgroups->v2_fd(),
+       .flow = container::Flow::kContainer,
+       .who = "container init",
+       .min_fd = 3 + o.preserve_fds,
+       .staged = Staged(ns)},
+      [&](int sync_fd) {
+        args.sync_fd = sync_fd;
+        ContainerInit(args);
+      }));
   fds.fifo.Reset();
   fds.console.Reset();
   tasks.clear();
-  BRIG_TRY(Handshake(mk, rec, b.spec, ns, fds.sync, o));
+  BRIG_TRY(Handshake(mk, rec, b.spec, ns, o));
   mk.Keep();
   return rec.pid();
 }

@@ -47,6 +47,15 @@ class UniqueFd {
   int fd_ = -1;
 };
 
+// `fd` at `min` or above (a copy, CLOEXEC, the original closed), or as it is if it is already:
+// for a descriptor a child inherits, which must not land on a number the child hands on.
+inline Result<UniqueFd> MoveAbove(UniqueFd fd, int min) {
+  if (fd.get() >= min) return fd;
+  UniqueFd moved(fcntl(fd.get(), F_DUPFD_CLOEXEC, min));
+  if (!moved) return SysError("fcntl", "F_DUPFD_CLOEXEC");
+  return moved;
+}
+
 // Two connected descriptors, both CLOEXEC, one for each side of a fork or clone: each side
 // takes its end and closes the other at once (style.md 2.4).
 class FdPair {

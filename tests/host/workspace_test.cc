@@ -714,7 +714,9 @@ TEST_F(WorkspaceRw, TheSandboxUserIsAHostUserOfItsOwnAndItsFilesAreTheOwners) {
       EXPECT_EQ(st.st_gid, 2345u) << name;
     }
     EXPECT_EQ(ForeignSetIds(ws.path(), 1234, 2345), "");
-    if (copy) EXPECT_EQ(ForeignSetIds(exported, 1234, 2345), "");
+    if (copy) {
+      EXPECT_EQ(ForeignSetIds(exported, 1234, 2345), "");
+    }
     struct stat roots;
     ASSERT_EQ(lstat((ws.path() + "/roots").c_str(), &roots), 0);
     EXPECT_EQ(roots.st_uid, 0u);

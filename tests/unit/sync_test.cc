@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "container/channel.h"
+#include "container/launch.h"
 #include "container/sync.h"
 #include "sys/fd.h"
 
@@ -280,6 +281,39 @@ TEST(Channel, ASendToAChildThatIsGoneReportsWhatItSaid) {
   Status s = channel.Send(Msg::kIdMapDone);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().Render(), "pivot_root '/': refused");
+}
+
+// The launch's drive to Ready answers each id map request and lets nothing else through:
+// a staged init's Ready before its stage child's hand-over, or a pid from an init that
+// has no stage child, is out of order.
+TEST(Launch, DriveToReadyAnswersTheIdMapAndStopsAtReady) {
+  auto opened = Channel::Open(Flow::kContainer, "container init");
+  ASSERT_TRUE(opened);
+  auto& [channel, child] = *opened;
+  ASSERT_TRUE(SendMessage(child.get(), Msg::kNeedIdMap));
+  ASSERT_TRUE(SendMessage(child.get(), Msg::kReady));
+  int answered = 0;
+  sys::Child none;
+  Status s = DriveToReady(channel, none, false, [&]() -> Status {
+    ++answered;
+    return {};
+  });
+  ASSERT_TRUE(s) << s.error().Render();
+  EXPECT_EQ(answered, 1);
+  auto done = RecvMessage(child.get(), 1000);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->type, Msg::kIdMapDone);
+
+  for (bool staged : {true, false}) {
+    auto o = Channel::Open(Flow::kContainer, "container init");
+    ASSERT_TRUE(o);
+    ASSERT_TRUE(SendMessage(o->second.get(), Msg::kNeedIdMap));
+    ASSERT_TRUE(SendMessage(o->second.get(), staged ? Msg::kReady : Msg::kPid, 0, "42"));
+    Status refused = DriveToReady(o->first, none, staged, [] { return Status(); });
+    ASSERT_FALSE(refused) << "staged " << staged;
+    EXPECT_EQ(refused.error().Render(), std::string("sync '") + (staged ? "Ready" : "Pid") +
+                                            "': message out of order");
+  }
 }
 
 }  // namespace
