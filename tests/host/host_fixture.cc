@@ -15,6 +15,35 @@
 
 namespace brig::testing {
 
+namespace {
+
+constexpr char kSuidDumpable[] = "/proc/sys/fs/suid_dumpable";
+
+bool WriteKnob(const std::string& v) {
+  int fd = open(kSuidDumpable, O_WRONLY | O_CLOEXEC);
+  bool ok = fd >= 0 && write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+}  // namespace
+
+std::vector<std::string> SuidDumpableSettings() {
+  const char* own = getenv("BRIG_OWN_KERNEL");
+  if (own && std::string(own) == "1") return {"", "1"};
+  return {""};
+}
+
+ScopedSuidDumpable::ScopedSuidDumpable(const std::string& value) {
+  if (value.empty()) return;
+  was_ = ReadFileOrEmpty(kSuidDumpable);
+  ok_ = WriteKnob(value);
+}
+
+ScopedSuidDumpable::~ScopedSuidDumpable() {
+  if (!was_.empty()) (void)WriteKnob(was_);
+}
+
 bool KernelUpdatesElementExpiry() {
   auto r = RunCommand(
       {"unshare", "--net", "sh", "-c",

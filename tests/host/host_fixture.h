@@ -48,6 +48,23 @@ class HostIpc {
   sys::UniqueFd listener_, reader_;
 };
 
+// What a change of ids makes a process is the kernel's fs.suid_dumpable: 0 (a usual
+// host's) not dumpable, 1 (a host set up for debugging) dumpable. Setting it changes the
+// whole kernel, so a test tries 1 only where the kernel is its own (tools/vmtest sets
+// BRIG_OWN_KERNEL=1). The settings to try: "" (as the kernel has it), then "1" there.
+std::vector<std::string> SuidDumpableSettings();
+// Sets fs.suid_dumpable to `value` ("" leaves it) until this goes; `ok()` says it took.
+class ScopedSuidDumpable {
+ public:
+  explicit ScopedSuidDumpable(const std::string& value);
+  ~ScopedSuidDumpable();
+  bool ok() const { return ok_; }
+
+ private:
+  std::string was_;
+  bool ok_ = true;
+};
+
 class HostTest : public ::testing::Test {
  protected:
   void SetUp() override {

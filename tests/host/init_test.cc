@@ -97,6 +97,43 @@ TEST_F(BrigInit, HoldsNoHostObjectAndRunsUnderAFilterOfItsOwn) {
   EXPECT_EQ(WaitExit(brig), 128 + SIGTERM) << ReadFileOrEmpty(dir.path() + "/stderr");
 }
 
+// brig init is brig's binary for as long as the sandbox runs, as the same user as the
+// workload: it must never be dumpable, or the workload could trace it or open brig through
+// /proc/1/exe (runc CVE-2019-5736). The kernel shows it by the owner of the files in
+// /proc/PID (not of the directory, always the euid's): the root of the user namespace its
+// memory was made in (the host's, 0) while not dumpable, its uid when dumpable, as the
+// workload's own process is. Whatever fs.suid_dumpable says
+// (SuidDumpableSettings), as for an OCI container's process
+// (OciDoors.ACreatedContainersProcessIsNotDumpableUntilItsCommandRuns).
+TEST_F(BrigInit, IsNeverDumpableAsTheWorkloadsUser) {
+  for (const std::string& setting : SuidDumpableSettings()) {
+    SCOPED_TRACE("fs.suid_dumpable " + (setting.empty() ? "as the kernel has it" : setting));
+    ScopedSuidDumpable knob(setting);
+    ASSERT_TRUE(knob.ok());
+    ScratchDir dir;
+    std::string marker = "sleep " + std::to_string(40000 + getpid() % 10000);
+    pid_t brig = SpawnBrig({"run", "--", "/bin/sh", "-c", "exec " + marker}, dir.path());
+    ASSERT_TRUE(Eventually([&] { return !FindProcesses(marker).empty(); }))
+        << ReadFileOrEmpty(dir.path() + "/stderr");
+    pid_t init = InitOf(brig);
+    ASSERT_NE(init, 0);
+    pid_t workload = FindProcesses(marker).front();
+    auto owner = [](pid_t pid) {
+      struct stat st;
+      return stat(("/proc/" + std::to_string(pid) + "/status").c_str(), &st) == 0 ? st.st_uid : 0u;
+    };
+    std::string uids = ReadFileOrEmpty("/proc/" + std::to_string(init) + "/status");
+    uid_t sandbox_uid = owner(workload);
+    EXPECT_NE(sandbox_uid, 0u) << "the workload's /proc is its own user's";
+    EXPECT_TRUE(Contains(uids, "\nUid:\t" + std::to_string(sandbox_uid) + "\t"))
+        << "init is not the workload's user:\n"
+        << uids;
+    EXPECT_EQ(owner(init), 0u) << "brig init is dumpable";
+    kill(brig, SIGTERM);
+    EXPECT_EQ(WaitExit(brig), 128 + SIGTERM) << ReadFileOrEmpty(dir.path() + "/stderr");
+  }
+}
+
 // An init that dies of a signal (here one the host sends; its own filter's SIGSYS in the
 // case that matters) is reported by that signal, not as an init that said nothing.
 TEST_F(BrigInit, AnInitKilledByASignalIsReportedByIt) {

@@ -429,29 +429,13 @@ TEST_F(OciDoors, AHookProcessHoldsNothingOfBrigs) {
 // the user namespace its memory was made in (brig's: the host's, 0), one that is, by its
 // own uid (here host 201000).
 //
-// What a change of ids makes a process is the kernel's fs.suid_dumpable: 0 (this host's) not
-// dumpable, 1 (a host set up for debugging) dumpable. brig makes its process not dumpable
-// after each change, whatever it says. Setting it changes the whole kernel, so 1 is tried
-// only where the kernel is the test's own (tools/vmtest sets BRIG_OWN_KERNEL=1), and put back.
+// Whatever fs.suid_dumpable says (SuidDumpableSettings): brig makes its process not
+// dumpable after each change of ids.
 TEST_F(OciDoors, ACreatedContainersProcessIsNotDumpableUntilItsCommandRuns) {
-  const std::string knob = "/proc/sys/fs/suid_dumpable";
-  const std::string was = ReadFileOrEmpty(knob);
-  auto set = [&](const std::string& v) {
-    int fd = open(knob.c_str(), O_WRONLY | O_CLOEXEC);
-    bool ok = fd >= 0 && write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size());
-    if (fd >= 0) close(fd);
-    return ok;
-  };
-  std::vector<std::string> settings = {"as the kernel has it"};
-  const char* own = getenv("BRIG_OWN_KERNEL");
-  if (own && std::string(own) == "1") settings.push_back("1");
-  for (const std::string& setting : settings) {
-    SCOPED_TRACE("fs.suid_dumpable " + setting);
-    std::shared_ptr<void> restore;
-    if (setting == "1") {
-      ASSERT_TRUE(set("1"));
-      restore.reset(static_cast<void*>(nullptr), [&](void*) { (void)set(was); });
-    }
+  for (const std::string& setting : SuidDumpableSettings()) {
+    SCOPED_TRACE("fs.suid_dumpable " + (setting.empty() ? "as the kernel has it" : setting));
+    ScopedSuidDumpable knob(setting);
+    ASSERT_TRUE(knob.ok());
     Config c = Cfg("dump");
     c.namespaces.push_back("user");
     c.map_to = 200000;
