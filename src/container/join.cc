@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
 
 #include "container/init.h"
 #include "sys/child.h"
@@ -64,8 +63,7 @@ Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p) {
   j.sync.Track(stage.pidfd());
   Message m = BRIG_TRY(j.sync.Next());
   BRIG_TRY_CTX(stage.Reap(), "exec's stage child");
-  j.pid = static_cast<pid_t>(std::strtol(m.payload.c_str(), nullptr, 10));
-  if (j.pid <= 0) return Fail("sync", m.payload, "not a pid", ErrorKind::kInternal);
+  j.pid = BRIG_TRY(ReportedPid(m));
   j.pidfd = BRIG_TRY_CTX(sys::PidfdOpen(j.pid, "the process"), "exec");
   j.sync.Track(j.pidfd.get());
   return j;

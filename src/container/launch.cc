@@ -64,9 +64,8 @@ Result<pid_t> Clone3As(const sys::CloneArgs& args, uid_t euid) {
 
 // A stage child's kPid: it is reaped, and the init it forked, which brig adopted as a
 // subreaper when the stage child exited, is held instead.
-Status TakeOver(sys::Child& init, const std::string& payload) {
-  auto pid = static_cast<pid_t>(std::strtol(payload.c_str(), nullptr, 10));
-  if (pid <= 0) return Fail("sync", payload, "not a pid", ErrorKind::kInternal);
+Status TakeOver(sys::Child& init, const Message& m) {
+  pid_t pid = BRIG_TRY(ReportedPid(m));
   BRIG_TRY_CTX(init.Reap(), "the init's stage child");
   init = sys::Child(pid, BRIG_TRY(sys::PidfdOpen(pid, "init")));
   return {};
@@ -103,7 +102,7 @@ Status DriveToReady(Channel& sync, sys::Child& init, bool staged,
       BRIG_TRY(sync.Explain(answer_id_map()));
       BRIG_TRY(sync.Send(Msg::kIdMapDone));
     } else if (m.type == Msg::kPid && staged) {
-      BRIG_TRY(TakeOver(init, m.payload));
+      BRIG_TRY(TakeOver(init, m));
       sync.Track(init.pidfd());
       staged = false;
     } else if (m.type == Msg::kReady && !staged) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "brig/exit.h"
@@ -107,6 +108,12 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   m.err = h.err;
   m.payload.assign(buf + sizeof h, h.len);
   return m;
+}
+
+Result<pid_t> ReportedPid(const Message& m) {
+  auto pid = static_cast<pid_t>(std::strtol(m.payload.c_str(), nullptr, 10));
+  if (pid <= 0) return Fail("sync", m.payload, "not a pid", ErrorKind::kInternal);
+  return pid;
 }
 
 Status SendWorkloadExit(int fd, int status, uint32_t left_killed) {

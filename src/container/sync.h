@@ -88,6 +88,10 @@ Result<Message> Expect(int fd, Msg want, int timeout_ms);
 // `lost` is the error to report.
 std::optional<Error> WhyInitIsGone(int sync_fd, int pidfd, const Error& lost);
 
+// kPid: the host pid a stage child reports of the process it forked; an error if the
+// payload is not one.
+Result<pid_t> ReportedPid(const Message& m);
+
 // kWorkloadExit: the workload's wait status and how many processes it left running that
 // init then killed (0 with --wait-all). No allocation: init sends it under its filter.
 Status SendWorkloadExit(int fd, int status, uint32_t left_killed);
