@@ -93,7 +93,7 @@ Status SetUp(const InitArgs& a) {
   if (a.new_keyring) {
     if (auto s = sys::JoinSessionKeyring(); !s && s.error().err != ENOSYS) return s;
   }
-  BRIG_TRY(PrepareRootfs(*a.spec, a.fs, *a.rootfs_plan));
+  BRIG_TRY(PrepareRootfs(a.fs.rootfs, *a.rootfs_plan));
   log::Debug("mounts made");
   return {};
 }

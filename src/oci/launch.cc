@@ -218,7 +218,11 @@ struct Bundle {
   PreparedProcess process;
 };
 
+// The id and --preserve-fds checked, then the bundle read: the first step of Create and
+// PlanCreate alike.
 Result<Bundle> ReadBundle(const CreateOptions& o) {
+  BRIG_TRY(CheckId(o.id));
+  BRIG_TRY(CheckPreserved(o.preserve_fds));
   Bundle b;
   b.spec = BRIG_TRY(LoadSpec(o.bundle));
   const Spec& spec = b.spec;
@@ -308,8 +312,6 @@ Status CheckPreserved(int n) {
 }
 
 Result<CreatePlan> PlanCreate(const CreateOptions& o) {
-  BRIG_TRY(CheckId(o.id));
-  BRIG_TRY(CheckPreserved(o.preserve_fds));
   Bundle b = BRIG_TRY(ReadBundle(o));
   CreatePlan p;
   std::string path = BRIG_TRY(CleanCgroupsPath(b.spec.linux().cgroups_path(), o.id));
@@ -370,8 +372,6 @@ Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOpti
 }  // namespace
 
 Result<pid_t> Create(const CreateOptions& o) {
-  BRIG_TRY(CheckId(o.id));
-  BRIG_TRY(CheckPreserved(o.preserve_fds));
   Bundle b = BRIG_TRY(ReadBundle(o));
   const Namespaces& ns = b.ns;
   Making mk;

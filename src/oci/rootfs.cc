@@ -159,20 +159,20 @@ Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& ro) {
   if (spec.root().readonly()) {
     plan.after_pivot.push_back(StepOf(fs::StepKind::kSealRoRecursive, "/", "root.readonly"));
   }
+  plan.propagation = BRIG_TRY(RootfsPropagation(spec.linux().rootfs_propagation()));
   if (!spec.linux().rootfs_propagation().empty()) {
     fs::Step s = StepOf(fs::StepKind::kPropagation, "/", "linux.rootfsPropagation");
-    s.flags = BRIG_TRY(RootfsPropagation(spec.linux().rootfs_propagation()));
+    s.flags = plan.propagation;
     plan.after_pivot.push_back(std::move(s));
   }
   return plan;
 }
 
-Status PrepareRootfs(const Spec& spec, const RootfsOptions& ro, const RootfsPlan& plan) {
-  const std::string& rootfs = ro.rootfs;
-  unsigned long prop = BRIG_TRY(RootfsPropagation(spec.linux().rootfs_propagation()));
+Status PrepareRootfs(const std::string& rootfs, const RootfsPlan& plan) {
   // The host's mounts must not see the container's, nor its unmounts: rslave unless the
   // config asks rprivate (a shared "/" is applied after pivot_root, FinishRootfs).
-  unsigned long first = (prop & MS_PRIVATE) ? MS_PRIVATE | MS_REC : MS_SLAVE | MS_REC;
+  unsigned long first =
+      (plan.propagation & MS_PRIVATE) ? MS_PRIVATE | MS_REC : MS_SLAVE | MS_REC;
   if (mount(nullptr, "/", nullptr, first, nullptr) < 0) return SysError("mount", "/ (propagation)");
   if (mount(rootfs.c_str(), rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0) {
     return SysError("mount", "root.path " + rootfs);

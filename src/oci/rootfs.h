@@ -31,12 +31,15 @@ struct RootfsOptions {
 // readonlyPaths, root.readonly and rootfsPropagation. Pure; an id-mapped mount is refused.
 struct RootfsPlan {
   std::vector<fs::Step> before_pivot, after_pivot;
+  // rootfsPropagation's MS_* flags (runc's default: MS_SLAVE | MS_REC): how the host's "/"
+  // is made before anything is mounted.
+  unsigned long propagation = 0;
 };
 Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& o);
 
-// Before pivot_root: the host's mounts made slave (or as rootfsPropagation says), the
-// rootfs a mount point of its own, and the plan's steps before pivot_root.
-Status PrepareRootfs(const Spec& spec, const RootfsOptions& o, const RootfsPlan& plan);
+// Before pivot_root: the host's mounts made slave (or private, as the plan's propagation
+// says), the rootfs a mount point of its own, and the plan's steps before pivot_root.
+Status PrepareRootfs(const std::string& rootfs, const RootfsPlan& plan);
 // pivot_root into the rootfs (or, with `no_pivot`, MS_MOVE and chroot, runc's --no-pivot).
 Status EnterRootfs(const std::string& rootfs, bool no_pivot);
 // After it: the plan's steps after pivot_root.
