@@ -177,13 +177,14 @@ Layout ParseLayout(std::string_view mountinfo, std::string_view proc_cgroup) {
     // The hierarchy's controllers as /proc/self/cgroup lists them; a second mount of the
     // same hierarchy (a bind mount) is not listed again.
     for (const auto& [ctrls, path] : v1_self) {
-      if (ctrls.empty() || ctrls[0].substr(0, 5) == "name=" || !Contains(opts, ctrls[0])) continue;
+      if (ctrls.empty() || !Contains(opts, ctrls[0])) continue;
+      auto& list = ctrls[0].substr(0, 5) == "name=" ? layout.v1_named : layout.v1;
       bool seen = false;
-      for (const auto& h : layout.v1) seen = seen || h.controllers[0] == ctrls[0];
+      for (const auto& h : list) seen = seen || h.controllers[0] == ctrls[0];
       if (seen) continue;
       V1Hierarchy h{Hierarchy{mount, relative(path, root)}, {}};
       for (auto c : ctrls) h.controllers.emplace_back(c);
-      layout.v1.push_back(std::move(h));
+      list.push_back(std::move(h));
     }
   }
   return layout;

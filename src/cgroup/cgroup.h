@@ -74,6 +74,9 @@ struct Layout {
   // Every v1 hierarchy with a controller (named ones such as name=systemd are not), each
   // once, in mountinfo order: the OCI runtime makes a group in all of them (oci/cgroups.h).
   std::vector<V1Hierarchy> v1;
+  // The named v1 hierarchies (controllers: {"name=systemd"}), each once: no group is made
+  // in them, but an OCI container's /sys/fs/cgroup mounts them too (fs/in_root.cc).
+  std::vector<V1Hierarchy> v1_named;
 };
 
 // Pure parsers, unit-tested: the two proc files' text to a Layout.

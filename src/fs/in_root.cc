@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cgroup/cgroup.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -93,39 +94,32 @@ unsigned long LockedFlags(int fd) {
   return f;
 }
 
-// One of the host's cgroup hierarchies, from /proc/self/mountinfo.
+// One of the host's cgroup hierarchies, as cgroup::ProbeLayout reads them.
 struct CgroupMount {
-  std::string name;  // the mount point's last component: memory, cpu, unified...
+  std::string point;  // where the host has it mounted
+  std::string name;   // the mount point's last component: memory, cpu, unified...; "" for
+                      // a cgroup2 at /sys/fs/cgroup itself
   bool v2 = false;
-  std::string options;  // the v1 hierarchy's controllers (memory; name=systemd)
+  std::string options;  // a v1 hierarchy's controllers (memory; name=systemd)
 };
 
 std::vector<CgroupMount> HostCgroupMounts() {
   std::vector<CgroupMount> out;
-  auto text = util::ReadFile("/proc/self/mountinfo");
-  if (!text) return out;
-  for (std::string_view line : util::Split(*text, '\n')) {
-    size_t dash = line.find(" - ");
-    if (dash == std::string_view::npos) continue;
-    std::vector<std::string_view> left = util::Split(line.substr(0, dash), ' ');
-    std::vector<std::string_view> right = util::Split(line.substr(dash + 3), ' ');
-    if (left.size() < 5 || right.size() < 3) continue;
-    std::string point = util::UnescapeMountinfo(left[4]);
-    if (point.rfind("/sys/fs/cgroup", 0) != 0) continue;
-    CgroupMount m;
-    m.name = point == "/sys/fs/cgroup" ? "" : point.substr(point.rfind('/') + 1);
-    if (right[0] == "cgroup2") {
-      m.v2 = true;
-    } else if (right[0] == "cgroup") {
-      for (std::string_view o : util::Split(right[2], ',')) {
-        if (o == "rw" || o == "ro" || o == "xattr" || o == "clone_children") continue;
-        if (!m.options.empty()) m.options += ",";
-        m.options += std::string(o);
-      }
-    } else {
-      continue;
+  auto layout = cgroup::ProbeLayout();
+  if (!layout) return out;
+  auto name = [](const std::string& point) {
+    return point == "/sys/fs/cgroup" ? "" : point.substr(point.rfind('/') + 1);
+  };
+  for (const auto* list : {&layout->v1, &layout->v1_named}) {
+    for (const cgroup::V1Hierarchy& h : *list) {
+      if (!util::PathWithin(h.at.mount, "/sys/fs/cgroup")) continue;
+      std::string options;
+      for (const std::string& c : h.controllers) options += (options.empty() ? "" : ",") + c;
+      out.push_back({h.at.mount, name(h.at.mount), false, options});
     }
-    out.push_back(std::move(m));
+  }
+  if (layout->v2 && util::PathWithin(layout->v2->mount, "/sys/fs/cgroup")) {
+    out.push_back({layout->v2->mount, name(layout->v2->mount), true, ""});
   }
   return out;
 }
@@ -149,8 +143,7 @@ Status MountCgroups(int root, const Step& s, const std::string& at) {
   std::vector<CgroupMount> host = HostCgroupMounts();
   auto mount_one = [&](const CgroupMount& h, int fd, const std::string& dest) -> Status {
     if (bind) {
-      std::string group =
-          GroupIn("/sys/fs/cgroup" + (h.name.empty() ? "" : "/" + h.name), s.groups);
+      std::string group = GroupIn(h.point, s.groups);
       if (group.empty()) return {};
       BRIG_TRY(MountAt(group, fd, nullptr, MS_BIND | MS_REC, "", dest));
       sys::UniqueFd top = BRIG_TRY(OpenInRoot(root, dest, false, false));
@@ -241,18 +234,12 @@ Status CopyTree(int src, int dst, const std::string& path) {
 Status MountTmpfsCopyUp(int root, const Step& s, const std::string& dest) {
   sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, dest, true, false));
   sys::UniqueFd src = BRIG_TRY(sys::Openat2(root, dest, O_RDONLY | O_DIRECTORY, kInRoot));
-  sys::UniqueFd fs = BRIG_TRY(sys::FsOpen("tmpfs"));
+  std::vector<std::pair<std::string, std::string>> opts;
   for (std::string_view opt : util::Split(s.data, ',')) {
     if (opt.empty()) continue;
     size_t eq = opt.find('=');
-    std::string key(opt.substr(0, eq));
-    if (eq == std::string_view::npos) {
-      BRIG_TRY(sys::FsConfigFlag(fs.get(), key, dest));
-      continue;
-    }
-    BRIG_TRY(sys::FsConfigString(fs.get(), key, std::string(opt.substr(eq + 1))));
+    opts.emplace_back(opt.substr(0, eq), eq == std::string_view::npos ? "" : opt.substr(eq + 1));
   }
-  BRIG_TRY(sys::FsConfigCreate(fs.get(), "tmpfs"));
   uint64_t attrs = 0;
   if (s.flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
   if (s.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
@@ -260,7 +247,7 @@ Status MountTmpfsCopyUp(int root, const Step& s, const std::string& dest) {
   if (s.flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
   if (s.flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
   if (s.flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
-  sys::UniqueFd mnt = BRIG_TRY(sys::FsMount(fs.get(), attrs, dest));
+  sys::UniqueFd mnt = BRIG_TRY(NewFs("tmpfs", opts, attrs, dest));
   BRIG_TRY_CTX(CopyTree(src.get(), mnt.get(), dest), "tmpcopyup");
   BRIG_TRY(sys::MoveMount(mnt.get(), "", target.get(), "",
                           MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));

@@ -702,7 +702,11 @@ Result<sys::UniqueFd> NewFs(const char* type,
                             const std::vector<std::pair<std::string, std::string>>& opts,
                             uint64_t attrs, const std::string& subject) {
   sys::UniqueFd fs = BRIG_TRY_CTX(sys::FsOpen(type), subject);
-  for (const auto& [k, v] : opts) BRIG_TRY_CTX(sys::FsConfigString(fs.get(), k, v), subject);
+  for (const auto& [k, v] : opts) {
+    BRIG_TRY_CTX(v.empty() ? sys::FsConfigFlag(fs.get(), k, subject)
+                           : sys::FsConfigString(fs.get(), k, v),
+                 subject);
+  }
   BRIG_TRY_CTX(sys::FsConfigCreate(fs.get(), type), subject);
   return sys::FsMount(fs.get(), attrs, subject);
 }

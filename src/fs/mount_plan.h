@@ -137,8 +137,9 @@ struct MountPlan {
   Status Finish();
 };
 
-// A new filesystem of `type` (fsopen, fsconfig, fsmount), detached, with `opts` and the
-// mount attributes `attrs`; errors name `subject`. Both sides use it.
+// A new filesystem of `type` (fsopen, fsconfig, fsmount), detached, with `opts` (one with an
+// empty value is a flag: "noswap") and the mount attributes `attrs`; errors name `subject`.
+// Both sides use it, and an OCI init's tmpcopyup (fs/in_root.cc).
 Result<sys::UniqueFd> NewFs(const char* type,
                             const std::vector<std::pair<std::string, std::string>>& opts,
                             uint64_t attrs, const std::string& subject);

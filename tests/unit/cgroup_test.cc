@@ -44,6 +44,21 @@ TEST(CgroupLayout, HybridHostUsesEachV1Hierarchy) {
   EXPECT_EQ(cgroup::ParentDir(*l.v2, ""), "/sys/fs/cgroup/unified");
 }
 
+// A named hierarchy (systemd's) has no controller and gets no group, but is listed apart
+// for an OCI container's /sys/fs/cgroup.
+TEST(CgroupLayout, NamedHierarchiesAreListedApart) {
+  cgroup::Layout l = cgroup::ParseLayout(
+      std::string(kHybridMountinfo) +
+          "30 31 0:27 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n",
+      std::string(kHybridCgroup) + "9:name=systemd:/init.scope\n");
+  ASSERT_EQ(l.v1_named.size(), 1u);
+  EXPECT_EQ(l.v1_named[0].at.mount, "/sys/fs/cgroup/systemd");
+  EXPECT_EQ(l.v1_named[0].at.self, "/init.scope");
+  EXPECT_EQ(l.v1_named[0].controllers, std::vector<std::string>{"name=systemd"});
+  for (const auto& h : l.v1) EXPECT_NE(h.controllers[0], "name=systemd");
+  EXPECT_EQ(l.v1.size(), 5u);
+}
+
 TEST(CgroupLayout, PureV2HasNoV1Hierarchies) {
   cgroup::Layout l = cgroup::ParseLayout(
       "25 1 0:22 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n",
