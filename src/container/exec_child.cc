@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "brig/exit.h"
-#include "security/caps.h"
 #include "sys/syscalls.h"
 
 namespace brig::container {
@@ -17,8 +16,8 @@ namespace {
   _exit(ExitCode(kind));
 }
 
-// Waits for the parent's go (see ExecSpec). False: no go will come.
-bool AwaitGo(const ExecSpec& s) {
+// Waits for the parent's go (see ExecStart). False: no go will come.
+bool AwaitGo(const ExecStart& s) {
   close(s.go_other);
   char go = 0;
   ssize_t n;
@@ -30,7 +29,7 @@ bool AwaitGo(const ExecSpec& s) {
 
 }  // namespace
 
-void ExecChild(const ExecSpec& s) {
+void ExecChild(const ProcessSpec& p, const std::string& path, const ExecStart& s) {
   if (s.parent && (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != s.parent)) {
     _exit(kExitRefused);
   }
@@ -43,25 +42,12 @@ void ExecChild(const ExecSpec& s) {
   if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3)) {
     Failed(s.err_fd, errno, ErrorKind::kSetup);
   }
-  // The working directory as every front end enters one: inside the root, never through a
-  // /proc link (sys::EnterDirInRoot). Its errno, or ELOOP for a refusal that has none.
-  if (*s.workdir) {
-    if (auto in = sys::EnterDirInRoot(s.workdir, "workdir"); !in) {
-      Failed(s.err_fd, in.error().err ? in.error().err : ELOOP, ErrorKind::kSetup);
-    }
+  // A refusal of the cwd that has no errno is ELOOP.
+  if (auto t = TakeOn(p); !t) {
+    Failed(s.err_fd, t.error().err ? t.error().err : ELOOP, t.error().kind);
   }
-  // The workload's limits, not its parent's: brig init must keep its own few fds whatever
-  // they are.
-  if (auto r = security::ApplyRlimits(s.rlimits); !r) {
-    Failed(s.err_fd, r.error().err, ErrorKind::kSetup);
-  }
-  // Seccomp last: nothing after this needs more than execve.
-  if (s.seccomp && !security::LoadSeccomp(*s.seccomp)) Failed(s.err_fd, -errno, ErrorKind::kSetup);
-  execve(s.path, s.argv, s.envp);
-  int e = errno;
-  // A shell that cannot be run leaves the file's own failure as the cause.
-  if (e == ENOEXEC) execve(s.script_argv[0], s.script_argv, s.envp);
-  Failed(s.err_fd, e, ExecErrorKind(e));
+  Error e = Exec(p, path);
+  Failed(s.err_fd, e.op == "seccomp" ? -e.err : e.err, e.kind);
 }
 
 }  // namespace brig::container

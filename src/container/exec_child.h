@@ -1,30 +1,20 @@
-// The one exec path of a workload: forked by brig init inside a sandbox, forked into a
-// running one by brig exec (container/sandbox_exec.h), or cloned by brig itself for an
-// ISOLATION_NONE profile (container/unconfined.cc). Runs in the new child,
-// never returns: on a failure it writes the errno on `err_fd` (negated for seccomp) and
-// exits with brig/exit.h's code.
+// The child of a process brig run's side starts: forked by brig init inside a sandbox,
+// forked into a running one by brig exec (container/sandbox_exec.h), or cloned by brig
+// itself for an ISOLATION_NONE profile (container/unconfined.cc). It takes its process on
+// as every front end's does (container/process.h). Never returns: on a failure it writes
+// the errno on `err_fd` (negated for seccomp) and exits with brig/exit.h's code.
 #pragma once
 
 #include <sys/types.h>
 
-#include <cerrno>
-#include <span>
+#include <string>
 
-#include "security/caps.h"
-#include "security/seccomp.h"
+#include "container/process.h"
 
 namespace brig::container {
 
-struct ExecSpec {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  // If the kernel cannot run `path` (ENOEXEC: a script without a #! line), this argv runs
-  // it with /bin/sh instead, as execvp(3) and a shell do (ScriptArgv).
-  char* const* script_argv;
-  const char* workdir;  // chdir here first; "" stays where it is
-  std::span<const security::Rlimit> rlimits;
-  const security::SeccompProgram* seccomp;  // loaded last, before execve; null: none
+// How the child is let go and how it reports.
+struct ExecStart {
   // The start pipe: the child waits on `go_fd` until the parent lets it go. A byte is the
   // go when `parent` is set (brig is the parent, and its death must stop the child, not
   // let it go); otherwise EOF is (brig init closes its end; if init died instead, the pid
@@ -37,11 +27,9 @@ struct ExecSpec {
   pid_t parent;
 };
 
-[[noreturn]] void ExecChild(const ExecSpec& spec);
-
-// What a failed execve with errno `e` is: the command not found (127) or not executable (126).
-constexpr ErrorKind ExecErrorKind(int e) {
-  return e == ENOENT || e == ENOTDIR ? ErrorKind::kNotFound : ErrorKind::kNotExecutable;
-}
+// Once let go: a new session (with stdin's terminal, the workload's own pty, as its
+// controlling one), every descriptor above stdio closed at execve, then `p` taken on and
+// run (container/process.h), `path` resolved by the parent.
+[[noreturn]] void ExecChild(const ProcessSpec& p, const std::string& path, const ExecStart& s);
 
 }  // namespace brig::container

@@ -16,6 +16,7 @@
 #include "brig/exit.h"
 #include "container/command.h"
 #include "container/exec_child.h"
+#include "container/process.h"
 #include "container/sync.h"
 #include "fs/rootfs.h"
 #include "log/log.h"
@@ -82,10 +83,8 @@ Status ReleaseHost(const InitArgs& a) {
 // and waits until its execve succeeded (the error pipe closes) or failed. What follows
 // the filter's load allocates nothing: the errors are made before it.
 Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
-  std::vector<char*> argv = ExecArray(a.sandbox->argv), envp = ExecArray(a.sandbox->env);
-  std::vector<std::string> script = ScriptArgv(path, a.sandbox->argv);
-  std::vector<char*> script_argv = ExecArray(script);
-  std::vector<security::Rlimit> rlimits = security::RlimitList(a.sandbox->rlimits);
+  ProcessSpec p = WorkloadOf(*a.sandbox);
+  p.seccomp = *a.seccomp;
   sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "exec errors"));
   sys::FdPair go = BRIG_TRY(sys::FdPair::Pipe(false, "start"));
   sys::UniqueFd rd = errors.TakeParentEnd(), wr = errors.TakeChildEnd();
@@ -94,11 +93,7 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   Error seccomp_failed = SysError("seccomp", "load filter");
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "workload");
-  if (pid == 0) {
-    ExecChild({path.c_str(), argv.data(), envp.data(), script_argv.data(),
-               a.sandbox->workdir.c_str(), rlimits, a.seccomp, go_rd.get(), go_wr.get(), wr.get(),
-               0});
-  }
+  if (pid == 0) ExecChild(p, path, {go_rd.get(), go_wr.get(), wr.get(), 0});
   wr.Reset();
   go_rd.Reset();
   if (auto s = ReleaseHost(a); !s) return std::move(s).error().Wrap("brig init");

@@ -67,12 +67,15 @@ Status OpenGroups(const ExecRecord& r, JoinTarget& t, sys::UniqueFd& v2) {
   }
   auto path = ResolveCommand(req.argv[0], req.env, workdir);
   if (!path) SendErrorAndExit(sync_fd, std::move(path).error());
-  std::vector<std::string> script = ScriptArgv(*path, req.argv);
-  std::vector<char*> argv = ExecArray(req.argv), envp = ExecArray(req.env);
-  std::vector<char*> script_argv = ExecArray(script);
+  ProcessSpec p;
+  p.args = req.argv;
+  p.env = req.env;
+  p.cwd = workdir;
+  p.rlimits = rec.rlimits;
+  p.seccomp = rec.seccomp;
+  p.scripts_via_shell = true;
   if (!Expect(sync_fd, Msg::kStart, kSetupStepTimeoutMs)) _exit(kExitRefused);
-  ExecChild({path->c_str(), argv.data(), envp.data(), script_argv.data(), workdir.c_str(),
-             rec.rlimits, &rec.seccomp, -1, -1, err_fd, 0});
+  ExecChild(p, *path, {-1, -1, err_fd, 0});
 }
 
 // What the process's failed execve (or a step of ExecChild before it) wrote on the error

@@ -7,9 +7,10 @@
 
 #include "container/command.h"
 #include "container/exec_child.h"
+#include "container/process.h"
 #include "container/session.h"
-#include "sys/syscalls.h"
 #include "log/log.h"
+#include "sys/syscalls.h"
 
 namespace brig::container {
 
@@ -17,10 +18,7 @@ bool Session::LaunchUnconfined() {
   // The command runs from the workspace, so it is looked up from there.
   auto path = ResolveCommand(sb_.argv[0], sb_.env, sb_.workdir);
   if (!path) return Failed(std::move(path).error());
-  std::vector<char*> argv = ExecArray(sb_.argv), envp = ExecArray(sb_.env);
-  std::vector<std::string> script = ScriptArgv(*path, sb_.argv);
-  std::vector<char*> script_argv = ExecArray(script);
-  std::vector<security::Rlimit> rlimits = security::RlimitList(sb_.rlimits);
+  ProcessSpec process = WorkloadOf(sb_);
   auto errors = sys::FdPair::Pipe(true, "exec errors");
   if (!errors) return Failed(std::move(errors).error());
   auto go = sys::FdPair::Pipe(false, "start");
@@ -33,8 +31,7 @@ bool Session::LaunchUnconfined() {
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();
-    ExecChild({path->c_str(), argv.data(), envp.data(), script_argv.data(), sb_.workdir.c_str(),
-               rlimits, nullptr, go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
+    ExecChild(process, *path, {go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
   log::Debug("clone: unconfined command is pid ", *pid);

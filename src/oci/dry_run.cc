@@ -17,12 +17,12 @@ void CapNames(uint64_t set, google::protobuf::RepeatedPtrField<std::string>* out
   }
 }
 
-v1::OciPlanProcess ProcessOf(const Spec& spec, const PreparedProcess& p) {
+v1::OciPlanProcess ProcessOf(const Spec& spec, const container::ProcessSpec& p) {
   v1::OciPlanProcess out;
   for (const std::string& a : p.args) out.add_args(a);
   for (const std::string& kv : p.env) out.add_env_names(kv.substr(0, kv.find('=')));
   out.set_cwd(p.cwd);
-  const security::Credentials& c = p.credentials;
+  const security::Credentials& c = *p.credentials;
   out.set_uid(c.uid);
   out.set_gid(c.gid);
   for (gid_t g : c.groups) out.add_additional_gids(g);

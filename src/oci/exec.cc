@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "brig/exit.h"
+#include "container/command.h"
 #include "container/join.h"
+#include "container/process.h"
 #include "container/sync.h"
 #include "oci/cgroups.h"
 #include "oci/launch.h"
@@ -45,7 +47,7 @@ Status ParseUser(const std::string& user, Process& p) {
 }
 
 // The process itself, in the container's namespaces: never returns.
-[[noreturn]] void BecomeProcess(const PreparedProcess& p, bool terminal,
+[[noreturn]] void BecomeProcess(const container::ProcessSpec& p, bool terminal,
                                 const ConsoleSize& size, int console_fd, int sync_fd,
                                 int preserve_fds) {
   if (setsid() < 0) SendErrorAndExit(sync_fd, SysError("setsid"));
@@ -56,13 +58,12 @@ Status ParseUser(const std::string& user, Process& p) {
   // fcntl. Only the sync socket is left above them, and it goes at execve.
   for (int i = 0; i < preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   if (terminal) close(console_fd);
-  if (auto s = ApplyCredentials(p); !s) {
+  if (auto s = container::TakeOn(p); !s) {
     SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
   }
-  auto path = ResolveExecutable(p);
+  auto path = container::ResolveCommand(p.args[0], p.env, "");
   if (!path) SendErrorAndExit(sync_fd, std::move(path).error());
-  if (auto s = ApplyLastSteps(p); !s) SendErrorAndExit(sync_fd, s.error());
-  SendErrorAndExit(sync_fd, Exec(*path, p));
+  SendErrorAndExit(sync_fd, container::Exec(p, *path));
 }
 
 // The process's last word: EOF at its execve, or its failure. One that fails or goes
@@ -154,7 +155,7 @@ Result<int> Exec(const ExecOptions& o) {
   Process p = BRIG_TRY(ExecProcess(o, rec.config().process()));
   std::optional<brig::v1::SeccompPolicy> policy;
   if (rec.config().linux().has_seccomp()) policy = rec.config().linux().seccomp();
-  PreparedProcess prep = BRIG_TRY(PrepareProcess(p, policy));
+  container::ProcessSpec prep = BRIG_TRY(PrepareProcess(p, policy));
   sys::UniqueFd console;
   if (p.terminal()) {
     if (o.console_socket.empty()) {

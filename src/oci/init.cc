@@ -20,7 +20,9 @@
 #include <cstring>
 
 #include "brig/exit.h"
+#include "container/command.h"
 #include "container/init.h"
+#include "container/process.h"
 #include "container/sync.h"
 #include "log/log.h"
 #include "oci/hooks.h"
@@ -130,7 +132,7 @@ Status Finish(const InitArgs& a, const std::string& state) {
   // What --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC.
   BRIG_TRY(sys::CloseAllExcept({a.sync_fd, a.fifo_fd}, 3 + a.preserve_fds));
   for (int i = 0; i < a.preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
-  BRIG_TRY_CTX(ApplyCredentials(*a.process), "process");
+  BRIG_TRY_CTX(container::TakeOn(*a.process), "process");
   return {};
 }
 
@@ -189,7 +191,7 @@ void ContainerInit(const InitArgs& a) {
   if (auto s = Finish(a, go->payload); !s) {
     SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }
-  auto path = ResolveExecutable(*a.process);
+  auto path = container::ResolveCommand(a.process->args[0], a.process->env, "");
   if (!path) SendErrorAndExit(fd, std::move(path).error());
   container::StopForwardingLogs();
   if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);
@@ -204,8 +206,7 @@ void ContainerInit(const InitArgs& a) {
       !s) {
     Fatal(s.error());
   }
-  if (auto s = ApplyLastSteps(*a.process); !s) Fatal(s.error());
-  Fatal(Exec(*path, *a.process));
+  Fatal(container::Exec(*a.process, *path));
 }
 
 }  // namespace brig::oci

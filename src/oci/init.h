@@ -16,7 +16,7 @@ namespace brig::oci {
 
 struct InitArgs {
   const Spec* spec;
-  const PreparedProcess* process;
+  const container::ProcessSpec* process;
   RootfsOptions fs;
   const RootfsPlan* rootfs_plan = nullptr;  // PlanRootfs(spec, fs), made by `brig create`
   int sync_fd = -1;

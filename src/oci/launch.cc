@@ -215,7 +215,7 @@ struct Bundle {
   Spec spec;
   std::string rootfs;  // root.path, resolved
   Namespaces ns;
-  PreparedProcess process;
+  container::ProcessSpec process;
 };
 
 // The id and --preserve-fds checked, then the bundle read: the first step of Create and

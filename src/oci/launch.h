@@ -45,7 +45,7 @@ Result<pid_t> Create(const CreateOptions& o);
 struct CreatePlan {
   Spec spec;
   std::string rootfs;  // root.path, resolved
-  PreparedProcess process;
+  container::ProcessSpec process;
   cgroup::Groups::Planned cgroups;
   RootfsPlan rootfs_plan;
 };

@@ -1,7 +1,6 @@
-// The container's process, prepared in the parent and applied in the child (process.h).
-// Its ids, groups, capabilities, rlimits and no_new_privs are security::Credentials, taken
-// as brig run's init takes its own (security/caps.h); what only an OCI process has (the oom
-// score, the seccomp filter's place, umask, cwd) is here around them.
+// The container's process, prepared in the parent as a container::ProcessSpec (process.h):
+// its ids, groups, capabilities, rlimits and no_new_privs as security::Credentials, and its
+// engine's seccomp policy compiled as runc enforces it; and its terminal.
 #include "oci/process.h"
 
 #include <fcntl.h>
@@ -20,8 +19,6 @@
 #include <map>
 #include <cstring>
 
-#include "container/command.h"
-#include "container/exec_child.h"
 #include "security/seccomp_cache.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -93,10 +90,11 @@ Result<security::Credentials> CredentialsOf(const Process& p) {
   return c;
 }
 
-Result<PreparedProcess> PrepareProcess(const Process& p,
-                                       const std::optional<brig::v1::SeccompPolicy>& seccomp) {
+Result<container::ProcessSpec> PrepareProcess(
+    const Process& p, const std::optional<brig::v1::SeccompPolicy>& seccomp) {
   BRIG_TRY(CheckSelinuxLabel("process.selinuxLabel", p.selinux_label()));
-  PreparedProcess out;
+  container::ProcessSpec out;
+  out.prefix = "process.";
   out.args.assign(p.args().begin(), p.args().end());
   out.env.assign(p.env().begin(), p.env().end());
   out.cwd = p.cwd().empty() ? "/" : p.cwd();
@@ -115,37 +113,6 @@ Result<PreparedProcess> PrepareProcess(const Process& p,
         "linux.seccomp");
   }
   return out;
-}
-
-Status ApplyCredentials(const PreparedProcess& p) {
-  if (p.oom_score_adj) {
-    std::string v = std::to_string(*p.oom_score_adj);
-    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || write(fd, v.data(), v.size()) != static_cast<ssize_t>(v.size())) {
-      Error e = SysError("write", "/proc/self/oom_score_adj");
-      if (fd >= 0) close(fd);
-      return e;
-    }
-    close(fd);
-  }
-  // Before any filter: one written before openat2(2) existed refuses it. As root, as runc
-  // enters it, so a user that cannot search the directory still starts there.
-  BRIG_TRY(sys::EnterDirInRoot(p.cwd, "process.cwd"));
-  // Without no_new_privs, loading a filter needs CAP_SYS_ADMIN, which the credentials may
-  // drop: it loads before them, as runc loads it.
-  if (p.seccomp && !p.credentials.no_new_privs) {
-    BRIG_TRY_CTX(security::LoadSeccomp(*p.seccomp), "linux.seccomp");
-  }
-  BRIG_TRY(security::ApplyCredentials(p.credentials));
-  if (p.umask) umask(*p.umask);
-  return {};
-}
-
-Status ApplyLastSteps(const PreparedProcess& p) {
-  if (p.seccomp && p.credentials.no_new_privs) {
-    BRIG_TRY_CTX(security::LoadSeccomp(*p.seccomp), "linux.seccomp");
-  }
-  return {};
 }
 
 namespace {
@@ -211,18 +178,6 @@ Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
     return SysError("mount", "/dev/console");
   }
   return {};
-}
-
-Result<std::string> ResolveExecutable(const PreparedProcess& p) {
-  return container::ResolveCommand(p.args[0], p.env, "");
-}
-
-Error Exec(const std::string& path, const PreparedProcess& p) {
-  std::vector<char*> argv = container::ExecArray(p.args), envp = container::ExecArray(p.env);
-  execve(path.c_str(), argv.data(), envp.data());
-  Error e = SysError("execve", p.args[0]);
-  e.kind = container::ExecErrorKind(e.err);
-  return e;
 }
 
 int WaitForwardingSignals(pid_t pid) {

@@ -1,0 +1,70 @@
+#include "container/process.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "container/command.h"
+#include "sys/syscalls.h"
+
+namespace brig::container {
+namespace {
+
+// Whether the filter loads before the credentials: only where they leave no_new_privs off.
+bool FilterFirst(const ProcessSpec& p) {
+  return p.seccomp && p.credentials && !p.credentials->no_new_privs;
+}
+
+Status WriteOomScore(int score) {
+  std::string v = std::to_string(score);
+  sys::UniqueFd fd(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+  if (!fd.valid() || write(fd.get(), v.data(), v.size()) != static_cast<ssize_t>(v.size())) {
+    return SysError("write", "/proc/self/oom_score_adj");
+  }
+  return {};
+}
+
+}  // namespace
+
+ProcessSpec WorkloadOf(const config::Sandbox& sb) {
+  ProcessSpec p;
+  p.args = sb.argv;
+  p.env = sb.env;
+  p.cwd = sb.workdir;
+  p.rlimits = security::RlimitList(sb.rlimits);
+  p.scripts_via_shell = true;
+  return p;
+}
+
+Status TakeOn(const ProcessSpec& p) {
+  if (p.oom_score_adj) BRIG_TRY(WriteOomScore(*p.oom_score_adj));
+  if (!p.cwd.empty()) BRIG_TRY(sys::EnterDirInRoot(p.cwd, p.prefix + "cwd"));
+  if (FilterFirst(p)) BRIG_TRY(security::LoadSeccomp(*p.seccomp));
+  if (p.credentials) {
+    BRIG_TRY(security::ApplyCredentials(*p.credentials));
+  } else {
+    BRIG_TRY(security::ApplyRlimits(p.rlimits, p.prefix));
+  }
+  if (p.umask) umask(*p.umask);
+  return {};
+}
+
+Error Exec(const ProcessSpec& p, const std::string& path) {
+  if (p.seccomp && !FilterFirst(p)) {
+    if (auto s = security::LoadSeccomp(*p.seccomp); !s) return std::move(s).error();
+  }
+  std::vector<char*> argv = ExecArray(p.args), envp = ExecArray(p.env);
+  execve(path.c_str(), argv.data(), envp.data());
+  int e = errno;
+  if (e == ENOEXEC && p.scripts_via_shell) {
+    std::vector<std::string> script = ScriptArgv(path, p.args);
+    std::vector<char*> script_argv = ExecArray(script);
+    execve(script_argv[0], script_argv.data(), envp.data());
+  }
+  errno = e;
+  Error err = SysError("execve", p.args[0]);
+  err.kind = ExecErrorKind(e);
+  return err;
+}
+
+}  // namespace brig::container
