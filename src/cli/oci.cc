@@ -6,7 +6,6 @@
 // one line.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -228,10 +227,7 @@ Status BecomeTheContainersParent() {
   sigemptyset(&mask);
   sigaddset(&mask, SIGCHLD);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-    return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
-  }
-  return {};
+  return sys::BecomeSubreaper();
 }
 
 // `update`'s limits: --resources' JSON, which the other flags override, or those flags.

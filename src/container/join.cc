@@ -47,6 +47,8 @@ namespace {
 }  // namespace
 
 Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p) {
+  BRIG_TRY(sys::DropSupplementaryGroups());
+  if (p.adopt) BRIG_TRY(sys::BecomeSubreaper());
   auto [channel, child_end] = BRIG_TRY(Channel::Open(Flow::kExec, "exec"));
   Joined j;
   j.sync = std::move(channel);

@@ -8,8 +8,9 @@
 // workload does.
 //
 //   brig exec                             stage child                   process
-//   socketpair(SEQPACKET|CLOEXEC),
-//   PR_SET_CHILD_SUBREAPER (if it waits)
+//   its supplementary groups dropped,
+//   PR_SET_CHILD_SUBREAPER (if it adopts),
+//   socketpair(SEQPACKET|CLOEXEC)
 //   clone3(CLONE_INTO_CGROUP) ──────────▶ StartAsBrigsChild (dies with
 //                                         brig, not dumpable, args scrubbed)
 //                                         "0" to each v1 tasks file
@@ -56,6 +57,9 @@ struct JoinedProcess {
   std::function<void(int sync_fd)> become;
   std::vector<int> keep;
   unsigned keep_below = 3;
+  // brig is made the subreaper (sys::BecomeSubreaper), so that the process becomes its
+  // child when the stage child exits: for a front end that waits for it.
+  bool adopt = false;
 };
 
 // A process started by Join: its host pid, a pidfd of it (opened as soon as its pid was
@@ -71,7 +75,7 @@ struct Joined {
 
 // Clones the stage child, which joins `t` and forks `p`; returns once the stage child has
 // reported the process's pid (within a setup step's time; a silent one is killed) and is
-// reaped. With PR_SET_CHILD_SUBREAPER set, the process is then brig's child.
+// reaped. With `p.adopt`, the process is then brig's child.
 Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p);
 
 }  // namespace brig::container

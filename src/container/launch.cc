@@ -76,9 +76,8 @@ Status TakeOver(sys::Child& init, const Message& m) {
 Result<Launched> CloneInit(const InitClone& c, const std::function<void(int)>& init_main) {
   auto [sync, child_end] = BRIG_TRY(Channel::Open(c.flow, c.who));
   child_end = BRIG_TRY(sys::MoveAbove(std::move(child_end), c.min_fd));
-  if (c.staged && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-    return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
-  }
+  BRIG_TRY(sys::DropSupplementaryGroups());
+  if (c.staged) BRIG_TRY(sys::BecomeSubreaper());
   int pidfd = -1;
   sys::CloneArgs ca = sys::CloneArgs::Held(c.namespaces, &pidfd, c.cgroup_v2);
   pid_t pid = BRIG_TRY(c.owner ? Clone3As(ca, *c.owner) : sys::Clone3(ca));

@@ -5,7 +5,8 @@
 //
 //   brig (CloneInit, DriveToReady)                init (the front end's, given its sync fd)
 //   sync socket, the child's end at or above
-//   min_fd; [staged: brig a subreaper]
+//   min_fd; brig's supplementary groups
+//   dropped; [staged: brig a subreaper]
 //   clone3(namespaces | CLONE_PIDFD |
 //          CLONE_INTO_CGROUP) [as owner's euid] ─▶ brig's end closed; the front end's init
 //                          ◀── kNeedIdMap

@@ -3,12 +3,10 @@
 #include "container/sandbox_exec.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/magic.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -171,16 +169,8 @@ Result<int> ExecInSandbox(const SandboxExec& req) {
       supervise::Stdio::Prepare(std::nullopt, config::TerminalCodesetOf(environ), req.tty));
   sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "exec errors"));
   sys::UniqueFd err_rd = errors.TakeParentEnd(), err_wr = errors.TakeChildEnd();
-  // Host root's supplementary groups would follow the process in for good: setgroups(2)
-  // is denied in the sandbox's user namespace. brig needs none of them.
-  if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
-    return SysError("setgroups", "brig exec");
-  }
-  // The process is the stage child's child: it comes back to brig when that one exits.
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-    return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
-  }
   JoinedProcess p;
+  p.adopt = true;
   p.in_stage = [&stdio] { stdio->ApplyInChild(); };
   p.become = [&](int sync_fd) { Become(j.rec, req, workdir, err_wr.get(), sync_fd); };
   p.keep = {err_wr.get()};

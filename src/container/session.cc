@@ -4,13 +4,11 @@
 #include "container/session.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <linux/sched.h>
 #include <linux/securebits.h>
 #include <malloc.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,13 +164,6 @@ bool Session::Failed(Error e) {
 // Brig init, cloned (container/launch.h) into the sandbox's namespaces, which belong to its
 // own host uid, not to root, and into its v2 group.
 Result<Launched> Session::CloneInit() {
-  // Init starts with the supervisor's credentials, and setgroups is denied in its user
-  // namespace (WriteIdMaps): host root's supplementary groups (gid 0 among them) would
-  // follow it and the workload for good. The supervisor, root, needs none of them. (Only
-  // when it has some: where setgroups is itself denied, brig has none to drop.)
-  if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
-    return SysError("setgroups", "supervisor");
-  }
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(group_->OpenV1Tasks());
   Launched l = BRIG_TRY(container::CloneInit(
       {.namespaces = kNamespaces, .cgroup_v2 = group_->v2_fd(), .owner = ids_.uid(),

@@ -8,7 +8,6 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -166,16 +165,11 @@ Result<int> Exec(const ExecOptions& o) {
   sigset_t chld, old;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  if (!o.detach) {
-    sigprocmask(SIG_BLOCK, &chld, &old);
-    // The process is the stage child's child: it comes back to brig when that one exits.
-    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-      return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
-    }
-  }
+  if (!o.detach) sigprocmask(SIG_BLOCK, &chld, &old);
   container::JoinTarget target{t.pidfd.get(), t.namespaces, t.cgroups->v2_fd(),
                                BRIG_TRY(t.cgroups->OpenV1Tasks())};
   container::JoinedProcess joined;
+  joined.adopt = !o.detach;
   joined.become = [&](int sync_fd) {
     BecomeProcess(prep, p.terminal(), p.console_size(), console.get(), sync_fd, o.preserve_fds);
   };

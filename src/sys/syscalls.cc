@@ -2,12 +2,14 @@
 #include "sys/syscalls.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/close_range.h>
 #include <linux/keyctl.h>
-#include <linux/seccomp.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -218,6 +220,20 @@ std::optional<int> ReadExecError(int fd) {
   } while (n < 0 && errno == EINTR);
   if (n == sizeof e) return e;
   return std::nullopt;
+}
+
+Status BecomeSubreaper() {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+    return SysError("prctl", "PR_SET_CHILD_SUBREAPER");
+  }
+  return {};
+}
+
+Status DropSupplementaryGroups() {
+  if (getgroups(0, nullptr) != 0 && setgroups(0, nullptr) < 0) {
+    return SysError("setgroups", "brig's supplementary groups");
+  }
+  return {};
 }
 
 Status CloseRangeCloexec(unsigned first) {

@@ -91,6 +91,14 @@ int ReadAllAndReap(int fd, pid_t pid, std::string& out);
 
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
+// Makes this process the subreaper of what its descendants leave (PR_SET_CHILD_SUBREAPER):
+// a process a stage child forks becomes brig's child when that one exits.
+Status BecomeSubreaper();
+// Drops this process's supplementary groups, if it has any, before it clones what enters a
+// sandbox or container: host root's groups (gid 0 among them) would otherwise follow that
+// process, and for good where its user namespace denies setgroups(2). Where setgroups is
+// itself denied to brig, it has none to drop.
+Status DropSupplementaryGroups();
 // Closes every fd from `first` up but those in `keep` (close_range over the gaps).
 Status CloseAllExcept(std::vector<int> keep, unsigned first = 0);
 

@@ -1,6 +1,7 @@
 // `brig exec NAME|ID -- CMD` into a running `brig run` sandbox (brig-exec(1)): the process
 // joins the sandbox and never gets more than its workload has; each test tries to get more.
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,7 +31,7 @@ class Exec : public HostTest {
                 {"--", "sh", "-c",
                  "readlink /proc/self/ns/pid /proc/self/ns/net /proc/self/ns/mnt "
                  "/proc/self/ns/user /proc/self/ns/ipc /proc/self/ns/uts > /tmp/workload; "
-                 "grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status >> /tmp/workload; "
+                 "grep -E '^(Cap|NoNewPrivs|Seccomp|Groups)' /proc/self/status >> /tmp/workload; "
                  "echo started; while [ ! -e /workspace/go ]; do sleep 0.05; done"});
     pid_t brig = SpawnBrig(args, out_.path());
     EXPECT_TRUE(Eventually([&] {
@@ -63,17 +64,25 @@ class Exec : public HostTest {
   ScratchDir ws_, out_;
 };
 
-// Its namespaces are the workload's, every one; its credentials, capability sets,
-// no_new_privs and seccomp mode are the workload's; it runs as the sandbox user in the
-// workload's directory.
+// Its namespaces are the workload's, every one; its credentials, supplementary groups,
+// capability sets, no_new_privs and seccomp mode are the workload's; it runs as the sandbox
+// user in the workload's directory. brig exec is run with a supplementary group of host
+// root's (gid 0), which must not come in.
 TEST_F(Exec, TheProcessJoinsTheSandboxAndHoldsWhatItsWorkloadHolds) {
   std::string name = Name("exec-join");
   pid_t brig = Start(name);
+  std::vector<gid_t> had(static_cast<size_t>(getgroups(0, nullptr)));
+  ASSERT_EQ(getgroups(static_cast<int>(had.size()), had.data()), static_cast<int>(had.size()));
+  const gid_t root_group = 0;
+  ASSERT_EQ(setgroups(1, &root_group), 0) << strerror(errno);
   RunOutput r = RunBrig(
       {"exec", name, "--", "sh", "-c",
        "cat /tmp/workload; echo ---; readlink /proc/self/ns/pid /proc/self/ns/net "
        "/proc/self/ns/mnt /proc/self/ns/user /proc/self/ns/ipc /proc/self/ns/uts; "
-       "grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; id -u; id -g; pwd; hostname"});
+       "grep -E '^(Cap|NoNewPrivs|Seccomp|Groups)' /proc/self/status; id -u; id -g; pwd; "
+       "hostname"});
+  ASSERT_EQ(setgroups(had.size(), had.data()), 0) << strerror(errno);
+  Stop(brig);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   size_t split = r.out.find("---\n");
   ASSERT_NE(split, std::string::npos) << r.out;
@@ -81,8 +90,8 @@ TEST_F(Exec, TheProcessJoinsTheSandboxAndHoldsWhatItsWorkloadHolds) {
   EXPECT_EQ(own.substr(0, workload.size()), workload) << r.out;
   EXPECT_NE(workload.find("CapEff:\t0000000000000000"), std::string::npos) << workload;
   EXPECT_NE(workload.find("Seccomp:\t2"), std::string::npos) << workload;
+  EXPECT_NE(workload.find("Groups:\t \n"), std::string::npos) << workload;
   EXPECT_EQ(own.substr(workload.size()), "1000\n1000\n/workspace\nsandbox\n") << r.out;
-  Stop(brig);
 }
 
 // A syscall the workload's policy denies is denied to it: add_key, which the sandbox user
