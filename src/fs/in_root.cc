@@ -229,25 +229,47 @@ Status CopyTree(int src, int dst, const std::string& path) {
   return {};
 }
 
-// kTmpfsCopyUp: made detached (fsopen, fsmount), filled with what the image holds at its
-// destination, then moved there, so the image's files show through.
-Status MountTmpfsCopyUp(int root, const Step& s, const std::string& dest) {
-  sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, dest, true, false));
-  sys::UniqueFd src = BRIG_TRY(sys::Openat2(root, dest, O_RDONLY | O_DIRECTORY, kInRoot));
+// A new file system as config.json's mount asks for it, made detached (NewFs: fsopen,
+// fsconfig, fsmount), as brig run makes its own, then attached at its destination by fd:
+// `source`, and the options of `data` (one without a value is a flag: "newinstance"), as
+// fsconfig keys; the mount(2) flags that are a superblock's ("sync", "dirsync", "lazytime",
+// "mand") as fsconfig flags, and those that are a mount's as its attributes (ro only when
+// `with_ro`). A new file system is made, never a remount of what is there: "remount" is for
+// binds; "silent" and "iversion" change nothing a container sees and are not passed on.
+Result<sys::UniqueFd> MakeFs(const Step& s, const std::string& type, bool with_ro,
+                             const std::string& dest) {
   std::vector<std::pair<std::string, std::string>> opts;
+  if (!s.source.empty()) opts.emplace_back("source", s.source);
   for (std::string_view opt : util::Split(s.data, ',')) {
     if (opt.empty()) continue;
     size_t eq = opt.find('=');
     opts.emplace_back(opt.substr(0, eq), eq == std::string_view::npos ? "" : opt.substr(eq + 1));
   }
+  constexpr std::pair<unsigned long, const char*> kSuperblock[] = {{MS_SYNCHRONOUS, "sync"},
+                                                                   {MS_DIRSYNC, "dirsync"},
+                                                                   {MS_LAZYTIME, "lazytime"},
+                                                                   {MS_MANDLOCK, "mand"}};
+  for (const auto& [flag, key] : kSuperblock) {
+    if (s.flags & flag) opts.emplace_back(key, "");
+  }
+  constexpr std::pair<unsigned long, uint64_t> kAttrs[] = {
+      {MS_RDONLY, MOUNT_ATTR_RDONLY},         {MS_NOSUID, MOUNT_ATTR_NOSUID},
+      {MS_NODEV, MOUNT_ATTR_NODEV},           {MS_NOEXEC, MOUNT_ATTR_NOEXEC},
+      {MS_NOATIME, MOUNT_ATTR_NOATIME},       {MS_STRICTATIME, MOUNT_ATTR_STRICTATIME},
+      {MS_NODIRATIME, MOUNT_ATTR_NODIRATIME}, {MS_NOSYMFOLLOW, MOUNT_ATTR_NOSYMFOLLOW}};
   uint64_t attrs = 0;
-  if (s.flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
-  if (s.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
-  if (s.flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
-  if (s.flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
-  if (s.flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
-  if (s.flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
-  sys::UniqueFd mnt = BRIG_TRY(NewFs("tmpfs", opts, attrs, dest));
+  for (const auto& [flag, attr] : kAttrs) {
+    if ((s.flags & flag) && (with_ro || flag != MS_RDONLY)) attrs |= attr;
+  }
+  return NewFs(type.c_str(), opts, attrs, dest);
+}
+
+// kTmpfsCopyUp: made as kMount is, filled with what the image holds at its destination,
+// then moved there, so the image's files show through; read-only, if asked, once filled.
+Status MountTmpfsCopyUp(int root, const Step& s, const std::string& dest) {
+  sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, dest, true, false));
+  sys::UniqueFd src = BRIG_TRY(sys::Openat2(root, dest, O_RDONLY | O_DIRECTORY, kInRoot));
+  sys::UniqueFd mnt = BRIG_TRY(MakeFs(s, "tmpfs", false, dest));
   BRIG_TRY_CTX(CopyTree(src.get(), mnt.get(), dest), "tmpcopyup");
   BRIG_TRY(sys::MoveMount(mnt.get(), "", target.get(), "",
                           MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
@@ -284,7 +306,7 @@ Status BindSource(int root, const Step& s, const std::string& dest) {
 // kMount.
 Status NewMount(int root, const Step& s, const std::string& dest) {
   sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, dest, true, false));
-  auto made = MountAt(s.source, target.get(), s.type.c_str(), s.flags, s.data, dest);
+  auto made = MakeFs(s, s.type, true, dest);
   if (!made && s.host_sys && made.error().err == EPERM) {
     // Without a network namespace of its own a user namespace may not mount sysfs: the
     // host's /sys is bound read-only instead (runc's fallback).
@@ -293,7 +315,10 @@ Status NewMount(int root, const Step& s, const std::string& dest) {
     BRIG_TRY(sys::MountSetattr(target.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0,
                                dest));
   } else if (!made) {
-    return made;
+    return std::move(made).error();
+  } else {
+    BRIG_TRY(sys::MoveMount(made->get(), "", target.get(), "",
+                            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
   }
   if (s.attrs || s.cleared) {
     target = BRIG_TRY(OpenInRoot(root, dest, false, false));

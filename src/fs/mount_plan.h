@@ -56,11 +56,12 @@ enum class StepKind {
                   // no such lock, and a user-namespaced container could then remount the
                   // host's read-only source read-write (test
                   // OciDoors.AUserNamespacedContainerNeverClearsTheHostsReadOnlyOnABindSource)
-  kMount,         // a new file system: mount(2) of `type` from `source` with `flags` and the
-                  // options `data`, then `attrs`/`cleared` recursively; with `host_sys`, a
-                  // sysfs refused in a user namespace is the host's /sys bound read-only
-  kTmpfsCopyUp,   // a tmpfs with options `data` and `flags`, filled with what the image holds
-                  // at dest (runc's tmpcopyup) before it is attached there
+  kMount,         // a new file system of `type` from `source` with the mount(2) `flags` and
+                  // options `data`, made detached as the kinds above are (NewFs) and attached
+                  // at dest, then `attrs`/`cleared` recursively; with `host_sys`, a sysfs
+                  // refused in a user namespace is the host's /sys bound read-only
+  kTmpfsCopyUp,   // a tmpfs made as kMount is, filled with what the image holds at dest
+                  // (runc's tmpcopyup) before it is attached there
   kCgroup,        // the cgroup hierarchies, new, seen from the container's cgroup namespace;
                   // read-only when `flags` has MS_RDONLY
   kCgroupGroups,  // without a cgroup namespace: the container's own `groups` (host
@@ -139,7 +140,7 @@ struct MountPlan {
 
 // A new filesystem of `type` (fsopen, fsconfig, fsmount), detached, with `opts` (one with an
 // empty value is a flag: "noswap") and the mount attributes `attrs`; errors name `subject`.
-// Both sides use it, and an OCI init's tmpcopyup (fs/in_root.cc).
+// brig run's new file systems and an OCI container's (kMount, kTmpfsCopyUp) are made by it.
 Result<sys::UniqueFd> NewFs(const char* type,
                             const std::vector<std::pair<std::string, std::string>>& opts,
                             uint64_t attrs, const std::string& subject);

@@ -14,6 +14,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "host/oci_fixture.h"
 
@@ -219,6 +220,37 @@ TEST_F(Oci, AnExecdProcessIsAsItsProcessJsonSays) {
 }
 
 // ---- the file system -----------------------------------------------------------------
+
+// A new file system takes what config.json says of it: its source, its options, the
+// mount(2) flags that are the superblock's ("sync") and those that are the mount's (ro,
+// nosuid, nodev, noexec), as a container's mountinfo shows them. An option the file system
+// refuses fails create with one line naming the mount, and nothing is made.
+TEST_F(Oci, ANewFileSystemHasItsSourceOptionsAndFlags) {
+  Config c = Cfg("newfs");
+  c.mounts.push_back(
+      {"/scratch", "tmpfs", "scratchfs", {"nosuid", "nodev", "noexec", "ro", "sync", "size=1m"}});
+  c.args = {"sh", "-c", "grep ' /scratch ' /proc/self/mountinfo"};
+  RunOutput r = Run({"run", "--bundle", Bundle(c), "newfs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // "ID PARENT MAJ:MIN ROOT MOUNTPOINT MOUNT-OPTIONS - TYPE SOURCE SUPER-OPTIONS"
+  std::istringstream line(r.out);
+  std::string id, parent, dev, root, point, mount_opts, dash, type, source, super_opts;
+  line >> id >> parent >> dev >> root >> point >> mount_opts >> dash >> type >> source >>
+      super_opts;
+  EXPECT_EQ(type, "tmpfs") << r.out;
+  EXPECT_EQ(source, "scratchfs") << r.out;
+  EXPECT_EQ(mount_opts.rfind("ro,nosuid,nodev,noexec", 0), 0u) << r.out;
+  EXPECT_NE(super_opts.find("sync"), std::string::npos) << r.out;
+  EXPECT_NE(super_opts.find("size=1024k"), std::string::npos) << r.out;
+
+  Config bad = Cfg("newfsbad");
+  bad.mounts.push_back({"/scratch", "tmpfs", "tmpfs", {"size=lots"}});
+  RunOutput refused = Run({"run", "--bundle", Bundle(bad), "newfsbad"});
+  ExpectCleanFailure(refused, "newfsbad");
+  EXPECT_EQ(refused.exit_code, 125);
+  EXPECT_NE(refused.err.find("/scratch"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("size=lots"), std::string::npos) << refused.err;
+}
 
 TEST_F(Oci, ReadonlyRootMountsMaskedAndReadonlyPaths) {
   ScratchDir rw, ro;
