@@ -39,7 +39,7 @@ void ExecChild(const ProcessSpec& p, const std::string& path, const ExecStart& s
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   // A terminal on stdin is the workload's own pty (supervise/stdio.h): its controlling one.
-  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) || !sys::CloseRangeCloexec(3)) {
+  if (setsid() < 0 || (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0)) {
     Failed(s.err_fd, errno, ErrorKind::kSetup);
   }
   // A refusal of the cwd that has no errno is ELOOP.

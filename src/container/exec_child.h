@@ -28,8 +28,8 @@ struct ExecStart {
 };
 
 // Once let go: a new session (with stdin's terminal, the workload's own pty, as its
-// controlling one), every descriptor above stdio closed at execve, then `p` taken on and
-// run (container/process.h), `path` resolved by the parent.
+// controlling one), then `p` taken on and run (container/process.h), `path` resolved by the
+// parent.
 [[noreturn]] void ExecChild(const ProcessSpec& p, const std::string& path, const ExecStart& s);
 
 }  // namespace brig::container

@@ -39,6 +39,10 @@ ProcessSpec WorkloadOf(const config::Sandbox& sb) {
 Status TakeOn(const ProcessSpec& p) {
   if (p.oom_score_adj) BRIG_TRY(WriteOomScore(*p.oom_score_adj));
   if (!p.cwd.empty()) BRIG_TRY(sys::EnterDirInRoot(p.cwd, p.prefix + "cwd"));
+  for (int fd = 3; fd < 3 + p.preserved_fds; ++fd) {
+    if (fcntl(fd, F_SETFD, 0) < 0) return SysError("fcntl", "preserved fd " + std::to_string(fd));
+  }
+  BRIG_TRY(sys::CloseRangeCloexec(static_cast<unsigned>(3 + p.preserved_fds)));
   if (FilterFirst(p)) BRIG_TRY(security::LoadSeccomp(*p.seccomp));
   if (p.credentials) {
     BRIG_TRY(security::ApplyCredentials(*p.credentials));

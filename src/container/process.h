@@ -30,6 +30,9 @@ struct ProcessSpec {
   std::optional<mode_t> umask;
   std::optional<int> oom_score_adj;
   std::optional<security::SeccompProgram> seccomp;
+  // Fds 3 .. 3+N-1 go to the process (--preserve-fds): not close-on-exec. Every other above
+  // stdio is, whatever its front end kept open until then: nothing of brig's reaches execve.
+  int preserved_fds = 0;
   // A file the kernel cannot run (ENOEXEC: a script without a #! line) runs with /bin/sh,
   // as execvp(3) and a shell run it: brig run's and brig exec's commands. An OCI process
   // fails as runc's does.
@@ -45,7 +48,8 @@ ProcessSpec WorkloadOf(const config::Sandbox& sb);
 // Step one, in the child, as the privileges it was made with still allow: the oom score
 // (raising it needs them), the cwd (before any filter, since one written before openat2(2)
 // existed refuses it, and as its maker, as runc enters it, so that a user that cannot search
-// the directory still starts there), the filter where it must come before the credentials
+// the directory still starts there), every fd above stdio but the preserved ones made
+// close-on-exec (before any filter too), the filter where it must come before the credentials
 // (without no_new_privs, loading it needs CAP_SYS_ADMIN, which they may drop, as runc
 // loads it), the credentials in the kernel's order (or the rlimits alone), the umask.
 // Irreversible; on an error the child must not go on.

@@ -47,15 +47,13 @@ Status ParseUser(const std::string& user, Process& p) {
 
 // The process itself, in the container's namespaces: never returns.
 [[noreturn]] void BecomeProcess(const container::ProcessSpec& p, bool terminal,
-                                const ConsoleSize& size, int console_fd, int sync_fd,
-                                int preserve_fds) {
+                                const ConsoleSize& size, int console_fd, int sync_fd) {
   if (setsid() < 0) SendErrorAndExit(sync_fd, SysError("setsid"));
   if (terminal) {
     if (auto s = SetupConsole(console_fd, size, false); !s) SendErrorAndExit(sync_fd, s.error());
   }
-  // Before the credentials, whose seccomp filter (without no_new_privileges) may refuse
-  // fcntl. Only the sync socket is left above them, and it goes at execve.
-  for (int i = 0; i < preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
+  // Above the fds --preserve-fds hands over, only the sync socket is left, and it goes at
+  // execve.
   if (terminal) close(console_fd);
   if (auto s = container::TakeOn(p); !s) {
     SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
@@ -155,6 +153,7 @@ Result<int> Exec(const ExecOptions& o) {
   std::optional<brig::v1::SeccompPolicy> policy;
   if (rec.config().linux().has_seccomp()) policy = rec.config().linux().seccomp();
   container::ProcessSpec prep = BRIG_TRY(PrepareProcess(p, policy));
+  prep.preserved_fds = o.preserve_fds;
   sys::UniqueFd console;
   if (p.terminal()) {
     if (o.console_socket.empty()) {
@@ -171,7 +170,7 @@ Result<int> Exec(const ExecOptions& o) {
   container::JoinedProcess joined;
   joined.adopt = !o.detach;
   joined.become = [&](int sync_fd) {
-    BecomeProcess(prep, p.terminal(), p.console_size(), console.get(), sync_fd, o.preserve_fds);
+    BecomeProcess(prep, p.terminal(), p.console_size(), console.get(), sync_fd);
   };
   // What --preserve-fds hands over stays, and the terminal's master until it is set up.
   if (console) joined.keep.push_back(console.get());

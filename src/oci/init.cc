@@ -129,9 +129,9 @@ Status Finish(const InitArgs& a, const std::string& state) {
   // its directory, which a copy held here would keep while init waits for `start`), the
   // record, the cgroups' and the console socket (runc CVE-2024-21626). Before the
   // credentials, whose seccomp filter (without no_new_privileges) may refuse close_range.
-  // What --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC.
+  // What --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC
+  // (container::TakeOn).
   BRIG_TRY(sys::CloseAllExcept({a.sync_fd, a.fifo_fd}, 3 + a.preserve_fds));
-  for (int i = 0; i < a.preserve_fds; ++i) (void)fcntl(3 + i, F_SETFD, 0);
   BRIG_TRY_CTX(container::TakeOn(*a.process), "process");
   return {};
 }

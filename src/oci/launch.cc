@@ -241,6 +241,7 @@ Result<Bundle> ReadBundle(const CreateOptions& o) {
   std::optional<brig::v1::SeccompPolicy> policy;
   if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();
   b.process = BRIG_TRY(PrepareProcess(spec.process(), policy));
+  b.process.preserved_fds = o.preserve_fds;
   log::Debug("config.json read, process prepared");
   if (spec.process().terminal() && o.console_socket.empty()) {
     return BadInput("process.terminal", "true", "needs --console-socket to hand the terminal to");

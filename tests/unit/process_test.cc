@@ -2,6 +2,7 @@
 // tried in forked children. What each step did is read back from the child itself.
 #include "container/process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -94,6 +95,27 @@ TEST_F(Process, ACwdThatIsNotADirectoryIsNamedWithItsPrefix) {
   });
   EXPECT_NE(said.out.find("process.cwd"), std::string::npos) << said.out;
   EXPECT_NE(said.out.find("Not a directory"), std::string::npos) << said.out;
+}
+
+// Nothing of its maker's reaches execve but the preserved fds: every other fd above stdio,
+// close-on-exec or not, is made close-on-exec; the preserved ones are made inheritable.
+TEST_F(Process, OnlyThePreservedFdsOutliveExecve) {
+  ProcessSpec p;
+  p.preserved_fds = 1;
+  ChildSaid said = InChild([&](int out) {
+    if (out == 3) return Say(out, "the result pipe is fd 3");
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) return Say(out, "pipe failed");
+    // fd 3 preserved (close-on-exec until TakeOn), the pipe's write end left open without.
+    if (fds[0] != 3 && dup3(fds[0], 3, O_CLOEXEC) < 0) return Say(out, "dup");
+    int leak = fds[1];
+    if (fcntl(leak, F_SETFD, 0) < 0) return Say(out, "fcntl");
+    if (auto s = TakeOn(p); !s) return Say(out, "error: " + s.error().Render());
+    Say(out, "3:" + std::to_string(fcntl(3, F_GETFD) & FD_CLOEXEC) +
+                 " other:" + std::to_string(fcntl(leak, F_GETFD) & FD_CLOEXEC) +
+                 " out:" + std::to_string(fcntl(out, F_GETFD) & FD_CLOEXEC));
+  });
+  EXPECT_EQ(said.out, "3:0 other:1 out:1");
 }
 
 // A file without a #! line: brig run's command runs it with /bin/sh, as execvp does; an OCI
