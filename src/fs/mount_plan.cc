@@ -52,6 +52,24 @@ Step Make(StepKind kind, std::string dest) {
   return s;
 }
 
+// A new file system of brig run's own (/tmp, /dev, /dev/pts, /dev/shm, /proc), made as an
+// OCI container's are (kMount): `type` with `options`, its mount(2) `flags` the mount's.
+Step NewFsStep(std::string dest, const std::string& type, std::string options,
+               unsigned long flags) {
+  Step s = Make(StepKind::kMount, std::move(dest));
+  s.type = s.source = type;
+  s.data = std::move(options);
+  s.flags = flags;
+  return s;
+}
+
+// "size=N,mode=M" of a tmpfs.
+std::string TmpfsOptions(uint64_t size, mode_t mode) {
+  char m[16];
+  snprintf(m, sizeof m, "%o", mode);
+  return "size=" + std::to_string(size) + ",mode=" + m;
+}
+
 // Clones the host tree at dirfd/name (recursively) into `s`, its source `host_path`, and
 // sets attrs on the whole clone.
 Status CloneTree(Step& s, int dirfd, const std::string& name, uint64_t set, uint64_t clr,
@@ -546,11 +564,8 @@ Status AddWorkspace(MountPlan& plan, const Spec& spec, state::Record& record, Id
 }
 
 Status AddDev(MountPlan& plan, const Spec& spec) {
-  Step dev = Make(StepKind::kTmpfs, "dev");
-  dev.size = 64 * 1024;
-  dev.mode = 0755;
-  dev.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-  plan.steps.push_back(std::move(dev));
+  plan.steps.push_back(
+      NewFsStep("dev", "tmpfs", TmpfsOptions(64 * 1024, 0755), MS_NOSUID | MS_NOEXEC));
   sys::UniqueFd host_dev(open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!host_dev) return SysError("open", "/dev");
   for (const auto& n : kDevNodes) {
@@ -571,15 +586,13 @@ Status AddDev(MountPlan& plan, const Spec& spec) {
                        MOUNT_ATTR_NODEV, host));
     plan.steps.push_back(std::move(s));
   }
-  plan.steps.push_back(Make(StepKind::kDevpts, "dev/pts"));
+  plan.steps.push_back(
+      NewFsStep("dev/pts", "devpts", "ptmxmode=666,mode=620", MS_NOSUID | MS_NOEXEC));
   Step ptmx = Make(StepKind::kSymlink, "dev/ptmx");
   ptmx.data = "pts/ptmx";
   plan.steps.push_back(std::move(ptmx));
-  Step shm = Make(StepKind::kTmpfs, "dev/shm");
-  shm.size = spec.tmp_size;
-  shm.mode = 01777;
-  shm.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-  plan.steps.push_back(std::move(shm));
+  plan.steps.push_back(NewFsStep("dev/shm", "tmpfs", TmpfsOptions(spec.tmp_size, 01777),
+                                 MS_NOSUID | MS_NODEV | MS_NOEXEC));
   const std::pair<const char*, const char*> links[] = {{"dev/fd", "/proc/self/fd"},
                                                        {"dev/stdin", "/proc/self/fd/0"},
                                                        {"dev/stdout", "/proc/self/fd/1"},
@@ -595,7 +608,7 @@ Status AddDev(MountPlan& plan, const Spec& spec) {
 
 // A fresh /proc, with the kernel paths (fs/kernel_paths.h) masked or made read-only.
 void AddProc(MountPlan& plan) {
-  plan.steps.push_back(Make(StepKind::kProc, "proc"));
+  plan.steps.push_back(NewFsStep("proc", "proc", "", MS_NOSUID | MS_NODEV | MS_NOEXEC));
   for (const auto& p : KernelPaths()) {
     if (p.rule == KernelPathRule::kAbsent) continue;
     StepKind kind = p.rule == KernelPathRule::kMasked ? StepKind::kMask : StepKind::kReadOnly;
@@ -754,11 +767,8 @@ Result<MountPlan> PrepareMountPlan(const Spec& spec, state::Record& record, bool
     BRIG_TRY(AddRootfs(plan, spec.rootfs, spec.layers));
   }
   BRIG_TRY(AddWorkspace(plan, spec, record, mapper));
-  Step tmp = Make(StepKind::kTmpfs, "tmp");
-  tmp.size = spec.tmp_size;
-  tmp.mode = 01777;
-  tmp.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  plan.steps.push_back(std::move(tmp));
+  plan.steps.push_back(
+      NewFsStep("tmp", "tmpfs", TmpfsOptions(spec.tmp_size, 01777), MS_NOSUID | MS_NODEV));
   BRIG_TRY(AddDev(plan, spec));
   AddProc(plan);
   // In a bound workspace, hidden paths are covered (after /dev, whose null covers files).
@@ -775,10 +785,8 @@ std::string_view StepName(StepKind k) {
     case StepKind::kDir: return "dir";
     case StepKind::kSymlink: return "symlink";
     case StepKind::kFile: return "file";
-    case StepKind::kBind: return "bind";
-    case StepKind::kTmpfs: return "tmpfs";
-    case StepKind::kProc: return "proc";
-    case StepKind::kDevpts: return "devpts";
+    case StepKind::kBind:
+      return "bind";
     case StepKind::kMask: return "mask";
     case StepKind::kReadOnly: return "read-only";
     case StepKind::kSealRoRecursive: return "seal read-only";

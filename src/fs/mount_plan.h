@@ -29,9 +29,6 @@ enum class StepKind {
   kSymlink,          // symlink data -> dest
   kFile,             // create dest with contents data
   kBind,             // attach tree at dest (a directory, or a file when is_dir is false)
-  kTmpfs,            // new tmpfs at dest: size, mode, attrs
-  kProc,             // new procfs at dest
-  kDevpts,           // new devpts instance at dest
   kMask,             // OCI masked path, if it exists: dev/null over a file, an empty
                      // read-only tmpfs over a directory
   kReadOnly,         // re-attach dest onto itself read-only, recursively (OCI readonly path)
@@ -45,8 +42,8 @@ enum class StepKind {
                      // it, if it is still there (its host process may have removed it meanwhile)
   kNamed,            // attach tree (a directory) at dest, a named mount's target: the directories
                      // on the way are made where missing, and none of them may be a symlink
-  // The kinds below build an OCI container's root (fs/in_root.h): the root is the image's,
-  // so each dest is resolved inside it (openat2 RESOLVE_IN_ROOT) and made where missing.
+  // The kinds below are resolved inside the root (fs/in_root.h: openat2 RESOLVE_IN_ROOT), each
+  // dest made where missing: an OCI container's root is the image's. kMount is brig run's too.
   kBindSource,    // bind the host path `source` at dest, recursively with `recursive`, then
                   // remount it with `flags` (when `remount`) and set `attrs`, clear `cleared`
                   // recursively. The path, not a tree: init resolves and binds it in its own
@@ -57,9 +54,10 @@ enum class StepKind {
                   // host's read-only source read-write (test
                   // OciDoors.AUserNamespacedContainerNeverClearsTheHostsReadOnlyOnABindSource)
   kMount,         // a new file system of `type` from `source` with the mount(2) `flags` and
-                  // options `data`, made detached as the kinds above are (NewFs) and attached
-                  // at dest, then `attrs`/`cleared` recursively; with `host_sys`, a sysfs
-                  // refused in a user namespace is the host's /sys bound read-only
+                  // options `data`, made detached (NewFs) and attached at dest, then
+                  // `attrs`/`cleared` recursively; with `host_sys`, a sysfs refused in a user
+                  // namespace is the host's /sys bound read-only. brig run's /tmp, /dev,
+                  // /dev/pts, /dev/shm and /proc, and an OCI container's mounts
   kTmpfsCopyUp,   // a tmpfs made as kMount is, filled with what the image holds at dest
                   // (runc's tmpcopyup) before it is attached there
   kCgroup,        // the cgroup hierarchies, new, seen from the container's cgroup namespace;
@@ -88,14 +86,14 @@ struct Step {
                      // there (empty in a copy)
   sys::UniqueFd tree;
   bool is_dir = true;
-  uint64_t size = 0;
-  uint32_t mode = 0755;
-  uint64_t attrs = 0;    // MOUNT_ATTR_* for new filesystems; for a kBind, those set on it
-  uint64_t cleared = 0;  // kBind: MOUNT_ATTR_* cleared on it
+  uint32_t mode = 0755;  // kDevice's
+  uint64_t attrs = 0;    // MOUNT_ATTR_* set on a kBind, and on the OCI kinds, recursively
+  uint64_t cleared = 0;  // MOUNT_ATTR_* cleared on them
   // What the step is made from, for the manifest (manifest/manifest.h): the host path a
   // tree was cloned from, or what a new file system is of; kBindSource's host path.
   std::string source;
-  // The OCI kinds' (kBindSource ... kPropagation) parameters, as each one's comment says.
+  // The parameters of the kinds resolved in the root (kBindSource ... kPropagation), as each
+  // one's comment says.
   std::string type;
   unsigned long flags = 0;  // MS_*
   bool remount = false;

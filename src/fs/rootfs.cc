@@ -21,12 +21,6 @@ namespace {
 
 constexpr uint64_t kRootTmpfsSize = 1 << 20;
 
-std::string Octal(uint32_t mode) {
-  char buf[16];
-  snprintf(buf, sizeof buf, "%o", mode);
-  return buf;
-}
-
 Status Attach(const sys::UniqueFd& tree, int root, const std::string& dest) {
   return sys::MoveMount(tree.get(), "", root, dest, MOVE_MOUNT_F_EMPTY_PATH);
 }
@@ -168,15 +162,6 @@ Status AttachNamed(int root, const Step& s) {
                         MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
-// kTmpfs, kProc, kDevpts: a new file system (NewFs, as an OCI container's are made) on a
-// directory of mode `mode` made at dest.
-Status NewFsAt(int root, const Step& s, mode_t mode, const char* type,
-               const std::vector<std::pair<std::string, std::string>>& opts, uint64_t attrs) {
-  BRIG_TRY(MakeDir(root, s.dest, mode));
-  auto fs = BRIG_TRY(NewFs(type, opts, attrs, "/" + s.dest));
-  return Attach(fs, root, s.dest);
-}
-
 Status Apply(int root, const Step& s) {
   switch (s.kind) {
     case StepKind::kDir:
@@ -195,15 +180,6 @@ Status Apply(int root, const Step& s) {
         BRIG_TRY(MakeFileTarget(root, s.dest));
       }
       return Attach(s.tree, root, s.dest);
-    case StepKind::kTmpfs:
-      return NewFsAt(root, s, 0755, "tmpfs",
-                     {{"size", std::to_string(s.size)}, {"mode", Octal(s.mode)}}, s.attrs);
-    case StepKind::kProc:
-      return NewFsAt(root, s, 0555, "proc", {},
-                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    case StepKind::kDevpts:
-      return NewFsAt(root, s, 0755, "devpts", {{"ptmxmode", "0666"}, {"mode", "0620"}},
-                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
     case StepKind::kMask:
       return Mask(root, s);
     case StepKind::kReadOnly:
@@ -238,7 +214,7 @@ Status Apply(int root, const Step& s) {
 
 Status ApplySteps(int root, const std::vector<Step>& steps) {
   for (const Step& s : steps) {
-    log::Debug("mount: ", StepName(s.kind), " /", s.dest);
+    log::Debug("mount: ", StepName(s.kind), s.type.empty() ? "" : " ", s.type, " /", s.dest);
     if (s.field.empty()) {
       BRIG_TRY(Apply(root, s));
     } else {

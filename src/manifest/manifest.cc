@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "util/digest.h"
+#include "util/parse.h"
 
 namespace brig::manifest {
 namespace {
@@ -171,6 +172,16 @@ void OciStep(const fs::Step& s, v1::ManifestMount& m) {
   }
 }
 
+// brig run's own new file system (a kMount with no config.json field): listed by its type
+// ("tmpfs", "proc", "devpts"), its flags and its options ("size=N", "mode=M").
+void NewFs(const fs::Step& s, v1::ManifestMount& m) {
+  m.set_kind(s.type);
+  MsFlags(s.flags, m);
+  for (std::string_view opt : util::Split(s.data, ',')) {
+    if (!opt.empty()) m.add_flags(std::string(opt));
+  }
+}
+
 }  // namespace
 
 v1::ManifestBroker Broker(const broker::Config& b) {
@@ -194,22 +205,17 @@ v1::ManifestMount Mount(const fs::Step& s) {
   m.set_target("/" + s.dest);
   m.set_kind(std::string(fs::StepName(s.kind)));
   m.set_source(s.kind == K::kSymlink ? s.data : s.source);
-  if (s.kind == K::kTmpfs || s.kind == K::kProc || s.kind == K::kDevpts) {
-    m.set_source(m.kind());
-  }
   AttrFlags(s.attrs, s.cleared, m);
   // These steps are read-only by what they are (fs/rootfs.cc makes them so).
   if (s.kind == K::kMask || s.kind == K::kReadOnly || s.kind == K::kSealRoRecursive ||
       s.kind == K::kProtect || s.kind == K::kHide) {
     m.add_flags("ro");
   }
-  if (s.kind == K::kTmpfs) {
-    char mode[16];
-    snprintf(mode, sizeof mode, "mode=%o", s.mode);
-    m.add_flags("size=" + std::to_string(s.size));
-    m.add_flags(mode);
+  if (s.field.empty() && s.kind == K::kMount) {
+    NewFs(s, m);
+  } else {
+    OciStep(s, m);
   }
-  OciStep(s, m);
   // A flag two parts name (a read-only step's "ro" and its MS_RDONLY) is listed once.
   auto* f = m.mutable_flags();
   for (int i = f->size() - 1; i > 0; --i) {

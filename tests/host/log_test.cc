@@ -65,10 +65,10 @@ TEST_F(Log, DebugJsonLinesHoldTheSupervisorsAndInitsSteps) {
   EXPECT_EQ(r.err, "") << "the log went to its file, not to stderr";
   auto lines = JsonLines(log);
   for (const auto& l : lines) EXPECT_EQ(l.level, "debug") << l.msg;
-  for (const char* step : {"plan resolved", "mount plan prepared", "clone: brig init is pid",
-                           "init: started", "init: mount: proc /proc", "init: pivot_root",
-                           "init: capabilities dropped", "init: ready", "sync: Ready",
-                           "teardown: brig init reaped"}) {
+  for (const char* step :
+       {"plan resolved", "mount plan prepared", "clone: brig init is pid", "init: started",
+        "init: mount: mount proc /proc", "init: pivot_root", "init: capabilities dropped",
+        "init: ready", "sync: Ready", "teardown: brig init reaped"}) {
     EXPECT_GE(Find(lines, step), 0) << step << " missing from:\n" << Dump(lines);
   }
   EXPECT_LT(Find(lines, "init: pivot_root"), Find(lines, "sync: Ready")) << Dump(lines);

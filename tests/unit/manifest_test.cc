@@ -133,10 +133,19 @@ TEST(Manifest, ListsAnOciContainersStepsWithTheirFields) {
   EXPECT_EQ(std::vector<std::string>(d.flags().begin(), d.flags().end()),
             (std::vector<std::string>{"mode=666", "uid=0", "gid=0"}));
 
-  v1::ManifestMount n = Mount(fs::Step{.kind = K::kTmpfs, .dest = "tmp", .size = 1024});
+  // brig run's own new file system is the same kind of step without a field: listed, as
+  // brig-run(1) says, by its type, flags and options.
+  fs::Step own{.kind = K::kMount, .dest = "tmp", .data = "size=1024,mode=1777"};
+  own.type = own.source = "tmpfs";
+  own.flags = MS_NOSUID | MS_NODEV;
+  v1::ManifestMount n = Mount(own);
+  EXPECT_EQ(n.kind(), "tmpfs");
+  EXPECT_EQ(n.source(), "tmpfs");
   EXPECT_EQ(n.field(), "");
   EXPECT_EQ(n.type(), "");
   EXPECT_EQ(n.options(), "");
+  EXPECT_EQ(std::vector<std::string>(n.flags().begin(), n.flags().end()),
+            (std::vector<std::string>{"nosuid", "nodev", "size=1024", "mode=1777"}));
 }
 
 TEST(Manifest, RendersTheSandboxsSetElements) {
