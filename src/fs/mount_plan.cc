@@ -785,8 +785,7 @@ std::string_view StepName(StepKind k) {
     case StepKind::kDir: return "dir";
     case StepKind::kSymlink: return "symlink";
     case StepKind::kFile: return "file";
-    case StepKind::kBind:
-      return "bind";
+    case StepKind::kBind: return "bind";
     case StepKind::kMask: return "mask";
     case StepKind::kReadOnly: return "read-only";
     case StepKind::kSealRoRecursive: return "seal read-only";
