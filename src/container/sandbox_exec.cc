@@ -7,6 +7,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -73,6 +74,10 @@ Status OpenGroups(const ExecRecord& r, JoinTarget& t, sys::UniqueFd& v2) {
   p.seccomp = rec.seccomp;
   p.scripts_via_shell = true;
   if (!Expect(sync_fd, Msg::kStart, kSetupStepTimeoutMs)) _exit(kExitRefused);
+  // Its parent is now this brig exec, which adopted it (JoinedProcess::adopt) and records
+  // its end: it dies with it. A parent outside the sandbox's pid namespace shows here as 0;
+  // one that died already left it to brig init.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != 0) _exit(kExitRefused);
   ExecChild(p, *path, {-1, -1, err_fd, 0});
 }
 

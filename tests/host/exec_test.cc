@@ -2,8 +2,10 @@
 // joins the sandbox and never gets more than its workload has; each test tries to get more.
 #include <fcntl.h>
 #include <grp.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -209,6 +211,38 @@ TEST_F(Exec, TheExitStatusIsTheCommandsAndRefusalsAre125) {
   EXPECT_EQ(std::count(twice.err.begin(), twice.err.end(), '\n'), 1) << twice.err;
   kill(twin, SIGTERM);
   WaitExit(twin);
+  Stop(brig);
+}
+
+// brig exec is its command's handle: killed, it takes the command along, which would
+// otherwise go on in the sandbox, its end never recorded, until the phase ends.
+TEST_F(Exec, TheCommandEndsWhenItsBrigExecIsKilled) {
+  std::string name = Name("exec-killed");
+  std::string log = out_.path() + "/audit.log";
+  pid_t brig = Start(name, log);
+  ScratchDir exec_out;
+  pid_t exec =
+      SpawnBrig({"exec", name, "--", "sh", "-c", "echo running; exec sleep 1000"}, exec_out.path());
+  ASSERT_TRUE(Eventually([&] {
+    return ReadFileOrEmpty(exec_out.path() + "/stdout").find("running") != std::string::npos;
+  })) << ReadFileOrEmpty(exec_out.path() + "/stderr");
+  pid_t command = 0;
+  for (const v1::AuditEvent& e : ReadAuditEvents(log)) {
+    if (e.has_exec_start()) command = static_cast<pid_t>(e.exec_start().pid());
+  }
+  ASSERT_GT(command, 0);
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFileOrEmpty("/proc/" + std::to_string(command) + "/comm") == "sleep\n"; }));
+  kill(exec, SIGKILL);
+  WaitExit(exec);
+  // Gone, or a zombie: the test, a subreaper, is its parent once brig exec is gone.
+  auto ended = [&] {
+    std::string stat = ReadFileOrEmpty("/proc/" + std::to_string(command) + "/stat");
+    size_t paren = stat.rfind(')');
+    return paren == std::string::npos || stat.compare(paren, 3, ") Z") == 0;
+  };
+  EXPECT_TRUE(Eventually(ended)) << "the command outlived its brig exec";
+  (void)waitpid(command, nullptr, WNOHANG);
   Stop(brig);
 }
 
