@@ -6,6 +6,7 @@
 
 #include "container/command.h"
 #include "sys/syscalls.h"
+#include "util/files.h"
 
 namespace brig::container {
 namespace {
@@ -13,15 +14,6 @@ namespace {
 // Whether the filter loads before the credentials: only where they leave no_new_privs off.
 bool FilterFirst(const ProcessSpec& p) {
   return p.seccomp && p.credentials && !p.credentials->no_new_privs;
-}
-
-Status WriteOomScore(int score) {
-  std::string v = std::to_string(score);
-  sys::UniqueFd fd(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
-  if (!fd.valid() || write(fd.get(), v.data(), v.size()) != static_cast<ssize_t>(v.size())) {
-    return SysError("write", "/proc/self/oom_score_adj");
-  }
-  return {};
 }
 
 }  // namespace
@@ -37,7 +29,9 @@ ProcessSpec WorkloadOf(const config::Sandbox& sb) {
 }
 
 Status TakeOn(const ProcessSpec& p) {
-  if (p.oom_score_adj) BRIG_TRY(WriteOomScore(*p.oom_score_adj));
+  if (p.oom_score_adj) {
+    BRIG_TRY(util::WriteFile("/proc/self/oom_score_adj", std::to_string(*p.oom_score_adj)));
+  }
   if (!p.cwd.empty()) BRIG_TRY(sys::EnterDirInRoot(p.cwd, p.prefix + "cwd"));
   for (int fd = 3; fd < 3 + p.preserved_fds; ++fd) {
     if (fcntl(fd, F_SETFD, 0) < 0) return SysError("fcntl", "preserved fd " + std::to_string(fd));

@@ -85,6 +85,21 @@ TEST_F(Process, WithoutCredentialsItTakesItsRlimitsAndCwdAndKeepsItsIds) {
   EXPECT_EQ(said.out, "77/77 " + std::to_string(uid) + " " + dir_.path());
 }
 
+// process.oomScoreAdj: written first, while the privileges to lower it are still held (a
+// raise, as here, needs none).
+TEST_F(Process, TheOomScoreIsTheOneAsked) {
+  ProcessSpec p;
+  p.oom_score_adj = 789;
+  ChildSaid said = InChild([&](int out) {
+    if (auto s = TakeOn(p); !s) return Say(out, "error: " + s.error().Render());
+    std::ifstream in("/proc/self/oom_score_adj");
+    std::string v;
+    in >> v;
+    Say(out, v);
+  });
+  EXPECT_EQ(said.out, "789");
+}
+
 TEST_F(Process, ACwdThatIsNotADirectoryIsNamedWithItsPrefix) {
   dir_.Write("file", "x", 0644);
   ProcessSpec p;
