@@ -24,13 +24,15 @@ bool AwaitGo(const ExecStart& s) {
   while ((n = read(s.go_fd, &go, 1)) < 0 && errno == EINTR) {
   }
   close(s.go_fd);
-  return s.parent == 0 || n == 1;
+  return !s.dies_with_parent || n == 1;
 }
 
 }  // namespace
 
 void ExecChild(const ProcessSpec& p, const std::string& path, const ExecStart& s) {
-  if (s.parent && (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != s.parent)) {
+  if (s.dies_with_parent &&
+      (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != s.parent ||
+       (s.parent_socket >= 0 && sys::PeerClosed(s.parent_socket)))) {
     _exit(kExitRefused);
   }
   if (s.go_fd >= 0 && !AwaitGo(s)) _exit(kExitRefused);

@@ -3,7 +3,6 @@
 #include "container/init.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -93,7 +92,7 @@ Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   Error seccomp_failed = SysError("seccomp", "load filter");
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "workload");
-  if (pid == 0) ExecChild(p, path, {go_rd.get(), go_wr.get(), wr.get(), 0});
+  if (pid == 0) ExecChild(p, path, {go_rd.get(), go_wr.get(), wr.get(), false, 0});
   wr.Reset();
   go_rd.Reset();
   if (auto s = ReleaseHost(a); !s) return std::move(s).error().Wrap("brig init");
@@ -214,9 +213,7 @@ Status Setup(const InitArgs& a) {
 
 Status StartAsBrigsChild(int sync_fd) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
-  struct pollfd p = {sync_fd, POLLRDHUP, 0};
-  if (poll(&p, 1, 0) < 0) return SysError("poll", "sync");
-  if (p.revents & (POLLRDHUP | POLLHUP)) _exit(125);
+  if (sys::PeerClosed(sync_fd)) _exit(125);
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
   (void)prctl(PR_SET_NAME, "brig-init", 0, 0, 0);
   ScrubProcessArgs();

@@ -7,7 +7,6 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -75,10 +74,8 @@ Status OpenGroups(const ExecRecord& r, JoinTarget& t, sys::UniqueFd& v2) {
   p.scripts_via_shell = true;
   if (!Expect(sync_fd, Msg::kStart, kSetupStepTimeoutMs)) _exit(kExitRefused);
   // Its parent is now this brig exec, which adopted it (JoinedProcess::adopt) and records
-  // its end: it dies with it. A parent outside the sandbox's pid namespace shows here as 0;
-  // one that died already left it to brig init.
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != 0) _exit(kExitRefused);
-  ExecChild(p, *path, {-1, -1, err_fd, 0});
+  // its end: it dies with it.
+  ExecChild(p, *path, {-1, -1, err_fd, true, 0, sync_fd});
 }
 
 // What the process's failed execve (or a step of ExecChild before it) wrote on the error

@@ -31,7 +31,7 @@ bool Session::LaunchUnconfined() {
   if (!pid) return Failed(std::move(pid).error());
   if (*pid == 0) {
     stdio_->ApplyInChild();
-    ExecChild(process, *path, {go_rd.get(), go_wr.get(), err_wr.get(), supervisor});
+    ExecChild(process, *path, {go_rd.get(), go_wr.get(), err_wr.get(), true, supervisor});
   }
   child_ = sys::Child(*pid, sys::UniqueFd(pidfd));
   log::Debug("clone: unconfined command is pid ", *pid);

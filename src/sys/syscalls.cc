@@ -7,6 +7,7 @@
 #include <linux/keyctl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -220,6 +221,11 @@ std::optional<int> ReadExecError(int fd) {
   } while (n < 0 && errno == EINTR);
   if (n == sizeof e) return e;
   return std::nullopt;
+}
+
+bool PeerClosed(int fd) {
+  struct pollfd p = {fd, POLLRDHUP, 0};
+  return poll(&p, 1, 0) < 0 || (p.revents & (POLLRDHUP | POLLHUP)) != 0;
 }
 
 Status BecomeSubreaper() {

@@ -91,6 +91,9 @@ int ReadAllAndReap(int fd, pid_t pid, std::string& out);
 
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
+// Whether the other end of the socket `fd` is closed (or the poll failed): a parent that
+// holds that end is gone.
+bool PeerClosed(int fd);
 // Makes this process the subreaper of what its descendants leave (PR_SET_CHILD_SUBREAPER):
 // a process a stage child forks becomes brig's child when that one exits.
 Status BecomeSubreaper();
