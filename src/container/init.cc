@@ -83,7 +83,9 @@ Status ReleaseHost(const InitArgs& a) {
 // the filter's load allocates nothing: the errors are made before it.
 Result<Workload> StartWorkload(const InitArgs& a, const std::string& path) {
   ProcessSpec p = WorkloadOf(*a.sandbox);
-  p.seccomp = *a.seccomp;
+  // The program alone: not the policy text it was compiled from (32 KB for the default),
+  // which only the manifest reads.
+  p.seccomp = security::SeccompProgram{a.seccomp->insns, a.seccomp->flags, {}};
   sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "exec errors"));
   sys::FdPair go = BRIG_TRY(sys::FdPair::Pipe(false, "start"));
   sys::UniqueFd rd = errors.TakeParentEnd(), wr = errors.TakeChildEnd();

@@ -174,7 +174,7 @@ void OciStep(const fs::Step& s, v1::ManifestMount& m) {
 
 // brig run's own new file system (a kMount with no config.json field): listed by its type
 // ("tmpfs", "proc", "devpts"), its flags and its options ("size=N", "mode=M").
-void NewFs(const fs::Step& s, v1::ManifestMount& m) {
+void NativeNewFs(const fs::Step& s, v1::ManifestMount& m) {
   m.set_kind(s.type);
   MsFlags(s.flags, m);
   for (std::string_view opt : util::Split(s.data, ',')) {
@@ -212,7 +212,7 @@ v1::ManifestMount Mount(const fs::Step& s) {
     m.add_flags("ro");
   }
   if (s.field.empty() && s.kind == K::kMount) {
-    NewFs(s, m);
+    NativeNewFs(s, m);
   } else {
     OciStep(s, m);
   }
