@@ -1,7 +1,8 @@
-// One cgroup per sandbox (design.md, Cgroups). cgroup v2 is the primary path; on a hybrid
-// host, a controller bound to a v1 hierarchy is used there instead, in a group brig creates
-// under the one it runs in. brig never writes to a group it did not create, and moves no
-// process but the sandbox's own init.
+// The host's cgroup layout, and brig run's plan over it (design.md, Cgroups): one cgroup
+// per sandbox. cgroup v2 is the primary path; on a hybrid host, a controller bound to a v1
+// hierarchy is used there instead, in a group brig creates under the one it runs in. brig
+// never writes to a group it did not create, and moves no process but the sandbox's own
+// init.
 //
 // The v2 group, when a cgroup2 mount exists at all, holds the sandbox from its first
 // instruction (CLONE_INTO_CGROUP) and provides cgroup.kill even if it has no controllers;
@@ -10,10 +11,10 @@
 // group has no cgroup.kill (no cgroup2 mount, or a kernel before 5.14), the v1 freezer
 // makes the kill: freeze, SIGKILL every member, thaw.
 //
-// The limits (config's Limits, from a profile and the run's flags) are written as an OCI
-// container's linux.resources are (cgroup/groups.h): ResourcesOf turns them into a
-// Resources, PlanWrites (cgroup/resources.h) into control-file writes, and WriteControl
-// (cgroup/control.h) makes them.
+// The groups themselves are made, limited, killed and removed by cgroup/groups.h, which
+// an OCI container's groups share: the limits (config's Limits, from a profile and the
+// run's flags) become a Resources (ResourcesOf), written as an OCI container's
+// linux.resources are.
 #pragma once
 
 #include <sys/types.h>
@@ -100,7 +101,7 @@ Status FitLimits(const Plan& plan, Limits& limits);
 // far as can be told without making one: the file is looked for in the nearest existing
 // group on the way to `parent` below the root, or, at the root (which never has it), in
 // any group just below the root. nullopt if there is no such group to look in. A group
-// brig makes looks for the file in itself (Group::Create).
+// brig makes looks for the file in itself (Groups::ForSandbox).
 std::optional<bool> ProbeCgroupKill(const Hierarchy& v2, const std::string& parent);
 
 // A --cgroup-parent: absolute, without "." or ".." components or control characters.
@@ -112,8 +113,17 @@ std::string ParentDir(const Hierarchy& h, const std::string& parent);
 // there (runc's cgroupfs driver).
 std::string GroupDir(const Hierarchy& h, const std::string& clean_path);
 
-struct Usage {
-  std::optional<uint64_t> cpu_usec, peak_memory, peak_pids;
+// What a container's or sandbox's groups report (runc's events "stats" data; brig run's
+// result's usage).
+struct Stats {
+  std::optional<uint64_t> cpu_usage_ns, cpu_user_ns, cpu_system_ns;
+  std::optional<uint64_t> cpu_periods, cpu_throttled_periods, cpu_throttled_ns;
+  std::optional<uint64_t> memory_usage, memory_max_usage, memory_limit, memory_failcnt;
+  // Swap as runc reports it: memory+swap, on v2 too.
+  std::optional<uint64_t> memory_cache, swap_usage, swap_limit;
+  std::optional<uint64_t> pids_current, pids_limit;  // limit unset: max
+  std::optional<uint64_t> pids_peak;                 // not in runc's JSON; brig run's result
+  std::optional<uint64_t> oom_kills;
 };
 
 // Joining v1 groups without waiting on the kernel. Writing a pid to cgroup.procs takes
@@ -131,63 +141,8 @@ Result<TasksFile> OpenTasks(const std::string& dir);
 // In the new process, before it has a second thread or a child: into every group.
 Status JoinV1(const std::vector<TasksFile>& tasks);
 
-// One sandbox's groups. Create() refuses (exit 125) a needed limit whose controller is
-// missing, unless that limit is optional; on any failure what it made is removed again.
-class Group {
- public:
-  // Every group is noted in `record` before it is made.
-  static Result<std::unique_ptr<Group>> Create(const Layout& layout, const Plan& plan,
-                                               const std::string& name, const Limits& limits,
-                                               state::Record& record);
-  Group(const Group&) = delete;
-  Group& operator=(const Group&) = delete;
-  ~Group() { (void)Remove(); }
-
-  // The v2 group's directory fd, for CLONE_INTO_CGROUP; -1 without a cgroup2 mount.
-  int v2_fd() const { return v2_fd_.get(); }
-  // The v1 groups' tasks files, for init to join them itself (JoinV1).
-  Result<std::vector<TasksFile>> OpenV1Tasks() const;
-  // Puts `pid` into the v1 groups (an ISOLATION_NONE command, which runs no brig code of
-  // its own to join them; it pays the grace period).
-  Status AttachV1(pid_t pid);
-  // An eventfd that becomes readable on an OOM kill in a v1 memory group; -1 otherwise (v2
-  // kills the whole group itself: memory.oom.group).
-  int oom_event_fd() const { return oom_event_.get(); }
-  // Kills every process in the sandbox. False if there is no cgroup to kill through.
-  bool Kill();
-  bool OomKilled() const;
-  Usage ReadUsage() const;
-  // Removes the groups. Call once no process is left; the destructor does it otherwise.
-  // Fails if a group stays busy (see kExitingLimit): the sandbox's record must then stay
-  // for brig gc.
-  [[nodiscard]] Status Remove();
-
- private:
-  Group() = default;
-  // The sandbox's v2 group, and one v1 group of controller `c` in hierarchy `h`, each made
-  // under the plan's parent.
-  Status MakeV2(const Hierarchy& v2, const Plan& plan, const std::string& name,
-                state::Record& record);
-  Status MakeV1(Controller c, const Hierarchy& h, const Plan& plan, const std::string& name,
-                state::Record& record);
-  // `limits` written into the groups made, planned (cgroup/resources.h) and written
-  // (cgroup/control.h) as an OCI container's resources are.
-  Status Limit(const Plan& plan, const Limits& limits);
-  std::string v2_;  // directory of the v2 group, empty if none
-  std::vector<std::pair<Controller, std::string>> v1_;  // v1 groups by controller
-  std::string freezer_;                                // v1 freezer group, kill without v2
-  sys::UniqueFd v2_fd_, oom_event_;
-  bool v2_memory_ = false, v2_pids_ = false;
-  bool v2_kill_ = false;  // the v2 group has cgroup.kill: no v1 freezer is needed to kill
-};
-
 // Removes the empty group `dir` (gone already is no error), waiting out tasks that were
 // killed and are still exiting (EBUSY) for up to 30 s.
 Status RemoveEmptyGroup(const std::string& dir);
-
-// For `brig gc`: removes the group `dir` of sandbox `id`, whose brig is gone, and says
-// whether there was one to remove. Refuses a path that is not a cgroup directory named
-// `id`; kills what is left in a v2 group first.
-Result<bool> RemoveStale(const std::string& id, const std::string& dir);
 
 }  // namespace brig::cgroup

@@ -1,7 +1,7 @@
-// The control files of cgroup groups, read and written for both front ends: brig run's
-// sandbox groups (cgroup/cgroup.h) and an OCI container's (cgroup/groups.h). Every limit
-// either sets is written by WriteControl, one write of the planner's (cgroup/resources.h);
-// the readers take what the kernel reports (the facts the planner needs, usage, stats).
+// The control files of cgroup groups (cgroup/groups.h), read and written for both front
+// ends: brig run's sandbox groups and an OCI container's. Every limit either sets is
+// written by WriteControl, one write of the planner's (cgroup/resources.h); the readers
+// take what the kernel reports (the facts the planner needs, usage, stats).
 #pragma once
 
 #include <sys/types.h>

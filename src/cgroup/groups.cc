@@ -8,6 +8,7 @@
 #include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "cgroup/device_filter.h"
 #include "cgroup/resources.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::cgroup {
 namespace {
@@ -41,6 +43,11 @@ constexpr std::string_view kV1Controllers[] = {"cpu",     "cpuacct", "cpuset",  
 const std::set<std::string> kV2StatsControllers = {"cpu", "memory", "pids"};
 
 std::string ParentOf(const std::string& dir) { return dir.substr(0, dir.rfind('/')); }
+
+bool SwapInUse() {
+  auto text = util::ReadFile("/proc/swaps");
+  return !text || util::Split(*text, '\n').size() > 2;  // header, then one line a device
+}
 
 // Waits until cgroup.events in `dir` says `key` is `value`: the kernel flags the file for
 // poll(2) with POLLPRI at every change of it. False when `limit` passes first.
@@ -122,10 +129,17 @@ bool Groups::Group::Has(std::string_view c) const {
 }
 
 const Groups::Group* Groups::With(std::string_view controller) const {
+  // A controller on both (a hybrid host's v2 group enables what no v1 hierarchy holds, but
+  // the kernel lets either take it) is v2's, as the routes have it.
+  const Group* found = nullptr;
   for (const auto& g : groups_) {
-    if (g.Has(controller)) return &g;
+    if (g.Has(controller) && (!found || g.v2)) found = &g;
   }
-  return nullptr;
+  return found;
+}
+
+bool Groups::OwnsAny() const {
+  return std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.owned; });
 }
 
 const Groups::Group* Groups::V2() const {
@@ -189,9 +203,20 @@ Status Groups::EnableV2(const std::string& mount, const std::set<std::string>& w
     // Offered nowhere: a v1 hierarchy has it, or the plan refuses what needs it.
     if (top == chain.size()) continue;
     for (size_t i = top + 1; i-- > 0;) {
-      auto enabled = Words(chain[i] + "/cgroup.subtree_control");
-      if (std::find(enabled.begin(), enabled.end(), c) != enabled.end()) continue;
-      auto s = util::WriteFile(chain[i] + "/cgroup.subtree_control", "+" + c);
+      std::string control = chain[i] + "/cgroup.subtree_control";
+      auto enabled = [&] {
+        auto words = Words(control);
+        return std::find(words.begin(), words.end(), c) != words.end();
+      };
+      if (enabled()) continue;
+      if (sandbox_ && std::find(parents_.begin(), parents_.end(), chain[i]) == parents_.end()) {
+        // Not this sandbox's to write: the brig that just made it may not have enabled
+        // its controllers yet.
+        Backoff backoff;
+        for (int tries = 0; tries < 20 && !enabled(); ++tries) backoff.Wait();
+        continue;
+      }
+      auto s = util::WriteFile(control, "+" + c);
       if (!s && required) return std::move(s).error().Wrap("cgroup");
       if (!s) break;
     }
@@ -211,10 +236,16 @@ Status Groups::Apply(const oci::Resources& r, bool create) const {
     }
   }
   HostFacts facts = ReadFacts(routes);
-  facts.default_devices = create;
-  WritePlan plan = BRIG_TRY(PlanWrites(r, routes, facts));
-  for (const auto& w : plan.writes) BRIG_TRY(WriteControl(w));
-  if (plan.v2_devices) {
+  facts.default_devices = create && !sandbox_;
+  auto planned = PlanWrites(r, routes, facts);
+  // brig run's limits have no OCI property to name.
+  if (!planned && sandbox_) return std::move(planned).error().Wrap("cgroup");
+  if (!planned) return std::move(planned).error();
+  for (ControlWrite w : planned->writes) {
+    if (sandbox_) w.property = "cgroup";
+    BRIG_TRY(WriteControl(w));
+  }
+  if (planned->v2_devices) {
     auto rules = BRIG_TRY(DeviceRules(r.devices()));
     DeviceList list = EmulateDevices(rules);
     if (!AllowsAll(list) || !create) {
@@ -225,11 +256,11 @@ Status Groups::Apply(const oci::Resources& r, bool create) const {
   return {};
 }
 
-Result<std::unique_ptr<Groups>> Groups::Lay(const std::string& path) {
-  Layout layout = BRIG_TRY_CTX(ProbeLayout(), "cgroup");
+std::unique_ptr<Groups> Groups::Lay(const Layout& layout, const std::string& path,
+                                    const std::function<bool(std::string_view)>& v1) {
   std::unique_ptr<Groups> cg(new Groups());
   for (const auto& h : layout.v1) {
-    if (std::none_of(h.controllers.begin(), h.controllers.end(), IsV1Controller)) continue;
+    if (std::none_of(h.controllers.begin(), h.controllers.end(), v1)) continue;
     std::string dir = GroupDir(h.at, path);
     cg->groups_.push_back(Group{dir, !Exists(dir), false, h.controllers});
   }
@@ -257,15 +288,19 @@ std::vector<Groups::Noted> Groups::ToMake(std::vector<std::vector<std::string>>*
   std::vector<Noted> noted;
   for (const auto& g : groups_) {
     std::vector<std::string> m = Missing(g);
-    if (!g.owned) noted.push_back({g.dir, false});
-    for (const auto& d : m) noted.push_back({d, true});
+    if (!g.owned || sandbox_) {
+      noted.push_back({g.dir, g.owned});
+    } else {
+      for (const auto& d : m) noted.push_back({d, true});
+    }
     if (missing) missing->push_back(std::move(m));
   }
   return noted;
 }
 
 Result<Groups::Planned> Groups::Plan(const std::string& clean_path, const oci::Resources& r) {
-  std::unique_ptr<Groups> cg = BRIG_TRY(Lay(clean_path));
+  Layout layout = BRIG_TRY_CTX(ProbeLayout(), "cgroup");
+  std::unique_ptr<Groups> cg = Lay(layout, clean_path, IsV1Controller);
   Planned p;
   p.writes = BRIG_TRY(cg->PlanCreate(r));
   p.dirs = cg->dirs_;
@@ -273,33 +308,92 @@ Result<Groups::Planned> Groups::Plan(const std::string& clean_path, const oci::R
   return p;
 }
 
-Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oci::Resources& r,
-                                               const Note& note) {
-  std::unique_ptr<Groups> cg = BRIG_TRY(Lay(path));
-  // Refused before anything is made: what the host cannot honour.
-  BRIG_TRY(cg->PlanCreate(r));
+Status Groups::MakeAll(const Note& note, const std::set<std::string>& want) {
   // Everything it will make or join is noted at once, before anything is made.
   std::vector<std::vector<std::string>> missing;
-  BRIG_TRY(note(cg->ToMake(&missing)));
+  BRIG_TRY(note(ToMake(&missing)));
   Status s;
-  for (size_t i = 0; i < cg->groups_.size(); ++i) {
-    if (s) s = cg->Make(cg->groups_[i], missing[i]);
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (s) s = Make(groups_[i], missing[i]);
   }
-  if (s && cg->V2()) {
-    cg->v2_fd_.Reset(open(cg->V2()->dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!cg->v2_fd_) s = SysError("open", cg->V2()->dir).Wrap("cgroup");
-    if (s) s = cg->EnableV2(cg->v2_mount_, V2ControllersFor(r), true);
-    if (s) s = cg->EnableV2(cg->v2_mount_, kV2StatsControllers, false);
-    for (auto& g : cg->groups_) {
+  if (s && V2()) {
+    v2_fd_.Reset(open(V2()->dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!v2_fd_) s = SysError("open", V2()->dir).Wrap("cgroup");
+    if (s) s = EnableV2(v2_mount_, want, true);
+    if (s && !sandbox_) s = EnableV2(v2_mount_, kV2StatsControllers, false);
+    for (auto& g : groups_) {
       if (g.v2 && g.owned) g.controllers = Words(g.dir + "/cgroup.controllers");
     }
   }
-  if (s) s = cg->Apply(r, true);
   if (!s) {
-    (void)cg->Remove();
-    return std::move(s).error();
+    (void)Remove();
+    return s;
   }
-  cg->made_ = true;
+  made_ = true;
+  return {};
+}
+
+Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oci::Resources& r,
+                                               const Note& note) {
+  Layout layout = BRIG_TRY_CTX(ProbeLayout(), "cgroup");
+  std::unique_ptr<Groups> cg = Lay(layout, path, IsV1Controller);
+  // Refused before anything is made: what the host cannot honour.
+  BRIG_TRY(cg->PlanCreate(r));
+  BRIG_TRY(cg->MakeAll(note, V2ControllersFor(r)));
+  // From here on, whatever fails destroys what was made (the destructor).
+  BRIG_TRY(cg->Apply(r, true));
+  return cg;
+}
+
+Result<std::unique_ptr<Groups>> Groups::ForSandbox(const Layout& layout, const cgroup::Plan& plan,
+                                                   const std::string& id, const Limits& limits,
+                                                   const Note& note) {
+  std::string parent = plan.parent;
+  while (!parent.empty() && parent.back() == '/') parent.pop_back();
+  // Relative: under the group brig runs in (GroupDir).
+  std::string path = plan.parent.empty() ? id : parent + "/" + id;
+  std::set<std::string> v2;
+  std::vector<std::string> v1;
+  for (Controller c : kControllers) {
+    if (plan.For(c) == Path::kV2) v2.insert(std::string(Name(c)));
+    if (plan.For(c) == Path::kV1) v1.emplace_back(Name(c));
+  }
+  std::unique_ptr<Groups> cg = Lay(layout, path, [&v1](std::string_view c) {
+    return std::find(v1.begin(), v1.end(), c) != v1.end();
+  });
+  cg->sandbox_ = true;
+  for (const auto& g : cg->groups_) {
+    if (!g.owned) return Fail("cgroup", g.dir, "exists already: a sandbox's group is its own");
+  }
+  BRIG_TRY(cg->MakeAll(note, v2));
+  // From here on, whatever fails destroys what was made (the destructor).
+  const Group* v2_group = cg->V2();
+  if ((!v2_group || !Exists(v2_group->dir + "/cgroup.kill")) && layout.v1_freezer) {
+    // Without cgroup.kill (no v2, or a kernel before 5.14: the v2 group, once made, says)
+    // the v1 freezer makes the kill (Kill).
+    std::string dir = GroupDir(*layout.v1_freezer, path);
+    BRIG_TRY(note({{dir, true}}));
+    cg->groups_.push_back(Group{dir, true, false, {"freezer"}});
+    cg->dirs_.push_back(dir);
+    BRIG_TRY(cg->Make(cg->groups_.back(), MissingDirs(dir)));
+  }
+  if (const Group* m = cg->With("memory"); m && !m->v2) {
+    // v1 has no memory.oom.group: the supervisor ends the sandbox on this event.
+    cg->oom_event_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!cg->oom_event_) return SysError("eventfd").Wrap("cgroup");
+    std::string control = m->dir + "/memory.oom_control";
+    sys::UniqueFd oc(open(control.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!oc) return SysError("open", control).Wrap("cgroup");
+    BRIG_TRY_CTX(
+        util::WriteFile(m->dir + "/cgroup.event_control",
+                        std::to_string(cg->oom_event_.get()) + " " + std::to_string(oc.get())),
+        "cgroup");
+  }
+  HostFacts facts = ReadFacts(RoutesOf(cg->groups_, true));
+  bool swap_limited = limits.memory && limits.swap.value_or(0) != UINT64_MAX;
+  bool swap_in_use = !facts.swap_accounting && swap_limited && SwapInUse();
+  oci::Resources r = BRIG_TRY(ResourcesOf(limits, plan, facts.swap_accounting, swap_in_use));
+  BRIG_TRY(cg->Apply(r, true));
   return cg;
 }
 
@@ -448,7 +542,6 @@ Stats Groups::ReadStats() const {
     s.memory_limit = Number(m->dir + "/memory.max");
     s.memory_failcnt = Keyed(m->dir + "/memory.events", "max");
     s.memory_cache = Keyed(m->dir + "/memory.stat", "file");
-    s.oom_kills = Keyed(m->dir + "/memory.events", "oom_kill");
     // memory+swap, as v1 and runc report it.
     auto swap = Number(m->dir + "/memory.swap.current");
     auto swap_max = Number(m->dir + "/memory.swap.max");
@@ -466,18 +559,35 @@ Stats Groups::ReadStats() const {
     s.memory_cache = Keyed(m->dir + "/memory.stat", "total_cache");
     s.swap_usage = Number(m->dir + "/memory.memsw.usage_in_bytes");
     s.swap_limit = Number(m->dir + "/memory.memsw.limit_in_bytes");
-    s.oom_kills = Keyed(m->dir + "/memory.oom_control", "oom_kill");
   }
+  s.oom_kills = OomKills();
   if (const Group* p = With("pids")) {
     s.pids_current = Number(p->dir + "/pids.current");
     s.pids_limit = Number(p->dir + "/pids.max");
     if (s.pids_limit == UINT64_MAX) s.pids_limit.reset();
+    s.pids_peak = Number(p->dir + "/pids.peak");
   }
   return s;
 }
 
+std::optional<uint64_t> Groups::OomKills() const {
+  const Group* m = With("memory");
+  if (!m) return std::nullopt;
+  return m->v2 ? Keyed(m->dir + "/memory.events", "oom_kill")
+               : Keyed(m->dir + "/memory.oom_control", "oom_kill");
+}
+
+Status Groups::AttachV1(pid_t pid) const {
+  std::string p = std::to_string(pid);
+  for (const auto& g : groups_) {
+    if (!g.v2) BRIG_TRY_CTX(util::WriteFile(g.dir + "/cgroup.procs", p), "cgroup");
+  }
+  return {};
+}
+
 Status Groups::Kill() const {
   // Only through groups brig made: a joined group may hold processes of others.
+  if (!OwnsAny()) return Fail("cgroup", "", "no group of brig's making to kill through");
   const Group* v2 = V2();
   if (v2 && v2->owned && Exists(v2->dir + "/cgroup.kill")) {
     auto s = util::WriteFile(v2->dir + "/cgroup.kill", "1");
@@ -508,11 +618,13 @@ Status Groups::Kill() const {
 
 Status Groups::Remove() {
   v2_fd_.Reset();
+  oom_event_.Reset();
   Status first;
   for (const auto& g : groups_) {
     if (!g.owned) continue;
     if (auto s = RemoveTree(g.dir); !s && first) first = std::move(s);
   }
+  if (sandbox_) return first;  // its parent is the next sandbox's too
   // Deepest first; one that another container's group is in stays (EBUSY).
   for (auto it = parents_.rbegin(); it != parents_.rend(); ++it) {
     if (rmdir(it->c_str()) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY &&
@@ -524,8 +636,27 @@ Status Groups::Remove() {
 }
 
 Status Groups::Destroy() {
-  BRIG_TRY(Kill());
+  made_ = false;
+  if (OwnsAny()) BRIG_TRY(Kill());
   return Remove();
+}
+
+Result<bool> RemoveStale(const std::string& id, const std::string& dir) {
+  struct statfs fs;
+  if (dir.empty() || dir[0] != '/' || dir.substr(dir.rfind('/') + 1) != id) {
+    return Fail("cgroup", dir, "not a group of sandbox " + id, ErrorKind::kInternal);
+  }
+  if (statfs(dir.c_str(), &fs) < 0) {
+    if (errno == ENOENT) return false;
+    return SysError("statfs", dir);
+  }
+  if (fs.f_type != CGROUP2_SUPER_MAGIC && fs.f_type != CGROUP_SUPER_MAGIC) {
+    return Fail("cgroup", dir, "not on a cgroup file system", ErrorKind::kInternal);
+  }
+  if (fs.f_type == CGROUP2_SUPER_MAGIC) (void)util::WriteFile(dir + "/cgroup.kill", "1");
+  BRIG_TRY_CTX(KillAll(dir), "cgroup");
+  BRIG_TRY(RemoveEmptyGroup(dir));
+  return true;
 }
 
 }  // namespace brig::cgroup

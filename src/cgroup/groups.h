@@ -1,12 +1,21 @@
-// A container's groups, one in every hierarchy, as runc's cgroupfs driver makes them: v1
-// (cpu,cpuacct, cpuset, memory, pids, blkio, devices, freezer, hugetlb, whichever are
-// mounted) and v2 (the unified mount), on pure v2 and on hybrid hosts. An OCI container's
-// (oci/cgroups.h reads its cgroupsPath and linux.resources out of config.json, and its
-// directories out of the record); brig run's sandbox has cgroup::Group (cgroup/cgroup.h).
-// Both are limited by one planner (cgroup/resources.h) and one writer (cgroup/control.h).
-// Every directory is noted before any is made. brig writes only to the directories it
-// made, and to a v2 parent's cgroup.subtree_control only where the controllers are not yet
-// enabled there (as runc and crun do on pure v2).
+// The groups of one container or sandbox, for both front ends: one group in each cgroup
+// hierarchy that is wanted, made (or, for an OCI container, joined), limited by one planner
+// (cgroup/resources.h) and one writer (cgroup/control.h), entered by the new process itself
+// (JoinV1, CLONE_INTO_CGROUP), and then frozen, updated, counted, killed and removed. Every
+// directory is noted before any is made. The two front ends differ only in what they
+// ask for:
+// - An OCI container (oci/cgroups.h reads its cgroupsPath and linux.resources out of
+//   config.json, and its directories out of the record) gets groups as runc's cgroupfs
+//   driver makes them: in every v1 hierarchy of runc's set (cpu,cpuacct, cpuset, memory,
+//   pids, blkio, devices, freezer, hugetlb, whichever are mounted) and in v2, on pure v2 and
+//   on hybrid hosts. The ancestors made on the way are the container's, and go with it.
+//   Controllers are enabled in a v2 parent's cgroup.subtree_control wherever they are not
+//   yet (as runc and crun do), and runc's default device rules apply.
+// - brig run's sandbox (design.md, Cgroups) gets a v2 group and a v1 group only in the
+//   hierarchies its plan (cgroup.h) routes a controller to, with the v1 freezer where v2
+//   has no cgroup.kill. Its parent (--cgroup-parent) is shared by every sandbox under it:
+//   ancestors made on the way stay, and nothing is written to a group this sandbox did not
+//   make. Its /dev holds only what it allows, so no device rules are written.
 #pragma once
 
 #include <sys/types.h>
@@ -27,17 +36,6 @@
 #include "sys/fd.h"
 
 namespace brig::cgroup {
-
-// What a container's groups report (runc's events "stats" data).
-struct Stats {
-  std::optional<uint64_t> cpu_usage_ns, cpu_user_ns, cpu_system_ns;
-  std::optional<uint64_t> cpu_periods, cpu_throttled_periods, cpu_throttled_ns;
-  std::optional<uint64_t> memory_usage, memory_max_usage, memory_limit, memory_failcnt;
-  // Swap as runc reports it: memory+swap, on v2 too.
-  std::optional<uint64_t> memory_cache, swap_usage, swap_limit;
-  std::optional<uint64_t> pids_current, pids_limit;  // limit unset: max
-  std::optional<uint64_t> oom_kills;
-};
 
 class Groups {
  public:
@@ -61,6 +59,14 @@ class Groups {
   // that fails leaves none.
   static Result<std::unique_ptr<Groups>> Create(const std::string& clean_path,
                                                 const oci::Resources& r, const Note& note);
+  // brig run's sandbox `id`'s groups under `plan`'s parent in `layout`, limited to `limits`
+  // (FitLimits fitted them to `plan`; ResourcesOf makes them the Resources written). Each
+  // group is new: one that exists already is refused, never joined. A v1 memory group gets
+  // an eventfd that counts its OOM kills (oom_event_fd); where the v2 group has no
+  // cgroup.kill, a v1 freezer group is made for the kill.
+  static Result<std::unique_ptr<Groups>> ForSandbox(const Layout& layout, const cgroup::Plan& plan,
+                                                    const std::string& id, const Limits& limits,
+                                                    const Note& note);
   void Keep() { made_ = false; }
   Groups(const Groups&) = delete;
   Groups& operator=(const Groups&) = delete;
@@ -88,6 +94,14 @@ class Groups {
   // The v2 directory's fd for CLONE_INTO_CGROUP; -1 without one.
   int v2_fd() const;
   Result<std::vector<TasksFile>> OpenV1Tasks() const;
+  // Puts `pid` into the v1 groups by writing it for it (brig run's unconfined command, which
+  // runs no brig code of its own to join them; it pays the grace period).
+  Status AttachV1(pid_t pid) const;
+  // An eventfd that becomes readable on an OOM kill in a sandbox's v1 memory group; -1
+  // otherwise (v2 kills the whole group itself: memory.oom.group).
+  int oom_event_fd() const { return oom_event_.get(); }
+  // The OOM kills in the memory controller's group, if it has one.
+  std::optional<uint64_t> OomKills() const;
   // The resources again (`brig update`): only what `r` sets is written.
   Status Update(const oci::Resources& r) const;
   // Freezes or thaws every process (v2 cgroup.freeze, or the v1 freezer) and waits until
@@ -97,9 +111,14 @@ class Groups {
   // The pids in the container's groups (cgroup.procs), for ps and kill --all.
   Result<std::vector<pid_t>> Pids() const;
   Stats ReadStats() const;
+  // Kills every process in the groups brig made (cgroup.kill, or freeze + SIGKILL + thaw,
+  // then SIGKILL until they are empty) and waits until they are gone. Fails if brig made no
+  // group to kill through.
+  Status Kill() const;
   // Kills every process in the groups (cgroup.kill, or freeze + SIGKILL + thaw), waits until
-  // they are gone, then removes the directories brig made. Idempotent.
-  Status Destroy();
+  // they are gone, then removes the directories brig made. Once: the destructor does not
+  // try again, so a group that stays busy stays for brig gc (a sandbox) or delete.
+  [[nodiscard]] Status Destroy();
 
   const std::vector<std::string>& dirs() const { return dirs_; }
 
@@ -113,39 +132,55 @@ class Groups {
     bool Has(std::string_view c) const;
   };
   Groups() = default;
-  // The groups of `clean_path` in every hierarchy, as they are on the host now: nothing made.
-  static Result<std::unique_ptr<Groups>> Lay(const std::string& clean_path);
+  // The groups of `clean_path`, as they are on the host now: nothing made. A v1 hierarchy
+  // gets one if `v1` holds one of its controllers; v2, if mounted, always.
+  static std::unique_ptr<Groups> Lay(const Layout& layout, const std::string& clean_path,
+                                     const std::function<bool(std::string_view)>& v1);
   // `r` as writes to these groups, planned before they exist.
   Result<WritePlan> PlanCreate(const oci::Resources& r) const;
   // What Create notes: each group joined, or the directories it makes for it (Missing), in
-  // order; `missing`, if given, gets each group's Missing.
+  // order (a sandbox's: its groups alone); `missing`, if given, gets each group's Missing.
   std::vector<Noted> ToMake(std::vector<std::vector<std::string>>* missing) const;
+  // Notes, then makes, the groups Lay laid out, with the v2 controllers `want` enabled for
+  // the v2 group (a write that fails is an error), and, for a container, those it reports
+  // stats of where they can be. Whatever fails removes what was made.
+  Status MakeAll(const Note& note, const std::set<std::string>& want);
   const Group* With(std::string_view controller) const;
   const Group* V2() const;
   // The group that freezes the container: the v2 one brig made (cgroup.freeze, 5.2), else
   // the v1 freezer group brig made; null without either.
   const Group* Freezer() const;
+  bool OwnsAny() const;
   // `g`'s directory and its ancestors that do not exist, outermost first; none if joined.
   static std::vector<std::string> Missing(const Group& g);
   // Makes `missing` (Missing(g), noted); a group someone else made meanwhile is not owned.
   Status Make(Group& g, const std::vector<std::string>& missing);
   // Enables those of `want` that cgroup v2 offers for the owned v2 group, from the nearest
-  // ancestor that has them down to its parent, wherever they are not enabled yet;
-  // `required`: a write that fails is an error.
+  // ancestor that has them down to its parent, wherever they are not enabled yet (in a
+  // sandbox's, only in ancestors it made; in others it waits a moment for the create that
+  // made them); `required`: a write that fails is an error.
   Status EnableV2(const std::string& mount, const std::set<std::string>& want, bool required) const;
   // The resources as writes, in `create` or update mode, carried out.
   Status Apply(const oci::Resources& r, bool create) const;
-  Status Kill() const;
   // Removes what brig made, deepest first: the groups (and groups made inside them), then
-  // the ancestors no other group holds.
+  // a container's ancestors that no other group holds.
   Status Remove();
 
   std::vector<Group> groups_;
-  std::vector<std::string> dirs_;     // the groups' directories, absolute (dirs())
-  std::vector<std::string> parents_;  // ancestors brig made for them, outermost first
-  std::string v2_mount_;              // the v2 hierarchy's mount point, if there is one
-  sys::UniqueFd v2_fd_;
-  bool made_ = false;  // by Create, and not kept yet
+  std::vector<std::string> dirs_;  // the groups' directories, absolute (dirs())
+  // Ancestors brig made for them, outermost first: a container's, removed with it, or the
+  // parent of a sandbox, left for the next.
+  std::vector<std::string> parents_;
+  std::string v2_mount_;  // the v2 hierarchy's mount point, if there is one
+  sys::UniqueFd v2_fd_, oom_event_;
+  bool sandbox_ = false;  // brig run's sandbox (ForSandbox), not an OCI container
+  bool made_ = false;     // by Create, and not kept or destroyed yet
 };
+
+// For `brig gc`: removes the group `dir` of sandbox `id`, whose brig is gone, and says
+// whether there was one to remove. Refuses a path that is not a cgroup directory named
+// `id`; kills what is left in it first (cgroup.kill, or SIGKILL until it is empty), in
+// whichever order the record names the sandbox's groups.
+Result<bool> RemoveStale(const std::string& id, const std::string& dir);
 
 }  // namespace brig::cgroup

@@ -6,7 +6,7 @@
 #include <optional>
 #include <utility>
 
-#include "cgroup/cgroup.h"
+#include "cgroup/groups.h"
 #include "cli/cli.h"
 #include "fs/host_marks.h"
 #include "net/netns.h"

@@ -106,12 +106,12 @@ v1::RunResult BuildResult(const std::string& id, const std::string& name,
   auto* u = r.mutable_usage();  // present, zero, even when nothing ran
   // The cgroup's figures where it has them; brig init's rusage (which holds every process
   // it reaped) otherwise.
-  const cgroup::Usage& cu = o.cgroup_usage;
-  u->set_cpu_time_ms(cu.cpu_usec ? static_cast<uint32_t>(*cu.cpu_usec / 1000)
-                                 : Ms(o.usage.ru_utime) + Ms(o.usage.ru_stime));
-  u->set_peak_memory_bytes(cu.peak_memory ? static_cast<int64_t>(*cu.peak_memory)
-                                          : static_cast<int64_t>(o.usage.ru_maxrss) * 1024);
-  u->set_peak_pids(static_cast<uint32_t>(cu.peak_pids.value_or(0)));
+  const cgroup::Stats& cs = o.cgroup_usage;
+  u->set_cpu_time_ms(cs.cpu_usage_ns ? static_cast<uint32_t>(*cs.cpu_usage_ns / 1000000)
+                                     : Ms(o.usage.ru_utime) + Ms(o.usage.ru_stime));
+  u->set_peak_memory_bytes(cs.memory_max_usage ? static_cast<int64_t>(*cs.memory_max_usage)
+                                               : static_cast<int64_t>(o.usage.ru_maxrss) * 1024);
+  u->set_peak_pids(static_cast<uint32_t>(cs.pids_peak.value_or(0)));
   if (o.network) *r.mutable_network() = *o.network;
   *r.mutable_output() = o.output.value_or(v1::Output());
   r.set_left_killed(o.left_killed);

@@ -28,7 +28,7 @@ struct Outcome {
   bool oom_killed = false;    // the memory limit was hit and the sandbox was killed
   int init_signal = 0;        // brig init died of this signal without reporting
   struct rusage usage {};     // of brig init and every process it reaped
-  cgroup::Usage cgroup_usage;
+  cgroup::Stats cgroup_usage;
   std::chrono::milliseconds duration{0};
   // What went through the sandbox's resolver, proxy and brokers.
   std::optional<v1::NetworkSummary> network;

@@ -2,12 +2,9 @@
 // audit, let the process go, relay its stdio until it ends.
 #include "container/sandbox_exec.h"
 
-#include <fcntl.h>
-#include <linux/magic.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,10 +12,11 @@
 
 #include "audit/audit.h"
 #include "brig/exit.h"
+#include "cgroup/groups.h"
+#include "config/probe.h"
 #include "container/command.h"
 #include "container/exec_child.h"
 #include "container/exec_record.h"
-#include "config/probe.h"
 #include "container/join.h"
 #include "state/record.h"
 #include "supervise/loop.h"
@@ -32,23 +30,6 @@ namespace {
 // brig init's namespaces, every one that `brig run` makes.
 constexpr int kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                             CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
-
-// The sandbox's groups as its record names them: the v2 one's directory, which the stage
-// child is cloned into, and the v1 ones' tasks files, which it writes itself.
-Status OpenGroups(const ExecRecord& r, JoinTarget& t, sys::UniqueFd& v2) {
-  for (const std::string& dir : r.cgroups) {
-    struct statfs st;
-    if (statfs(dir.c_str(), &st) < 0) return SysError("statfs", dir).Wrap("cgroup");
-    if (st.f_type != CGROUP2_SUPER_MAGIC) {
-      t.cgroup_v1.push_back(BRIG_TRY(cgroup::OpenTasks(dir)));
-      continue;
-    }
-    v2.Reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!v2) return SysError("open", dir).Wrap("cgroup");
-    t.cgroup_v2 = v2.get();
-  }
-  return {};
-}
 
 // The process, in the sandbox's namespaces: the sandbox user with nothing to raise, its
 // command resolved as brig init resolves the workload's, then, once brig has audited it,
@@ -134,7 +115,10 @@ Result<int> Serve(sys::Child& process, supervise::Stdio& stdio,
 struct Joining {
   ExecRecord rec;
   JoinTarget target;
-  sys::UniqueFd init, v2;
+  sys::UniqueFd init;
+  // The sandbox's groups as its record names them, joined, not brig exec's to remove: the
+  // stage child is cloned into the v2 one and writes itself into the v1 ones' tasks files.
+  std::unique_ptr<cgroup::Groups> groups;
 };
 
 // The sandbox `target` names, its init checked and its groups open.
@@ -148,7 +132,9 @@ Result<Joining> Find(const std::string& target) {
   j.init = std::move(*init);
   j.target.pidfd = j.init.get();
   j.target.namespaces = kNamespaces;
-  BRIG_TRY(OpenGroups(j.rec, j.target, j.v2));
+  j.groups = cgroup::Groups::Existing({}, j.rec.cgroups);
+  j.target.cgroup_v2 = j.groups->v2_fd();
+  j.target.cgroup_v1 = BRIG_TRY(j.groups->OpenV1Tasks());
   return j;
 }
 
@@ -180,7 +166,7 @@ Result<int> ExecInSandbox(const SandboxExec& req) {
   sys::Child process(joined.pid, std::move(joined.pidfd));
   err_wr.Reset();
   j.target.cgroup_v1.clear();
-  j.v2.Reset();
+  j.groups.reset();
   j.init.Reset();
   BRIG_TRY(stdio->Started());
   // Audited before it may run: an audit log that cannot be written stops it, as it stops

@@ -66,8 +66,12 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
     log::Debug("host ids: uid ", s->ids_.uid(), ", gid ", s->ids_.gid());
     BRIG_TRY(s->PrepareSandbox());
   }
-  s->group_ = BRIG_TRY(cgroup::Group::Create(sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits,
-                                             s->record_));
+  s->group_ = BRIG_TRY(cgroup::Groups::ForSandbox(
+      sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits,
+      [&record = s->record_](const std::vector<cgroup::Groups::Noted>& dirs) -> Status {
+        for (const auto& d : dirs) BRIG_TRY(record.Add("cgroup", d.dir));
+        return {};
+      }));
   log::Debug("cgroups made for ", sb.id);
   if (sb.network) s->net_ = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, s->record_));
   if (sb.network) log::Debug("network prepared: port and lease for ", sb.id);
@@ -187,7 +191,7 @@ bool Session::LaunchInit() {
     // Init failed (and said why) or went silent; either way it ends here.
     log::Debug("sync: init failed: ", s.error().Render());
     child_.KillAndReap();
-    if (group_->OomKilled()) {
+    if (group_->OomKills().value_or(0) > 0) {
       return Failed(Fail("brig init", "", "killed by the OOM killer while setting up: the "
                          "memory limit is too small for the sandbox to start"));
     }
@@ -382,10 +386,10 @@ void Session::TearDown() {
   };
   if (net_) left("network", net_->Teardown());
   if (started_workload_) {
-    out_.oom_killed |= group_->OomKilled();
-    out_.cgroup_usage = group_->ReadUsage();
+    out_.cgroup_usage = group_->ReadStats();
+    out_.oom_killed |= out_.cgroup_usage.oom_kills.value_or(0) > 0;
   }
-  if (group_) left("cgroups", group_->Remove());
+  if (group_) left("cgroups", group_->Destroy());
   // The sandbox is gone; its copy's changes are still in brig's scratch space.
   if (started_workload_ && !sb_.fs.export_changes.empty()) {
     if (auto s = fs::ExportChanges(record_, plan_.copy_scratch.get(), plan_.copy_merged.get(),

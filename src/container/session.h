@@ -18,7 +18,7 @@
 
 #include "broker/listen.h"
 #include "broker/service.h"
-#include "cgroup/cgroup.h"
+#include "cgroup/groups.h"
 #include "config/sandbox.h"
 #include "container/channel.h"
 #include "container/launch.h"
@@ -113,7 +113,7 @@ class Session {
   security::SandboxIds ids_;
   fs::MountPlan plan_;
   broker::Listeners broker_listeners_;
-  std::unique_ptr<cgroup::Group> group_;
+  std::unique_ptr<cgroup::Groups> group_;
   std::unique_ptr<net::SandboxNet> net_;
   std::unique_ptr<supervise::Stdio> stdio_;
   Channel sync_;  // brig's end of the sync socket

@@ -437,7 +437,7 @@ Plan AllOn(Path p) {
   return plan;
 }
 
-// A sandbox's groups as Group::Limit routes them: all on v2, or each controller in its v1
+// A sandbox's groups as Groups::ForSandbox routes them: all on v2, or each controller in its v1
 // hierarchy beside a v2 group without controllers (this host).
 Routes SandboxV2() {
   Routes r;
