@@ -21,14 +21,12 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "brig/result.h"
-#include "state/record.h"
 #include "sys/fd.h"
 
 namespace brig::cgroup {

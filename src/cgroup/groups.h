@@ -55,8 +55,8 @@ class Groups {
     bool owned;
   };
   using Note = std::function<brig::Status(const std::vector<Noted>&)>;
-  // Until Keep(), the groups Create made are destroyed (Destroy) when they go: a create
-  // that fails leaves none.
+  // Until Keep(), the groups Create (or ForSandbox) made are destroyed (Destroy) when they
+  // go: a create that fails leaves none.
   static Result<std::unique_ptr<Groups>> Create(const std::string& clean_path,
                                                 const oci::Resources& r, const Note& note);
   // brig run's sandbox `id`'s groups under `plan`'s parent in `layout`, limited to `limits`
@@ -83,7 +83,8 @@ class Groups {
   };
   static Result<Planned> Plan(const std::string& clean_path, const oci::Resources& r);
   // The groups made (`owned`, with the ancestors made on the way to them) or joined
-  // (`joined`) before, as noted then, for the verbs after create.
+  // (`joined`) before, as noted then, for the verbs after create; a running sandbox's, all
+  // joined, for brig exec NAME.
   static std::unique_ptr<Groups> Existing(const std::vector<std::string>& owned,
                                           const std::vector<std::string>& joined);
 
@@ -115,9 +116,9 @@ class Groups {
   // then SIGKILL until they are empty) and waits until they are gone. Fails if brig made no
   // group to kill through.
   Status Kill() const;
-  // Kills every process in the groups (cgroup.kill, or freeze + SIGKILL + thaw), waits until
-  // they are gone, then removes the directories brig made. Once: the destructor does not
-  // try again, so a group that stays busy stays for brig gc (a sandbox) or delete.
+  // Kill where brig made a group, then removes the directories brig made. Once: the
+  // destructor does not try again, so a group that stays busy stays for brig gc (a
+  // sandbox) or delete (a container).
   [[nodiscard]] Status Destroy();
 
   const std::vector<std::string>& dirs() const { return dirs_; }
