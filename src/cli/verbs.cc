@@ -257,8 +257,11 @@ constexpr const OciFlag* kUpdateFlags[] = {
     Named("--cpu-period"),         Named("--cpuset-cpus"), Named("--cpuset-mems"),
     Named("--pids-limit"),         Named("--blkio-weight")};
 
-// `brig run` is the OCI verb when it names a bundle (--bundle, -b) before "--".
-bool NamesABundle(const GlobalFlags&, const std::vector<std::string>& args) {
+// `brig run` is the OCI verb under the global --root, which every engine and runc's own
+// suite pass and which no native run takes (runc's `run ID` with the bundle in the current
+// directory), or when it names a bundle (--bundle, -b) before "--".
+bool OciRunChosen(const GlobalFlags& global, const std::vector<std::string>& args) {
+  if (!global.root.empty()) return true;
   for (const std::string& a : args) {
     if (a == "--") return false;
     if (a == "--bundle" || a == "-b" || a == "-bundle" || a.rfind("--bundle=", 0) == 0) {
@@ -356,9 +359,11 @@ constexpr Verb kVerbs[] = {
      .act = OciDelete},
     {.name = "run",
      .why_root = kRunNeedsRoot,
-     .chosen = NamesABundle,
-     .synopsis = "--bundle DIR [OPTIONS] ID",
-     .what = "Create and start container ID, and wait for it unless --detach.",
+     .chosen = OciRunChosen,
+     .synopsis = "[--bundle DIR] [OPTIONS] ID",
+     .what = "Create and start container ID, and wait for it unless --detach. This is the OCI\n"
+             "run under the global --root (the bundle is then the current directory unless\n"
+             "--bundle names one) or with --bundle; otherwise brig run is brig's own.",
      .flags = kRunFlags,
      .act = OciRun},
     {.name = "exec",

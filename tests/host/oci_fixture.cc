@@ -455,7 +455,7 @@ std::string Oci::Bundle(const Config& c, const std::string& name) {
   return bundle;
 }
 
-RunOutput Oci::Run(const std::vector<std::string>& args, int fd7) {
+RunOutput Oci::Run(const std::vector<std::string>& args, int fd7, const std::string& cwd) {
   const std::string base = scratch_.path() + "/io." + std::to_string(++calls_);
   const std::string out_path = base + ".out", err_path = base + ".err";
   std::vector<std::string> argv = {RuntimeBinary(), "--root", root_};
@@ -477,6 +477,7 @@ RunOutput Oci::Run(const std::vector<std::string>& args, int fd7) {
     dup2(err, 2);
     if (fd7 == 7 && fcntl(7, F_SETFD, 0) < 0) _exit(98);
     if (fd7 >= 0 && fd7 != 7 && dup2(fd7, 7) < 0) _exit(98);
+    if (!cwd.empty() && chdir(cwd.c_str()) < 0) _exit(98);
     execv(cargv[0], cargv.data());
     _exit(99);
   }

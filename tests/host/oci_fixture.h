@@ -148,8 +148,9 @@ class Oci : public HostTest {
   // so no pipe stays open. Returns once the runtime exits, with what the files held then,
   // reaping meanwhile whatever else of the test's children exits, as a shim does: a pid
   // namespace's init ends only once the zombies in it are reaped, and the runtime may wait
-  // for that. `fd7`: also passed to the runtime as fd 7, not close-on-exec.
-  RunOutput Run(const std::vector<std::string>& args, int fd7 = -1);
+  // for that. `fd7`: also passed to the runtime as fd 7, not close-on-exec. `cwd`: the
+  // runtime's current directory, if not the test's.
+  RunOutput Run(const std::vector<std::string>& args, int fd7 = -1, const std::string& cwd = "");
   State StateOf(const std::string& id);
 
   // Creates container `id` and returns its pid from --pid-file (0 if none).

@@ -13,6 +13,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -88,6 +89,25 @@ TEST_F(Oci, RunReturnsTheExitStatus) {
     EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << c.id << ": run left its container";
     EXPECT_EQ(GroupsOf(c.id), std::vector<std::string>{}) << c.id;
   }
+}
+
+// runc's own suite and every engine pass the global --root, and runc takes the bundle from
+// the current directory: `runc --root R run ID`. A native brig run never has --root.
+TEST_F(Oci, RunUnderRootTakesTheBundleInTheCurrentDirectory) {
+  Config c = Cfg("cwdrun");
+  c.args = {"echo", "from the bundle here"};
+  RunOutput r = Run({"run", "cwdrun"}, -1, Bundle(c));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "from the bundle here\n") << "not the OCI run of the bundle in .";
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << "run left its container";
+
+  // A directory with no config.json is no bundle: one line naming it, nothing made.
+  ScratchDir empty;
+  RunOutput none = Run({"run", "nobundle"}, -1, empty.path());
+  EXPECT_EQ(none.exit_code, 125) << none.out << none.err;
+  EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
+  EXPECT_NE(none.err.find("config.json"), std::string::npos) << none.err;
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
 }
 
 // ---- the process ---------------------------------------------------------------------
