@@ -42,9 +42,9 @@ constexpr OciFlag kHelp = {"--help", nullptr, "show this help",
 // runc's short spellings, and its single-dash long ones (urfave/cli takes -bundle).
 std::string Canonical(const std::string& verb, const std::string& a) {
   static const std::pair<const char*, const char*> kShort[] = {
-      {"-b", "--bundle"}, {"-d", "--detach"}, {"-a", "--all"},     {"-r", "--resources"},
-      {"-h", "--help"},   {"-p", "--process"}, {"-t", "--tty"},    {"-e", "--env"},
-      {"-u", "--user"},   {"-g", "--additional-gids"}, {"-c", "--cap"}};
+      {"-b", "--bundle"}, {"-d", "--detach"},          {"-a", "--all"}, {"-r", "--resources"},
+      {"-h", "--help"},   {"-p", "--process"},         {"-t", "--tty"}, {"-e", "--env"},
+      {"-u", "--user"},   {"-g", "--additional-gids"}, {"-c", "--cap"}, {"-q", "--quiet"}};
   if (a == "-f") return verb == "ps" ? "--format" : "--force";
   for (const auto& [s, l] : kShort) {
     if (a == s) return l;
@@ -275,7 +275,11 @@ Result<int> OciKill(OciRequest& r) {
   if (r.positional.empty() || r.positional.size() > 2) {
     return BadInput("brig kill", "", "usage: brig kill [--all] ID [SIGNAL]");
   }
-  int sig = r.positional.size() == 2 ? BRIG_TRY(oci::ParseSignal(r.positional[1])) : SIGTERM;
+  // Signal 0 sends nothing and says whether the process is there (kill(2)), as runc's
+  // kill takes it.
+  int sig = r.positional.size() < 2  ? SIGTERM
+            : r.positional[1] == "0" ? 0
+                                     : BRIG_TRY(oci::ParseSignal(r.positional[1]));
   BRIG_TRY(oci::Kill(r.root, r.positional[0], sig, r.all));
   return 0;
 }
@@ -371,6 +375,10 @@ Result<int> OciFeatures(OciRequest&) {
 
 Result<int> OciList(OciRequest& r) {
   auto all = BRIG_TRY(oci::List(r.root));
+  if (r.quiet) {
+    for (const auto& c : all) printf("%s\n", c.id.c_str());
+    return 0;
+  }
   fputs((r.json ? ListJson(all) : ListTable(all)).c_str(), stdout);
   return 0;
 }

@@ -21,7 +21,7 @@ struct OciRequest {
   std::vector<std::string> positional;
   oci::CreateOptions create;
   bool detach = false, all = false, force = false, stats = false, rootless = false;
-  bool json = false, help = false, keep = false;
+  bool json = false, help = false, keep = false, quiet = false;
   bool dry_run = false;  // create, run: print the plan (oci/dry_run.h) instead
   std::string resources_file;
   oci::Resources update;

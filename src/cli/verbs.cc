@@ -135,6 +135,11 @@ constexpr OciFlag kFlags[] = {
        r.json = v == "json";
        return {};
      }},
+    {"--quiet", nullptr, "print the containers' ids alone, one a line",
+     [](OciRequest& r, const std::string&) -> Status {
+       r.quiet = true;
+       return {};
+     }},
     {"--stats", nullptr, "print the container's statistics once and exit",
      [](OciRequest& r, const std::string&) -> Status {
        r.stats = true;
@@ -249,6 +254,7 @@ constexpr const OciFlag* kExecFlags[] = {Named("--pid-file"),     Named("--conso
 constexpr const OciFlag* kKillFlags[] = {Named("--all")};
 constexpr const OciFlag* kDeleteFlags[] = {Named("--force")};
 constexpr const OciFlag* kFormatFlags[] = {Named("--format")};
+constexpr const OciFlag* kListFlags[] = {Named("--format"), Named("--quiet")};
 constexpr const OciFlag* kEventsFlags[] = {Named("--stats"), Named("--interval")};
 constexpr const OciFlag* kSpecFlags[] = {Named("--bundle"), Named("--rootless")};
 constexpr const OciFlag* kUpdateFlags[] = {
@@ -412,9 +418,9 @@ constexpr Verb kVerbs[] = {
     {.name = "list",
      .why_root = kListNeedsRoot,
      .chosen = UnderRoot,
-     .synopsis = "[--format table|json]",
+     .synopsis = "[--format table|json] [--quiet]",
      .what = "List the OCI containers under --root.",
-     .flags = kFormatFlags,
+     .flags = kListFlags,
      .act = OciList},
 };
 

@@ -75,7 +75,9 @@ Result<std::string> State(const std::string& root, const std::string& id) {
 
 Status Kill(const std::string& root, const std::string& id, int sig, bool all) {
   Opened c = BRIG_TRY(OpenContainer(root, id));
-  if (c.status == ContainerStatus::kStopped || c.status == ContainerStatus::kCreating) {
+  // --all signals whatever the container's groups still hold, even once its process has
+  // stopped (runc's kill --all), which may be nothing.
+  if ((c.status == ContainerStatus::kStopped && !all) || c.status == ContainerStatus::kCreating) {
     return Fail("kill", id, "container not running");
   }
   if (all) {

@@ -47,11 +47,20 @@ TEST_F(Oci, CreateStartKillDelete) {
   EXPECT_TRUE(Eventually([&] { return Comm(pid) == "sleep"; })) << Comm(pid);
   EXPECT_EQ(StateOf("life").status, "running");
   EXPECT_NE(Run({"start", "life"}).exit_code, 0) << "a running container started again";
+  // runc's list -q, which engines and runc's suite read ids from; signal 0 asks whether
+  // the process is there.
+  RunOutput q = Run({"list", "-q"});
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out, "life\n");
+  RunOutput zero = Run({"kill", "life", "0"});
+  EXPECT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_EQ(StateOf("life").status, "running") << "signal 0 did something";
 
   RunOutput k = Run({"kill", "life", "KILL"});
   ASSERT_EQ(k.exit_code, 0) << k.err;
   EXPECT_TRUE(AwaitGone(pid));
   EXPECT_EQ(StateOf("life").status, "stopped");
+  EXPECT_NE(Run({"kill", "life", "0"}).exit_code, 0) << "signal 0 found a stopped process";
 
   RunOutput d = Run({"delete", "life"});
   EXPECT_EQ(d.exit_code, 0) << d.err;
@@ -687,6 +696,12 @@ TEST_F(Oci, KillAndDeleteAfterExitSignalNothing) {
     RunOutput k = Run(args);
     EXPECT_NE(k.exit_code, 0) << "kill of a stopped container succeeded";
     EXPECT_NE(k.err.find("not running"), std::string::npos) << k.err;
+  }
+  // --all signals what the container's groups hold, which is nothing now (runc's kill -a
+  // of a stopped container succeeds).
+  for (const char* sig : {"0", "KILL"}) {
+    RunOutput all = Run({"kill", "--all", "done", sig});
+    EXPECT_EQ(all.exit_code, 0) << sig << ": " << all.err;
   }
   EXPECT_TRUE(Alive(decoy)) << "kill signalled the process that reused the container's pid";
   RunOutput d = Run({"delete", "--force", "done"});
