@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include <google/protobuf/util/json_util.h>
@@ -196,11 +197,12 @@ Result<std::string> PsTable(const std::vector<pid_t>& pids, std::vector<std::str
   return out;
 }
 
-// `run --bundle` without --detach: brig stays the container's parent (a subreaper, so that
-// a process forked into a new pid namespace comes back to it), passes on the signals it
-// gets, and exits as the container did; the container is then deleted unless --keep.
-int RunAttached(const OciRequest& r, pid_t pid) {
-  int status = oci::WaitForwardingSignals(pid);
+// `run` without --detach: brig stays the container's parent (a subreaper, so that a process
+// forked into a new pid namespace comes back to it), passes on the signals it gets, relays
+// the terminal whose `master` it took (-1: none), and exits as the container did; the
+// container is then deleted unless --keep.
+int RunAttached(const OciRequest& r, pid_t pid, int master) {
+  int status = oci::WaitForwardingSignals(pid, master);
   if (!r.keep) {
     if (auto s = oci::Delete(r.root, r.positional[0], true); !s) Refuse(s.error());
   }
@@ -294,12 +296,22 @@ Result<int> OciRun(OciRequest& r) {
   BRIG_TRY(PrepareCreate(r, "run"));
   if (r.dry_run) return PrintPlan(r);
   if (!r.detach) BRIG_TRY(BecomeTheContainersParent());
+  // In the foreground without --console-socket, a terminal's master comes to brig, which
+  // relays it (runc's), and none comes without one.
+  std::optional<oci::ConsolePair> relay;
+  if (!r.detach && r.create.console_socket.empty()) {
+    relay = BRIG_TRY(oci::MakeConsolePair());
+    r.create.console_fd = relay->child.get();
+  }
   pid_t pid = BRIG_TRY(oci::Create(r.create));
+  sys::UniqueFd master;
+  if (relay) master = BRIG_TRY(oci::TakeConsole(relay->parent.get()));
+  relay.reset();
   if (auto s = oci::Start(r.root, r.create.id); !s) {
     (void)oci::Delete(r.root, r.create.id, true);
     return std::move(s).error();
   }
-  return r.detach ? 0 : RunAttached(r, pid);
+  return r.detach ? 0 : RunAttached(r, pid, master.get());
 }
 
 Result<int> OciExec(OciRequest& r) {

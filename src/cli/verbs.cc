@@ -77,7 +77,7 @@ constexpr OciFlag kFlags[] = {
        r.exec.process_file = v;
        return {};
      }},
-    {"--tty", nullptr, "give the process a terminal (needs --console-socket)",
+    {"--tty", nullptr, "give the process a terminal (to --console-socket, or relayed)",
      [](OciRequest& r, const std::string&) -> Status {
        r.exec.tty = true;
        return {};

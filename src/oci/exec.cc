@@ -154,12 +154,16 @@ Result<int> Exec(const ExecOptions& o) {
   if (rec.config().linux().has_seccomp()) policy = rec.config().linux().seccomp();
   container::ProcessSpec prep = BRIG_TRY(PrepareProcess(p, policy));
   prep.preserved_fds = o.preserve_fds;
-  sys::UniqueFd console;
-  if (p.terminal()) {
-    if (o.console_socket.empty()) {
-      return BadInput("--tty", "", "needs --console-socket to hand the terminal to");
-    }
+  sys::UniqueFd console, relay;
+  if (p.terminal() && !o.console_socket.empty()) {
     console = BRIG_TRY(ConnectConsoleSocket(o.console_socket));
+  } else if (p.terminal() && o.detach) {
+    return BadInput("--tty", "", "needs --console-socket to hand the terminal to when detached");
+  } else if (p.terminal()) {
+    // brig relays the terminal itself, as runc does.
+    ConsolePair pair = BRIG_TRY(MakeConsolePair());
+    console = std::move(pair.child);
+    relay = std::move(pair.parent);
   }
   sigset_t chld, old;
   sigemptyset(&chld);
@@ -184,7 +188,10 @@ Result<int> Exec(const ExecOptions& o) {
     BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(pid)), "--pid-file");
   }
   if (o.detach) return 0;
-  int status = WaitForwardingSignals(pid);
+  sys::UniqueFd master;
+  if (relay) master = BRIG_TRY(TakeConsole(relay.get()));
+  relay.Reset();
+  int status = WaitForwardingSignals(pid, master.get());
   sigprocmask(SIG_SETMASK, &old, nullptr);
   return WIFSIGNALED(status) ? ExitCodeForSignal(WTERMSIG(status)) : WEXITSTATUS(status);
 }

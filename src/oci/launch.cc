@@ -243,8 +243,10 @@ Result<Bundle> ReadBundle(const CreateOptions& o) {
   b.process = BRIG_TRY(PrepareProcess(spec.process(), policy));
   b.process.preserved_fds = o.preserve_fds;
   log::Debug("config.json read, process prepared");
-  if (spec.process().terminal() && o.console_socket.empty()) {
-    return BadInput("process.terminal", "true", "needs --console-socket to hand the terminal to");
+  if (spec.process().terminal() && o.console_socket.empty() && o.console_fd < 0) {
+    return BadInput("process.terminal", "true",
+                    "needs --console-socket to hand the terminal to (or a run without --detach, "
+                    "which relays it)");
   }
   return b;
 }
@@ -352,7 +354,7 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
 // each above the fds --preserve-fds hands the container.
 struct InitFds {
   sys::UniqueFd fifo;     // exec.fifo's read end
-  sys::UniqueFd console;  // --console-socket, connected; none without a terminal
+  sys::UniqueFd console;  // --console-socket, connected, or brig's own; none without a terminal
 };
 
 Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOptions& o) {
@@ -363,7 +365,10 @@ Result<InitFds> OpenInitFds(const Making& mk, const Spec& spec, const CreateOpti
   f.fifo = sys::UniqueFd(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!f.fifo.valid()) return SysError("open", fifo);
   f.fifo = BRIG_TRY(sys::MoveAbove(std::move(f.fifo), min_fd));
-  if (spec.process().terminal()) {
+  if (spec.process().terminal() && o.console_fd >= 0) {
+    f.console = sys::UniqueFd(fcntl(o.console_fd, F_DUPFD_CLOEXEC, min_fd));
+    if (!f.console) return SysError("fcntl", "terminal");
+  } else if (spec.process().terminal()) {
     f.console =
         BRIG_TRY(sys::MoveAbove(BRIG_TRY(ConnectConsoleSocket(o.console_socket)), min_fd));
   }

@@ -4,15 +4,17 @@
 #include "oci/process.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <termios.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -180,32 +182,122 @@ Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
   return {};
 }
 
-int WaitForwardingSignals(pid_t pid) {
+Result<ConsolePair> MakeConsolePair() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) {
+    return SysError("socketpair", "terminal");
+  }
+  return ConsolePair{sys::UniqueFd(fds[0]), sys::UniqueFd(fds[1])};
+}
+
+Result<sys::UniqueFd> TakeConsole(int sock) {
+  char name[64];
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  struct iovec iov = {name, sizeof name};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) return sys::UniqueFd();
+  if (n < 0) return SysError("recvmsg", "terminal");
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) return sys::UniqueFd();
+  int fd;
+  memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return sys::UniqueFd(fd);
+}
+
+namespace {
+
+// Writes all of `data` to `fd`, waiting where it is full. False if it cannot be written.
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t w = write(fd, data, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      (void)poll(&p, 1, -1);
+      continue;
+    }
+    if (w < 0) return false;
+    data += w;
+    size -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// What `from` has now, to `to`. False at its end (EIO: the terminal's last slave closed)
+// or once `to` takes nothing more.
+bool Pass(int from, int to) {
+  char buf[16384];
+  ssize_t n = read(from, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  return n > 0 && WriteAll(to, buf, static_cast<size_t>(n));
+}
+
+void CopySize(int from_tty, int to_pty) {
+  struct winsize ws;
+  if (ioctl(from_tty, TIOCGWINSZ, &ws) == 0) (void)ioctl(to_pty, TIOCSWINSZ, &ws);
+}
+
+}  // namespace
+
+int WaitForwardingSignals(pid_t pid, int master) {
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) {
     sigaddset(&mask, s);
   }
   sigprocmask(SIG_BLOCK, &mask, nullptr);
+  sys::UniqueFd signals(signalfd(-1, &mask, SFD_CLOEXEC));
+  bool tty = master >= 0 && isatty(0);
+  struct termios saved;
+  if (tty && tcgetattr(0, &saved) == 0) {
+    struct termios raw = saved;
+    cfmakeraw(&raw);
+    (void)tcsetattr(0, TCSANOW, &raw);
+    CopySize(0, master);
+  } else {
+    tty = false;
+  }
+  if (master >= 0) (void)fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+  bool in = master >= 0, out = master >= 0;
   int status = 0;
-  for (;;) {
-    siginfo_t si;
-    if (sigwaitinfo(&mask, &si) < 0) continue;
-    if (si.si_signo != SIGCHLD) {
-      kill(pid, si.si_signo);
-      continue;
+  for (bool done = false; !done;) {
+    pollfd fds[3] = {
+        {signals.get(), POLLIN, 0}, {in ? 0 : -1, POLLIN, 0}, {out ? master : -1, POLLIN, 0}};
+    if (!signals || (poll(fds, 3, -1) < 0 && errno != EINTR)) {
+      (void)waitpid(pid, &status, 0);
+      break;
+    }
+    if (fds[2].revents) out = Pass(master, 1);
+    if (fds[1].revents) in = Pass(0, master);
+    struct signalfd_siginfo si;
+    if (!(fds[0].revents & POLLIN) || read(signals.get(), &si, sizeof si) != sizeof si) continue;
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGWINCH && tty) {
+      CopySize(0, master);
+    } else if (sig != SIGCHLD) {
+      kill(pid, sig);
     }
     pid_t got;
     int st;
-    bool done = false;
-    while ((got = waitpid(-1, &st, WNOHANG)) > 0) {
-      if (got == pid) {
-        status = st;
-        done = true;
-      }
+    while (sig == SIGCHLD && (got = waitpid(-1, &st, WNOHANG)) > 0) {
+      if (got == pid) status = st, done = true;
     }
-    if (done) return status;
   }
+  // What the terminal still holds once the process is gone.
+  while (out && Pass(master, 1)) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) break;
+  }
+  if (tty) (void)tcsetattr(0, TCSANOW, &saved);
+  return status;
 }
 
 }  // namespace brig::oci

@@ -46,9 +46,22 @@ Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path);
 // `dev_console`, /dev/console.
 Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console);
 
+// A foreground run or exec of a process with a terminal and no --console-socket: brig
+// takes the master itself and relays it, as runc does. `child` goes where the connected
+// --console-socket would (SetupConsole sends the master on it); `parent` receives it.
+struct ConsolePair {
+  sys::UniqueFd parent, child;
+};
+Result<ConsolePair> MakeConsolePair();
+// The master SetupConsole sent on `sock`, if it has sent one; none without a terminal.
+Result<sys::UniqueFd> TakeConsole(int sock);
+
 // Waits for `pid` (brig's child, or reparented to brig as a subreaper), passing on the
 // signals brig gets, and returns its wait status. SIGCHLD must be blocked already, since
-// before the process existed, so that its exit cannot be missed.
-int WaitForwardingSignals(pid_t pid);
+// before the process existed, so that its exit cannot be missed. With a terminal's
+// `master` (TakeConsole), it relays brig's stdin to the terminal and the terminal to brig's
+// stdout meanwhile, and what is left of the output once the process is gone; where brig's
+// stdin is a terminal, it is raw until then and the container's follows its size.
+int WaitForwardingSignals(pid_t pid, int master = -1);
 
 }  // namespace brig::oci

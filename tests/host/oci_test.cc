@@ -585,6 +585,38 @@ TEST_F(Oci, ConsoleSocketReceivesTheTerminal) {
   EXPECT_TRUE(AwaitGone(pid));
 }
 
+// runc's foreground run and exec of a process with a terminal and no --console-socket:
+// brig takes the master and relays it to its own stdout (runc's suite runs most of its
+// tests so). Detached, a terminal needs --console-socket still.
+TEST_F(Oci, AForegroundRunOrExecRelaysItsTerminal) {
+  Config c = Cfg("fgtty");
+  c.terminal = true;
+  c.args = {"sh", "-c", "echo tty=$(tty); exit 7"};
+  RunOutput r = Run({"run", "fgtty"}, -1, Bundle(c));
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_NE(r.out.find("tty=/dev/pts/0"), std::string::npos) << "relayed: " << r.out;
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << "run left its container";
+
+  Config held = Cfg("fgexec");
+  pid_t pid = Create(held, "fgexec");
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(Run({"start", "fgexec"}).exit_code, 0);
+  RunOutput e = Run({"exec", "--tty", "fgexec", "sh", "-c", "echo exec-tty=$(tty)"});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("exec-tty=/dev/pts/"), std::string::npos) << "relayed: " << e.out;
+  RunOutput d = Run({"exec", "--tty", "--detach", "fgexec", "true"});
+  EXPECT_EQ(d.exit_code, 125) << d.err;
+  EXPECT_NE(d.err.find("--console-socket"), std::string::npos) << d.err;
+  EXPECT_EQ(Run({"delete", "--force", "fgexec"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+
+  RunOutput detached = Run({"run", "--detach", "fgdetach"}, -1, Bundle(c, "fgdetach"));
+  EXPECT_EQ(detached.exit_code, 125) << detached.err;
+  EXPECT_EQ(std::count(detached.err.begin(), detached.err.end(), '\n'), 1) << detached.err;
+  EXPECT_NE(detached.err.find("--console-socket"), std::string::npos) << detached.err;
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
+}
+
 TEST_F(Oci, MemoryAndPidsLimitsAreInItsCgroups) {
   Config c = Cfg("res");
   c.resources_json = R"({"memory":{"limit":67108864},"pids":{"limit":42}})";
