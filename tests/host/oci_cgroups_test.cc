@@ -364,7 +364,14 @@ TEST_F(OciCgroups, GroupsACreateDidNotKeepGoWithTheirProcesses) {
   std::vector<std::string> dirs = (*kept)->dirs();
   kept = Error{};
   for (const auto& d : dirs) EXPECT_TRUE(Exists(d)) << d << " was kept";
+  // Groups the container made inside its own (runc's suite: delete --force with
+  // subcgroups) go with them, deepest first.
+  for (const auto& d : dirs) {
+    ASSERT_EQ(mkdir((d + "/sub").c_str(), 0755), 0) << d << ": " << strerror(errno);
+    ASSERT_EQ(mkdir((d + "/sub/deeper").c_str(), 0755), 0) << d << ": " << strerror(errno);
+  }
   EXPECT_TRUE(oci::CgroupsOf(Record())->Destroy());
+  for (const auto& d : dirs) EXPECT_FALSE(Exists(d)) << d << " is left";
 }
 
 TEST_F(OciCgroups, AnExistingGroupIsJoinedAndKept) {
