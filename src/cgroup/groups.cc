@@ -453,6 +453,14 @@ std::unique_ptr<Groups> Groups::Existing(const std::vector<std::string>& owned,
 
 int Groups::v2_fd() const { return v2_fd_.get(); }
 
+Result<int> Groups::V2FdToJoin() const {
+  const Group* g = V2();
+  if (g && !v2_fd_) {
+    return Fail("cgroup", g->dir, "cannot be opened: a process joining would start outside it");
+  }
+  return v2_fd_.get();
+}
+
 Result<std::vector<TasksFile>> Groups::OpenV1Tasks() const {
   std::vector<TasksFile> out;
   for (const auto& g : groups_) {

@@ -94,6 +94,10 @@ class Groups {
   //
   // The v2 directory's fd for CLONE_INTO_CGROUP; -1 without one.
   int v2_fd() const;
+  // The same for a process joining groups that exist (Existing): an error where the v2
+  // group is named but could not be opened, since the process would then start outside
+  // it, beyond its limits.
+  Result<int> V2FdToJoin() const;
   Result<std::vector<TasksFile>> OpenV1Tasks() const;
   // Puts `pid` into the v1 groups by writing it for it (brig run's unconfined command, which
   // runs no brig code of its own to join them; it pays the grace period).

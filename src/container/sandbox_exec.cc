@@ -133,7 +133,7 @@ Result<Joining> Find(const std::string& target) {
   j.target.pidfd = j.init.get();
   j.target.namespaces = kNamespaces;
   j.groups = cgroup::Groups::Existing({}, j.rec.cgroups);
-  j.target.cgroup_v2 = j.groups->v2_fd();
+  j.target.cgroup_v2 = BRIG_TRY(j.groups->V2FdToJoin());
   j.target.cgroup_v1 = BRIG_TRY(j.groups->OpenV1Tasks());
   return j;
 }

@@ -169,7 +169,7 @@ Result<int> Exec(const ExecOptions& o) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   if (!o.detach) sigprocmask(SIG_BLOCK, &chld, &old);
-  container::JoinTarget target{t.pidfd.get(), t.namespaces, t.cgroups->v2_fd(),
+  container::JoinTarget target{t.pidfd.get(), t.namespaces, BRIG_TRY(t.cgroups->V2FdToJoin()),
                                BRIG_TRY(t.cgroups->OpenV1Tasks())};
   container::JoinedProcess joined;
   joined.adopt = !o.detach;
