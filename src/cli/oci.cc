@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <sstream>
 
 #include <google/protobuf/util/json_util.h>
@@ -298,15 +297,17 @@ Result<int> OciRun(OciRequest& r) {
   if (!r.detach) BRIG_TRY(BecomeTheContainersParent());
   // In the foreground without --console-socket, a terminal's master comes to brig, which
   // relays it (runc's), and none comes without one.
-  std::optional<oci::ConsolePair> relay;
+  sys::UniqueFd relay, relay_child, master;
   if (!r.detach && r.create.console_socket.empty()) {
-    relay = BRIG_TRY(oci::MakeConsolePair());
-    r.create.console_fd = relay->child.get();
+    sys::FdPair pair = BRIG_TRY(sys::FdPair::SocketPair(SOCK_STREAM, "terminal"));
+    relay = pair.TakeParentEnd();
+    relay_child = pair.TakeChildEnd();
+    r.create.console_fd = relay_child.get();
   }
   pid_t pid = BRIG_TRY(oci::Create(r.create));
-  sys::UniqueFd master;
-  if (relay) master = BRIG_TRY(oci::TakeConsole(relay->parent.get()));
-  relay.reset();
+  if (relay) master = BRIG_TRY(oci::TakeConsole(relay.get()));
+  relay.Reset();
+  relay_child.Reset();
   if (auto s = oci::Start(r.root, r.create.id); !s) {
     (void)oci::Delete(r.root, r.create.id, true);
     return std::move(s).error();

@@ -161,9 +161,9 @@ Result<int> Exec(const ExecOptions& o) {
     return BadInput("--tty", "", "needs --console-socket to hand the terminal to when detached");
   } else if (p.terminal()) {
     // brig relays the terminal itself, as runc does.
-    ConsolePair pair = BRIG_TRY(MakeConsolePair());
-    console = std::move(pair.child);
-    relay = std::move(pair.parent);
+    sys::FdPair pair = BRIG_TRY(sys::FdPair::SocketPair(SOCK_STREAM, "terminal"));
+    console = pair.TakeChildEnd();
+    relay = pair.TakeParentEnd();
   }
   sigset_t chld, old;
   sigemptyset(&chld);

@@ -21,7 +21,7 @@ struct CreateOptions {
   std::string bundle;          // --bundle, made absolute
   std::string pid_file;        // --pid-file: the container's process, written atomically
   std::string console_socket;  // --console-socket: where a terminal's master goes
-  int console_fd = -1;         // or a connected socket of brig's own (MakeConsolePair's child end)
+  int console_fd = -1;         // or a connected socket of brig's own (oci/process.h TakeConsole)
   int preserve_fds = 0;        // --preserve-fds: fds 3 .. 3+N-1 pass to the container
   bool no_pivot = false;       // --no-pivot: MS_MOVE and chroot instead of pivot_root
   bool no_new_keyring = false;  // --no-new-keyring: keep the caller's session keyring

@@ -182,14 +182,6 @@ Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
   return {};
 }
 
-Result<ConsolePair> MakeConsolePair() {
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) {
-    return SysError("socketpair", "terminal");
-  }
-  return ConsolePair{sys::UniqueFd(fds[0]), sys::UniqueFd(fds[1])};
-}
-
 Result<sys::UniqueFd> TakeConsole(int sock) {
   char name[64];
   char control[CMSG_SPACE(sizeof(int))] = {};

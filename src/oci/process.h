@@ -47,13 +47,10 @@ Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path);
 Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console);
 
 // A foreground run or exec of a process with a terminal and no --console-socket: brig
-// takes the master itself and relays it, as runc does. `child` goes where the connected
-// --console-socket would (SetupConsole sends the master on it); `parent` receives it.
-struct ConsolePair {
-  sys::UniqueFd parent, child;
-};
-Result<ConsolePair> MakeConsolePair();
-// The master SetupConsole sent on `sock`, if it has sent one; none without a terminal.
+// takes the master itself and relays it, as runc does, over a stream socket pair of its
+// own (sys::FdPair::SocketPair): the child end goes where the connected --console-socket
+// would (SetupConsole sends the master on it). The master SetupConsole sent on the parent
+// end `sock`, if it has sent one; none without a terminal.
 Result<sys::UniqueFd> TakeConsole(int sock);
 
 // Waits for `pid` (brig's child, or reparented to brig as a subreaper), passing on the
