@@ -236,7 +236,14 @@ Status Groups::EnableV2(const std::string& mount, const std::set<std::string>& w
 }
 
 Status Groups::Apply(const oci::Resources& r, bool create) const {
-  Routes routes = RoutesOf(groups_, true);
+  // A create's groups were read as they were made (MakeAll); an update may find more
+  // controllers enabled since.
+  Routes routes = RoutesOf(groups_, !create);
+  return Write(r, create, routes, ReadFacts(routes));
+}
+
+Status Groups::Write(const oci::Resources& r, bool create, const Routes& routes,
+                     HostFacts facts) const {
   if (auto m = routes.find("memory"); m != routes.end() && m->second.v2 &&
                                       r.memory().check_before_update() && r.memory().limit() > 0) {
     uint64_t in_use = Number(m->second.dir + "/memory.current").value_or(0);
@@ -246,7 +253,6 @@ Status Groups::Apply(const oci::Resources& r, bool create) const {
                           std::to_string(in_use) + ")");
     }
   }
-  HostFacts facts = ReadFacts(routes);
   facts.default_devices = create && !sandbox_;
   auto planned = PlanWrites(r, routes, facts);
   // brig run's limits have no OCI property to name.
@@ -400,11 +406,13 @@ Result<std::unique_ptr<Groups>> Groups::ForSandbox(const Layout& layout, const c
                         std::to_string(cg->oom_event_.get()) + " " + std::to_string(oc.get())),
         "cgroup");
   }
-  HostFacts facts = ReadFacts(RoutesOf(cg->groups_, true));
+  // The facts are read once: the limits' swap depends on them, and the writes too.
+  Routes routes = RoutesOf(cg->groups_, false);
+  HostFacts facts = ReadFacts(routes);
   bool swap_limited = limits.memory && limits.swap.value_or(0) != UINT64_MAX;
   bool swap_in_use = !facts.swap_accounting && swap_limited && SwapInUse();
   oci::Resources r = BRIG_TRY(ResourcesOf(limits, plan, facts.swap_accounting, swap_in_use));
-  BRIG_TRY(cg->Apply(r, true));
+  BRIG_TRY(cg->Write(r, true, routes, facts));
   return cg;
 }
 

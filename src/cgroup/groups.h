@@ -165,8 +165,10 @@ class Groups {
   // sandbox's, only in ancestors it made; in others it waits a moment for the create that
   // made them); `required`: a write that fails is an error.
   Status EnableV2(const std::string& mount, const std::set<std::string>& want, bool required) const;
-  // The resources as writes, in `create` or update mode, carried out.
+  // The resources as writes, in `create` or update mode, carried out: Write with the
+  // groups' routes and the facts read from them.
   Status Apply(const oci::Resources& r, bool create) const;
+  Status Write(const oci::Resources& r, bool create, const Routes& routes, HostFacts facts) const;
   // Removes what brig made, deepest first: the groups (and groups made inside them), then
   // a container's ancestors that no other group holds.
   Status Remove();
