@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   sigemptyset(&held);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&held, s);
   sigprocmask(SIG_BLOCK, &held, &caller);
+  // A caller's SIGCHLD left ignored would have the kernel reap brig's children before brig
+  // waits for them (waitid: ECHILD), and brig waits for every process it starts.
+  signal(SIGCHLD, SIG_DFL);
   brig::container::RecordProcessArgs(argc, argv);
   std::vector<std::string> all(argv + 1, argv + argc);
   brig::cli::GlobalFlags global;

@@ -130,6 +130,17 @@ TEST_F(Lifecycle, AnEarlySignalStillEndsTheRunWithAResult) {
   EXPECT_TRUE(FindProcesses("sleep 1236").empty());
 }
 
+// A caller may leave SIGCHLD ignored (bash's `trap '' CHLD`), and brig inherits that: the
+// kernel then reaps brig's children itself and never signals their end, and brig init
+// waited for its workload until the timeout (without one, for ever), then failed with
+// "waitid: No child processes".
+TEST_F(Lifecycle, ACallerIgnoringSigchldStillGetsTheWorkloadsStatus) {
+  auto r =
+      RunCommand({"bash", "-c", "trap '' CHLD; exec \"$0\" run --timeout 60s -- sh -c 'exit 3'",
+                  BrigBinary()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
 TEST_F(Lifecycle, GracePeriodThenKill) {
   ScratchDir d;
   auto start = std::chrono::steady_clock::now();
