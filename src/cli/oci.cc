@@ -25,6 +25,8 @@
 #include "oci/process.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "supervise/attend.h"
+#include "sys/child.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -196,18 +198,6 @@ Result<std::string> PsTable(const std::vector<pid_t>& pids, std::vector<std::str
   return out;
 }
 
-// `run` without --detach: brig stays the container's parent (a subreaper, so that a process
-// forked into a new pid namespace comes back to it), passes on the signals it gets, relays
-// the terminal whose `master` it took (-1: none), and exits as the container did; the
-// container is then deleted unless --keep.
-int RunAttached(const OciRequest& r, pid_t pid, int master) {
-  int status = oci::WaitForwardingSignals(pid, master);
-  if (!r.keep) {
-    if (auto s = oci::Delete(r.root, r.positional[0], true); !s) Refuse(s.error());
-  }
-  return WIFSIGNALED(status) ? ExitCodeForSignal(WTERMSIG(status)) : WEXITSTATUS(status);
-}
-
 // create and run: the container from its bundle, under --root.
 Status PrepareCreate(OciRequest& r, const std::string& verb) {
   r.create.root = r.root;
@@ -215,20 +205,19 @@ Status PrepareCreate(OciRequest& r, const std::string& verb) {
   return MakeBundleAbsolute(r.create);
 }
 
+// run's start: a container that cannot start is deleted.
+Status StartOrDelete(const OciRequest& r) {
+  if (auto s = oci::Start(r.root, r.create.id); !s) {
+    (void)oci::Delete(r.root, r.create.id, true);
+    return std::move(s).error();
+  }
+  return {};
+}
+
 // --dry-run: what create would make, made nothing of.
 Result<int> PrintPlan(const OciRequest& r) {
   fputs(BRIG_TRY(oci::DryRun(r.create)).c_str(), stdout);
   return 0;
-}
-
-// `run` without --detach: SIGCHLD is blocked before the container exists, so that its exit
-// is not lost before brig waits, and brig is the subreaper of what it forks.
-Status BecomeTheContainersParent() {
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  return sys::BecomeSubreaper();
 }
 
 // `update`'s limits: --resources' JSON, which the other flags override, or those flags.
@@ -294,25 +283,33 @@ Result<int> OciDelete(OciRequest& r) {
 Result<int> OciRun(OciRequest& r) {
   BRIG_TRY(PrepareCreate(r, "run"));
   if (r.dry_run) return PrintPlan(r);
-  if (!r.detach) BRIG_TRY(BecomeTheContainersParent());
-  // In the foreground without --console-socket, a terminal's master comes to brig, which
-  // relays it (runc's), and none comes without one.
-  sys::UniqueFd relay, relay_child, master;
-  if (!r.detach && r.create.console_socket.empty()) {
+  if (r.detach) {
+    BRIG_TRY(oci::Create(r.create));
+    BRIG_TRY(StartOrDelete(r));
+    return 0;
+  }
+  // In the foreground, brig stays the container's parent (a subreaper, so that a process
+  // forked into a new pid namespace comes back to it) and waits for it as runc does
+  // (oci::AttendProcess); without --console-socket, a terminal's master comes to brig over
+  // a socket pair of its own, and none comes without one.
+  supervise::HeldSignals signals = BRIG_TRY(supervise::HeldSignals::Hold(supervise::kPassedOn));
+  BRIG_TRY(sys::BecomeSubreaper());
+  sys::UniqueFd relay, relay_child;
+  if (r.create.console_socket.empty()) {
     sys::FdPair pair = BRIG_TRY(sys::FdPair::SocketPair(SOCK_STREAM, "terminal"));
     relay = pair.TakeParentEnd();
     relay_child = pair.TakeChildEnd();
     r.create.console_fd = relay_child.get();
   }
   pid_t pid = BRIG_TRY(oci::Create(r.create));
-  if (relay) master = BRIG_TRY(oci::TakeConsole(relay.get()));
-  relay.Reset();
   relay_child.Reset();
-  if (auto s = oci::Start(r.root, r.create.id); !s) {
-    (void)oci::Delete(r.root, r.create.id, true);
-    return std::move(s).error();
+  sys::Child process(pid, BRIG_TRY(sys::PidfdOpen(pid, "the container's process")));
+  BRIG_TRY(StartOrDelete(r));
+  Result<int> code = oci::AttendProcess(process, relay.get(), signals);
+  if (!r.keep) {
+    if (auto s = oci::Delete(r.root, r.create.id, true); !s) Refuse(s.error());
   }
-  return r.detach ? 0 : RunAttached(r, pid, master.get());
+  return code;
 }
 
 Result<int> OciExec(OciRequest& r) {

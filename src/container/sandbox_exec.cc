@@ -19,8 +19,7 @@
 #include "container/exec_record.h"
 #include "container/join.h"
 #include "state/record.h"
-#include "supervise/loop.h"
-#include "supervise/stdio.h"
+#include "supervise/attend.h"
 #include "sys/child.h"
 #include "sys/syscalls.h"
 
@@ -96,22 +95,6 @@ v1::AuditEvent ExitEvent(pid_t pid, const Result<int>& code,
   return e;
 }
 
-// Relays the process's stdio and passes the caller's signals on until it ends; its exit
-// status.
-Result<int> Serve(sys::Child& process, supervise::Stdio& stdio,
-                  const supervise::HeldSignals& signals) {
-  supervise::Loop loop = BRIG_TRY(supervise::Loop::Create());
-  BRIG_TRY(loop.Watch(process.pidfd(), [&loop] { loop.Stop(); }));
-  BRIG_TRY(loop.Watch(signals, [&process](int sig) { (void)process.Signal(sig); }));
-  BRIG_TRY(loop.Watch(stdio.fd(), [&stdio] { stdio.Handle(); }));
-  BRIG_TRY(loop.Run());
-  sys::ChildExit exit = BRIG_TRY(process.Reap());
-  stdio.Drain();
-  stdio.RestoreTerminal();
-  if (exit.info.si_code == CLD_EXITED) return exit.info.si_status;
-  return ExitCodeForSignal(exit.info.si_status);
-}
-
 struct Joining {
   ExecRecord rec;
   JoinTarget target;
@@ -149,8 +132,7 @@ Result<int> ExecInSandbox(const SandboxExec& req) {
   auto started = std::chrono::steady_clock::now();
   if (req.argv.empty()) return BadInput("brig exec", req.target, "no command given after --");
   if (req.tty && !isatty(0)) return BadInput("--tty", "", "brig's stdin is not a terminal");
-  supervise::HeldSignals signals =
-      BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
+  supervise::HeldSignals signals = BRIG_TRY(supervise::HeldSignals::Hold(supervise::kPassedOn));
   Joining j = BRIG_TRY(Find(req.target));
   std::string workdir = req.cwd.empty() ? j.rec.workdir : req.cwd;
   std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(
@@ -177,7 +159,8 @@ Result<int> ExecInSandbox(const SandboxExec& req) {
   (void)SendMessage(joined.sync.fd(), Msg::kStart);
   Status s = joined.sync.AwaitClose();
   if (s) s = ExecOutcome(err_rd.get(), req.argv[0]);
-  Result<int> code = s ? Serve(process, *stdio, signals) : Result<int>(std::move(s).error());
+  Result<int> code =
+      s ? supervise::Attend(process, stdio.get(), signals) : Result<int>(std::move(s).error());
   // As brig run: a command that succeeded without its audit is brig's failure.
   if (auto a = audit::Append(j.rec.audit_path, j.rec.id, ExitEvent(joined.pid, code, started),
                              j.rec.name);

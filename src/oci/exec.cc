@@ -21,6 +21,8 @@
 #include "oci/process.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "supervise/attend.h"
+#include "sys/child.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 
@@ -165,10 +167,8 @@ Result<int> Exec(const ExecOptions& o) {
     console = pair.TakeChildEnd();
     relay = pair.TakeParentEnd();
   }
-  sigset_t chld, old;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  if (!o.detach) sigprocmask(SIG_BLOCK, &chld, &old);
+  std::optional<supervise::HeldSignals> signals;
+  if (!o.detach) signals = BRIG_TRY(supervise::HeldSignals::Hold(supervise::kPassedOn));
   container::JoinTarget target{t.pidfd.get(), t.namespaces, BRIG_TRY(t.cgroups->V2FdToJoin()),
                                BRIG_TRY(t.cgroups->OpenV1Tasks())};
   container::JoinedProcess joined;
@@ -188,12 +188,8 @@ Result<int> Exec(const ExecOptions& o) {
     BRIG_TRY_CTX(util::ReplaceFile(o.pid_file, std::to_string(pid)), "--pid-file");
   }
   if (o.detach) return 0;
-  sys::UniqueFd master;
-  if (relay) master = BRIG_TRY(TakeConsole(relay.get()));
-  relay.Reset();
-  int status = WaitForwardingSignals(pid, master.get());
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  return WIFSIGNALED(status) ? ExitCodeForSignal(WTERMSIG(status)) : WEXITSTATUS(status);
+  sys::Child process(pid, std::move(j.pidfd));
+  return AttendProcess(process, relay.get(), *signals);
 }
 
 }  // namespace brig::oci

@@ -1,27 +1,26 @@
 // The container's process, prepared in the parent as a container::ProcessSpec (process.h):
 // its ids, groups, capabilities, rlimits and no_new_privs as security::Credentials, and its
-// engine's seccomp policy compiled as runc enforces it; and its terminal.
+// engine's seccomp policy compiled as runc enforces it; and its terminal, and brig's wait on it
+// in the foreground.
 #include "oci/process.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <map>
 #include <cstring>
+#include <map>
+#include <memory>
 
+#include "config/probe.h"
 #include "security/seccomp_cache.h"
+#include "supervise/attend.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -182,6 +181,9 @@ Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
   return {};
 }
 
+namespace {
+
+// The master SetupConsole sent on `sock`, if it has sent one; none without a terminal.
 Result<sys::UniqueFd> TakeConsole(int sock) {
   char name[64];
   char control[CMSG_SPACE(sizeof(int))] = {};
@@ -204,92 +206,19 @@ Result<sys::UniqueFd> TakeConsole(int sock) {
   return sys::UniqueFd(fd);
 }
 
-namespace {
-
-// Writes all of `data` to `fd`, waiting where it is full. False if it cannot be written.
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t w = write(fd, data, size);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      (void)poll(&p, 1, -1);
-      continue;
-    }
-    if (w < 0) return false;
-    data += w;
-    size -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-// What `from` has now, to `to`. False at its end (EIO: the terminal's last slave closed)
-// or once `to` takes nothing more.
-bool Pass(int from, int to) {
-  char buf[16384];
-  ssize_t n = read(from, buf, sizeof buf);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
-  return n > 0 && WriteAll(to, buf, static_cast<size_t>(n));
-}
-
-void CopySize(int from_tty, int to_pty) {
-  struct winsize ws;
-  if (ioctl(from_tty, TIOCGWINSZ, &ws) == 0) (void)ioctl(to_pty, TIOCSWINSZ, &ws);
-}
-
 }  // namespace
 
-int WaitForwardingSignals(pid_t pid, int master) {
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) {
-    sigaddset(&mask, s);
-  }
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  sys::UniqueFd signals(signalfd(-1, &mask, SFD_CLOEXEC));
-  bool tty = master >= 0 && isatty(0);
-  struct termios saved;
-  if (tty && tcgetattr(0, &saved) == 0) {
-    struct termios raw = saved;
-    cfmakeraw(&raw);
-    (void)tcsetattr(0, TCSANOW, &raw);
-    CopySize(0, master);
-  } else {
-    tty = false;
-  }
-  if (master >= 0) (void)fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
-  bool in = master >= 0, out = master >= 0;
-  int status = 0;
-  for (bool done = false; !done;) {
-    pollfd fds[3] = {
-        {signals.get(), POLLIN, 0}, {in ? 0 : -1, POLLIN, 0}, {out ? master : -1, POLLIN, 0}};
-    if (!signals || (poll(fds, 3, -1) < 0 && errno != EINTR)) {
-      (void)waitpid(pid, &status, 0);
-      break;
-    }
-    if (fds[2].revents) out = Pass(master, 1);
-    if (fds[1].revents) in = Pass(0, master);
-    struct signalfd_siginfo si;
-    if (!(fds[0].revents & POLLIN) || read(signals.get(), &si, sizeof si) != sizeof si) continue;
-    int sig = static_cast<int>(si.ssi_signo);
-    if (sig == SIGWINCH && tty) {
-      CopySize(0, master);
-    } else if (sig != SIGCHLD) {
-      kill(pid, sig);
-    }
-    pid_t got;
-    int st;
-    while (sig == SIGCHLD && (got = waitpid(-1, &st, WNOHANG)) > 0) {
-      if (got == pid) status = st, done = true;
+Result<int> AttendProcess(sys::Child& process, int relay, const supervise::HeldSignals& signals) {
+  std::unique_ptr<supervise::Stdio> stdio;
+  if (relay >= 0) {
+    sys::UniqueFd master = BRIG_TRY(TakeConsole(relay));
+    if (master) {
+      stdio = BRIG_TRY(
+          supervise::Stdio::ForTerminal(std::move(master), config::TerminalCodesetOf(environ)));
+      BRIG_TRY(stdio->Started());
     }
   }
-  // What the terminal still holds once the process is gone.
-  while (out && Pass(master, 1)) {
-    pollfd p{master, POLLIN, 0};
-    if (poll(&p, 1, 0) <= 0) break;
-  }
-  if (tty) (void)tcsetattr(0, TCSANOW, &saved);
-  return status;
+  return supervise::Attend(process, stdio.get(), signals);
 }
 
 }  // namespace brig::oci

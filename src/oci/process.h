@@ -18,6 +18,8 @@
 #include "proto/oci.pb.h"
 #include "security/caps.h"
 #include "security/seccomp.h"
+#include "supervise/loop.h"
+#include "sys/child.h"
 #include "sys/fd.h"
 
 namespace brig::oci {
@@ -46,19 +48,13 @@ Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path);
 // `dev_console`, /dev/console.
 Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console);
 
-// A foreground run or exec of a process with a terminal and no --console-socket: brig
-// takes the master itself and relays it, as runc does, over a stream socket pair of its
-// own (sys::FdPair::SocketPair): the child end goes where the connected --console-socket
-// would (SetupConsole sends the master on it). The master SetupConsole sent on the parent
-// end `sock`, if it has sent one; none without a terminal.
-Result<sys::UniqueFd> TakeConsole(int sock);
-
-// Waits for `pid` (brig's child, or reparented to brig as a subreaper), passing on the
-// signals brig gets, and returns its wait status. SIGCHLD must be blocked already, since
-// before the process existed, so that its exit cannot be missed. With a terminal's
-// `master` (TakeConsole), it relays brig's stdin to the terminal and the terminal to brig's
-// stdout meanwhile, and what is left of the output once the process is gone; where brig's
-// stdin is a terminal, it is raw until then and the container's follows its size.
-int WaitForwardingSignals(pid_t pid, int master = -1);
+// A foreground run or exec (no --detach) of `process`: brig passes on the signals `signals`
+// holds and, where the process has a terminal and no --console-socket, relays it as
+// `brig run` relays the workload's (supervise::Stdio::ForTerminal), as runc does. That
+// terminal's master comes over a stream socket pair of brig's own
+// (sys::FdPair::SocketPair), whose child end went where a connected --console-socket would
+// (SetupConsole sends the master on it), and whose parent end is `relay` (-1: no
+// terminal). The process's exit status as a shell gives it (supervise::Attend).
+Result<int> AttendProcess(sys::Child& process, int relay, const supervise::HeldSignals& signals);
 
 }  // namespace brig::oci

@@ -64,8 +64,7 @@ void EnsureStdio() {
   }
 }
 
-Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
-                                              TerminalCodeset codeset, bool terminal) {
+Result<std::unique_ptr<Stdio>> Stdio::Make(std::optional<uint64_t> limit, TerminalCodeset codeset) {
   std::unique_ptr<Stdio> s(new Stdio());
   s->limit_ = limit;
   s->codeset_ = codeset;
@@ -73,6 +72,12 @@ Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
   if (!s->null_) return SysError("open", "/dev/null");
   s->ep_.Reset(epoll_create1(EPOLL_CLOEXEC));
   if (!s->ep_) return SysError("epoll_create1", "stdio relay");
+  return s;
+}
+
+Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
+                                              TerminalCodeset codeset, bool terminal) {
+  std::unique_ptr<Stdio> s = BRIG_TRY(Make(limit, codeset));
   s->terminal_ = terminal && isatty(0) && InForeground(0);
   if (s->terminal_) BRIG_TRY_CTX(s->PrepareTerminal(), "terminal");
   if (!s->terminal_) BRIG_TRY_CTX(s->PrepareInput(), "stdin");
@@ -84,6 +89,16 @@ Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
       BRIG_TRY(s->PrepareOutput(caller));
     }
   }
+  return s;
+}
+
+Result<std::unique_ptr<Stdio>> Stdio::ForTerminal(sys::UniqueFd master, TerminalCodeset codeset) {
+  std::unique_ptr<Stdio> s = BRIG_TRY(Make(std::nullopt, codeset));
+  s->terminal_ = isatty(0) && InForeground(0);
+  if (s->terminal_ && tcgetattr(0, &s->saved_) < 0) return SysError("tcgetattr", "stdin");
+  if (fcntl(master.get(), F_SETFL, O_NONBLOCK) < 0) return SysError("fcntl", "terminal");
+  s->master_ = std::move(master);
+  BRIG_TRY_CTX(s->Relay(1), "terminal");
   return s;
 }
 
@@ -99,36 +114,45 @@ Status Stdio::PrepareTerminal() {
   child_[0].Reset(ioctl(master_.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!child_[0]) return SysError("ioctl", "TIOCGPTPEER");
   if (tcsetattr(child_[0].get(), TCSANOW, &saved_) < 0) return SysError("tcsetattr", "pty");
-  Resize();
-  // Window changes arrive as SIGWINCH; the workload's mask is reset before its execve.
-  sigset_t winch;
-  sigemptyset(&winch);
-  sigaddset(&winch, SIGWINCH);
-  if (sigprocmask(SIG_BLOCK, &winch, nullptr) < 0) return SysError("sigprocmask", "SIGWINCH");
-  winch_.Reset(signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!winch_) return SysError("signalfd", "SIGWINCH");
-  epoll_event ev = {};
-  ev.events = EPOLLIN;
-  ev.data.u64 = kWinchToken;
-  if (epoll_ctl(ep_.get(), EPOLL_CTL_ADD, winch_.get(), &ev) < 0) {
-    return SysError("epoll_ctl", "SIGWINCH");
-  }
   // What the workload writes to its terminal goes to the caller's, or to whichever of
   // stdout and stderr is one; with neither, only the echo of what was typed is lost.
+  return Relay(isatty(1) ? 1 : isatty(2) ? 2 : -1);
+}
+
+// master_ relayed: what the workload writes to it goes to the caller's `to` (-1: nowhere),
+// and what the caller types, to it. Where the caller's stdin is a terminal, the workload's
+// follows its size.
+Status Stdio::Relay(int to) {
+  if (terminal_) {
+    Resize();
+    // Window changes arrive as SIGWINCH; the workload's mask is reset before its execve.
+    sigset_t winch;
+    sigemptyset(&winch);
+    sigaddset(&winch, SIGWINCH);
+    if (sigprocmask(SIG_BLOCK, &winch, nullptr) < 0) return SysError("sigprocmask", "SIGWINCH");
+    winch_.Reset(signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!winch_) return SysError("signalfd", "SIGWINCH");
+    epoll_event ev = {};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWinchToken;
+    if (epoll_ctl(ep_.get(), EPOLL_CTL_ADD, winch_.get(), &ev) < 0) {
+      return SysError("epoll_ctl", "SIGWINCH");
+    }
+  }
   Stream& out = streams_[2];
   out.src = Dup(master_);
   if (!out.src) return SysError("fcntl", "terminal");
   out.done = false;
-  int to = isatty(1) ? 1 : isatty(2) ? 2 : -1;
   if (to > 0) {
     Aim(out, to, false);
   } else {
     out.dst = null_.get();
   }
-  // And what the caller types goes to the workload's terminal.
+  // A socket cannot be reopened, and so sends nothing (as it gives the workload nothing
+  // without a terminal); a terminal always can.
   Stream& in = streams_[3];
   in.src.Reset(open(FdPath(0).c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
-  if (!in.src) return SysError("open", "stdin");
+  if (!in.src) return terminal_ ? SysError("open", "stdin") : Status{};
   in.dst_own = Dup(master_);
   if (!in.dst_own) return SysError("fcntl", "terminal");
   in.done = false;

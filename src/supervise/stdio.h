@@ -34,6 +34,12 @@ class Stdio {
   // exec's, with --tty); else pipes. Before the clone.
   static Result<std::unique_ptr<Stdio>> Prepare(std::optional<uint64_t> limit,
                                                 TerminalCodeset codeset, bool terminal);
+  // The relay of a terminal made elsewhere, whose `master` brig holds: an OCI process's,
+  // sent over its console socket. The caller's stdin goes to it as to brig run's (a socket
+  // or a closed fd sends nothing), and its output to the caller's stdout, whatever that
+  // is, with no limit. With stdin a terminal in the foreground, as above: raw while it
+  // runs, and its size followed. Nothing of it goes to a child: call Started() at once.
+  static Result<std::unique_ptr<Stdio>> ForTerminal(sys::UniqueFd master, TerminalCodeset codeset);
   Stdio(const Stdio&) = delete;
   Stdio& operator=(const Stdio&) = delete;
   ~Stdio();
@@ -75,7 +81,10 @@ class Stdio {
   enum class Want { kNothing, kSource, kDestination };
 
   Stdio() = default;
+  static Result<std::unique_ptr<Stdio>> Make(std::optional<uint64_t> limit,
+                                             TerminalCodeset codeset);
   Status PrepareTerminal();
+  Status Relay(int to);
   Status PrepareOutput(int caller);
   Status PrepareInput();
   void TakeTypeahead();
@@ -98,7 +107,7 @@ class Stdio {
   sys::UniqueFd null_;    // where output past the limit goes
   sys::UniqueFd ep_;
   sys::UniqueFd winch_;  // SIGWINCH, with a terminal
-  bool terminal_ = false;
+  bool terminal_ = false;  // the caller's stdin is a terminal the workload's relays
   bool raw_ = false;
   struct termios saved_ {};
 };

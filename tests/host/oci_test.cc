@@ -617,6 +617,28 @@ TEST_F(Oci, AForegroundRunOrExecRelaysItsTerminal) {
   EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
 }
 
+// brig relays a foreground container's terminal as it relays brig run's, through the
+// terminal filter: what the container writes to the caller's terminal cannot make it
+// answer on its input, nor set its clipboard or title (design.md). script(1) gives brig a
+// terminal.
+TEST_F(Oci, AForegroundTerminalGoesThroughTheTerminalFilter) {
+  if (!IsBrig()) GTEST_SKIP() << "brig's terminal filter; runc relays the bytes as they are";
+  Config c = Cfg("fgfilter");
+  c.terminal = true;
+  c.args = {"sh", "-c", "printf '\\033[6n\\033]52;c;aGk=\\007\\033]0;title\\007'; echo filtered"};
+  std::string bundle = Bundle(c, "fgfilter");
+  RunOutput r =
+      RunCommand({"script", "-qec",
+                  RuntimeBinary() + " --root " + root_ + " run --bundle " + bundle + " fgfilter",
+                  "/dev/null"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("filtered"), std::string::npos) << ::testing::PrintToString(r.out);
+  for (const char* q : {"\x1b[6n", "\x1b]52", "\x1b]0;"}) {
+    EXPECT_EQ(r.out.find(q), std::string::npos) << ::testing::PrintToString(r.out);
+  }
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << "run left its container";
+}
+
 TEST_F(Oci, MemoryAndPidsLimitsAreInItsCgroups) {
   Config c = Cfg("res");
   c.resources_json = R"({"memory":{"limit":67108864},"pids":{"limit":42}})";
