@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     fputs(brig::cli::MainUsage().c_str(), args.empty() ? stderr : stdout);
     return args.empty() ? brig::kExitRefused : 0;
   }
-  if (args[0] == "--version") {
-    printf("brig %s\n", BRIG_VERSION);
+  if (args[0] == "--version" || args[0] == "-v") {
+    fputs(brig::cli::VersionText().c_str(), stdout);
     return 0;
   }
   std::vector<std::string> verb_args(args.begin() + 1, args.end());

@@ -33,6 +33,9 @@ Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ);
 
 std::string RunUsage();
 std::string MainUsage();
+// brig --version's (and -v's): brig's version, the runtime spec's it implements and
+// libseccomp's, one "name: value" line each after the first, as runc prints them.
+std::string VersionText();
 
 int RunMain(const std::vector<std::string>& args);
 // `brig policy`: list, show, check, explain, export and diff policies, and show the masked

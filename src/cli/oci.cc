@@ -144,11 +144,11 @@ std::string ListJson(const std::vector<oci::Listed>& all) {
   std::string out = "[";
   for (size_t i = 0; i < all.size(); ++i) {
     const oci::Listed& c = all[i];
-    out += std::string(i ? "," : "") + "{\"ociVersion\":\"1.0.2\",\"id\":\"" +
+    out += std::string(i ? "," : "") + "{\"ociVersion\":\"" + oci::kSpecVersion + "\",\"id\":\"" +
            log::JsonEscape(c.id) + "\",\"pid\":" + std::to_string(c.pid) + ",\"status\":\"" +
-           std::string(oci::StatusName(c.status)) + "\",\"bundle\":\"" +
-           log::JsonEscape(c.bundle) + "\",\"created\":\"" + log::JsonEscape(c.created) +
-           "\",\"owner\":\"root\"}";
+           std::string(oci::StatusName(c.status)) + "\",\"bundle\":\"" + log::JsonEscape(c.bundle) +
+           "\",\"rootfs\":\"" + log::JsonEscape(c.rootfs) + "\",\"created\":\"" +
+           log::JsonEscape(c.created) + "\",\"owner\":\"root\"}";
   }
   return out + "]\n";
 }

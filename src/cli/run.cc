@@ -10,19 +10,21 @@
 #include <cstring>
 
 #include "audit/audit.h"
+#include "brig/exit.h"
 #include "cli/cli.h"
 #include "cli/global.h"
 #include "cli/reclaim.h"
 #include "config/probe.h"
 #include "config/profile.h"
 #include "config/resolve.h"
-#include "proto/brig.pb.h"
-#include "brig/exit.h"
 #include "container/session.h"
 #include "egress/denials.h"
 #include "fs/host_marks.h"
 #include "log/log.h"
 #include "manifest/manifest.h"
+#include "oci/spec.h"
+#include "proto/brig.pb.h"
+#include "security/seccomp.h"
 #include "security/seccomp_cache.h"
 #include "supervise/stdio.h"
 #include "util/digest.h"
@@ -385,6 +387,11 @@ int RunMain(const std::vector<std::string>& args) {
   return RunSandbox(*sb);
 }
 
+std::string VersionText() {
+  return std::string("brig version ") + BRIG_VERSION + "\nspec: " + oci::kSpecVersion +
+         "\nlibseccomp: " + security::LibseccompVersion() + "\n";
+}
+
 std::string MainUsage() {
   return "Usage: brig [GLOBAL OPTIONS] COMMAND [OPTIONS]\n\n"
          "brig runs one unit of untrusted work in a sandbox enforced by the Linux kernel.\n\n"
@@ -415,7 +422,8 @@ std::string MainUsage() {
          "  list      with the global --root: the containers under it\n\n"
          "Options:\n"
          "  --help    show this help\n"
-         "  --version show the version\n\n"
+         "  --version, -v\n"
+         "            show brig's version, the runtime spec's and libseccomp's\n\n"
          "Global options (before COMMAND, as runc's):\n" +
          GlobalUsage() +
          "\n"

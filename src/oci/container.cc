@@ -172,7 +172,8 @@ Result<std::vector<Listed>> List(const std::string& root) {
   for (const std::string& id : BRIG_TRY(ListIds(root))) {
     auto c = OpenContainer(root, id);
     if (!c) continue;  // deleted meanwhile
-    out.push_back({id, c->rec.pid(), c->status, c->rec.bundle(), c->rec.created()});
+    out.push_back(
+        {id, c->rec.pid(), c->status, c->rec.bundle(), c->rec.rootfs(), c->rec.created()});
   }
   return out;
 }

@@ -39,7 +39,7 @@ struct Listed {
   std::string id;
   pid_t pid = 0;
   ContainerStatus status = ContainerStatus::kStopped;
-  std::string bundle, created;
+  std::string bundle, rootfs, created;
 };
 Result<std::vector<Listed>> List(const std::string& root);
 

@@ -20,6 +20,10 @@
 
 namespace brig::oci {
 
+// The runtime spec's version brig writes (brig spec), reports (state, list, brig
+// --version) and takes where a config.json names none, as runc 1.1 does.
+inline constexpr char kSpecVersion[] = "1.0.2";
+
 // Parses and validates config.json's text. `name` prefixes every error ("config.json").
 Result<Spec> ParseSpec(std::string_view json, std::string_view name = "config.json");
 // BUNDLE/config.json, read as a user's file (util::ReadUserFile), parsed and validated.

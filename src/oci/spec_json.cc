@@ -147,7 +147,7 @@ std::string DefaultSpecJson(bool rootless, uid_t uid, gid_t gid) {
   const std::vector<std::string_view> caps = {"CAP_AUDIT_WRITE", "CAP_KILL",
                                               "CAP_NET_BIND_SERVICE"};
   JsonWriter w;
-  w.Open("", '{').Str("ociVersion", "1.0.2");
+  w.Open("", '{').Str("ociVersion", kSpecVersion);
   w.Open("process", '{').Raw("terminal", "true");
   w.Open("user", '{').Raw("uid", "0").Raw("gid", "0").Close();
   w.List("args", std::vector<std::string_view>{"sh"});

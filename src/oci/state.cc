@@ -20,6 +20,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "oci/spec.h"
 #include "sys/child.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -33,8 +34,6 @@ constexpr char kRecord[] = "state.pb";
 // The prefix of the directory Create makes before renaming it to the id. '~' is in no id,
 // so no verb ever names it and ListIds skips it.
 constexpr char kTempPrefix[] = "~new.";
-// runc's ociVersion when the config names none.
-constexpr char kOciVersion[] = "1.0.2";
 
 bool IdChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -301,7 +300,7 @@ ContainerStatus StatusOf(const Container& c, bool frozen) {
 // Pretty-printed as runc prints it, with a final newline.
 std::string StateJson(const Container& c, ContainerStatus status) {
   State s;
-  s.set_oci_version(c.config().oci_version().empty() ? kOciVersion : c.config().oci_version());
+  s.set_oci_version(c.config().oci_version().empty() ? kSpecVersion : c.config().oci_version());
   s.set_id(c.id());
   s.set_status(std::string(StatusName(status)));
   s.set_pid(status == ContainerStatus::kStopped ? 0 : c.pid());

@@ -236,6 +236,11 @@ Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std:
   return policy;
 }
 
+std::string LibseccompVersion() {
+  const scmp_version* v = seccomp_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->micro);
+}
+
 Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
   CtxPtr ctx = BRIG_TRY(BuildContext(policy));
   SeccompProgram program;

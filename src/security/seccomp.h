@@ -29,6 +29,8 @@ Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std:
 // Validates and compiles. Unknown syscall names, actions or architectures are errors:
 // a policy that does not mean what it says must not run.
 Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy);
+// The version of the libseccomp brig runs with ("2.5.4"): it shapes the programs compiled.
+std::string LibseccompVersion();
 
 // Validates and compiles as CompileSeccomp does, and returns libseccomp's pseudo-filter
 // code (seccomp_export_pfc): the compiled filter as readable text, for `brig policy export`.

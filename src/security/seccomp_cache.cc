@@ -23,11 +23,7 @@ namespace {
 Result<SeccompProgram> Cached(std::string_view kind, const std::string& text,
                               const std::string& cache_dir,
                               const std::function<Result<SeccompProgram>()>& compile) {
-  const scmp_version* v = seccomp_version();
-  util::TrustedCache cache(cache_dir, std::string(kind) + "/libseccomp " +
-                                          std::to_string(v->major) + "." +
-                                          std::to_string(v->minor) + "." +
-                                          std::to_string(v->micro));
+  util::TrustedCache cache(cache_dir, std::string(kind) + "/libseccomp " + LibseccompVersion());
   // The value: u32 flags | sock_filter[...], native byte order.
   std::optional<std::string> hit = cache.Get(text);
   if (hit && hit->size() > sizeof(uint32_t)) {

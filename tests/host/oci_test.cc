@@ -52,6 +52,13 @@ TEST_F(Oci, CreateStartKillDelete) {
   RunOutput q = Run({"list", "-q"});
   EXPECT_EQ(q.exit_code, 0) << q.err;
   EXPECT_EQ(q.out, "life\n");
+  // And its JSON, with each field runc's has, in runc's order (its suite matches them so).
+  RunOutput json = Run({"list", "--format", "json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"status\":\"running\",\"bundle\":\"" + b + "\",\"rootfs\":\"" + b +
+                          "/rootfs\",\"created\":\""),
+            std::string::npos)
+      << json.out;
   RunOutput zero = Run({"kill", "life", "0"});
   EXPECT_EQ(zero.exit_code, 0) << zero.err;
   EXPECT_EQ(StateOf("life").status, "running") << "signal 0 did something";
