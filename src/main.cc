@@ -62,12 +62,12 @@ int main(int argc, char** argv) {
   if (verb && verb->why_root && geteuid() != 0 && !AsksHelp(verb_args)) {
     fprintf(stderr, "brig %s: brig needs root (%s; run it with sudo)\n", args[0].c_str(),
             verb->why_root);
-    return brig::kExitRefused;
+    return verb->RefusedStatus();
   }
   if (verb) verb->BeforeOpening(verb_args);
   if (auto s = brig::log::Configure(global.debug, global.log_path, global.log_format); !s) {
     fprintf(stderr, "brig: %s\n", s.error().Render().c_str());
-    return brig::kExitRefused;
+    return verb ? verb->RefusedStatus() : brig::kExitRefused;
   }
   if (!verb || !verb->holds_signals) sigprocmask(SIG_SETMASK, &caller, nullptr);
   brig::log::Debug("brig ", BRIG_VERSION, ": ", args[0]);

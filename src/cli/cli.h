@@ -84,6 +84,10 @@ struct Verb {
   // Runs the verb on the arguments after it; it prints its own errors and returns the exit
   // code of the output contract.
   int Run(const GlobalFlags& global, const std::vector<std::string>& args) const;
+  // The exit status of a refusal before the verb has run or of the verb's own failure:
+  // brig's verbs' 125; an OCI verb's is runc's, 1, and exec's 255 (its success is its
+  // process's status).
+  int RefusedStatus() const;
 };
 
 // The row `brig NAME ARGS` runs under `global`, or nullptr if no verb has that name.

@@ -76,7 +76,8 @@ std::string Usage() {
          "them. CMD joins the sandbox's namespaces and cgroups as the sandbox user, with no\n"
          "capability, under the workload's seccomp filter and rlimits, in an environment\n"
          "built from nothing; the sandbox's audit log records it. An id that is no running\n"
-         "sandbox's is an OCI container's: brig exec ID is then runc's (see brig-oci(1)).\n\n"
+         "sandbox's but an OCI container's, or any under the global --root, makes brig exec\n"
+         "ID runc's (see brig-oci(1)).\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),

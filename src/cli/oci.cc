@@ -95,11 +95,16 @@ std::string Usage(const Verb& verb) {
   return out.str();
 }
 
-int Refuse(const Error& e) {
+// Says what failed, on stderr and in the log.
+void Say(const Error& e) {
   std::string line = e.Render();
   fprintf(stderr, "brig: %s\n", line.c_str());
   log::Mirror(log::Level::kError, line);
-  return ExitCode(e.kind);
+}
+
+int Refuse(const Error& e, const Verb& verb) {
+  Say(e);
+  return verb.RefusedStatus();
 }
 
 Result<std::string> OneId(const std::string& verb, const OciRequest& r) {
@@ -307,7 +312,7 @@ Result<int> OciRun(OciRequest& r) {
   BRIG_TRY(StartOrDelete(r));
   Result<int> code = oci::AttendProcess(process, relay.get(), signals);
   if (!r.keep) {
-    if (auto s = oci::Delete(r.root, r.create.id, true); !s) Refuse(s.error());
+    if (auto s = oci::Delete(r.root, r.create.id, true); !s) Say(s.error());
   }
   return code;
 }
@@ -397,17 +402,18 @@ int OciMain(const Verb& verb, const GlobalFlags& global, const std::vector<std::
   if (global.systemd_cgroup) {
     return Refuse(BadInput("--systemd-cgroup", "",
                            "brig has no systemd cgroup driver; give cgroupsPath as a path "
-                           "(the cgroupfs driver)"));
+                           "(the cgroupfs driver)"),
+                  verb);
   }
   auto r = Parse(verb, args);
-  if (!r) return Refuse(r.error());
+  if (!r) return Refuse(r.error(), verb);
   if (r->help) {
     fputs(Usage(verb).c_str(), stdout);
     return 0;
   }
   r->root = global.root.empty() ? oci::kDefaultRoot : global.root;
   auto rc = verb.act(*r);
-  if (!rc) return Refuse(rc.error());
+  if (!rc) return Refuse(rc.error(), verb);
   return *rc;
 }
 

@@ -6,10 +6,12 @@
 #include <charconv>
 #include <string_view>
 
+#include "brig/exit.h"
 #include "cli/cli.h"
 #include "cli/oci.h"
 #include "container/sandbox_exec.h"
 #include "oci/launch.h"
+#include "oci/state.h"
 #include "util/parse.h"
 
 namespace brig::cli {
@@ -293,17 +295,25 @@ bool ExecFlagTakesValue(const std::string& flag) {
   });
 }
 
+// Whether an OCI container `id` is under the default --root.
+bool NamesAContainer(const std::string& id) {
+  if (!oci::CheckId(id)) return false;
+  auto ids = oci::ListIds(oci::kDefaultRoot);
+  return ids && std::find(ids->begin(), ids->end(), id) != ids->end();
+}
+
 // `brig exec` is brig's own, into a running sandbox, when its first argument is a live
-// sandbox's id or --name (or it has none and asks for --help), and never under the global
-// --root, which is an engine's call: otherwise the OCI verb, as runc's. The arguments
-// before it are flags of either verb, whose values are skipped as either takes them.
+// sandbox's id or --name, or names no OCI container either (brig's own then refuses it),
+// or it has none and asks for --help; never under the global --root, which is an engine's
+// call: otherwise the OCI verb, as runc's. The arguments before it are flags of either
+// verb, whose values are skipped as either takes them.
 bool NamesASandbox(const GlobalFlags& global, const std::vector<std::string>& args) {
   if (!global.root.empty()) return false;
   bool help = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;
-    if (a.size() < 2 || a[0] != '-') return container::NamesASandbox(a);
+    if (a.size() < 2 || a[0] != '-') return container::NamesASandbox(a) || !NamesAContainer(a);
     help |= a == "--help" || a == "-h";
     if (a.find('=') == std::string::npos && ExecFlagTakesValue(a)) ++i;
   }
@@ -437,6 +447,11 @@ void Verb::BeforeOpening(const std::vector<std::string>& args) const {
 
 int Verb::Run(const GlobalFlags& global, const std::vector<std::string>& args) const {
   return act ? OciMain(*this, global, args) : main(args);
+}
+
+int Verb::RefusedStatus() const {
+  if (!act) return kExitRefused;
+  return std::string_view(name) == "exec" ? 255 : 1;
 }
 
 const Verb* FindVerb(const std::string& name, const GlobalFlags& global,

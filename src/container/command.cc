@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstring>
+
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -20,22 +23,28 @@ std::string EnvValue(const std::vector<std::string>& env, const std::string& key
   return {};
 }
 
+// Why `path` cannot be run, worded as runc words it: execve's error in lower case, as Go
+// prints it. Engines read these words, not brig's exit status: Docker and podman make "no
+// such file or directory" and "executable file not found" 127, and "permission denied"
+// 126.
+Error CannotRun(const std::string& path, int err, ErrorKind kind) {
+  std::string why = strerror(err);
+  if (!why.empty()) why[0] = static_cast<char>(tolower(static_cast<unsigned char>(why[0])));
+  return Fail("command", path, why, kind);
+}
+
 // One candidate, looked up from `dir` (an O_PATH fd, or AT_FDCWD) with the caller's real
 // ids, as execve would judge it.
 Result<std::string> Check(int dir, const std::string& path) {
   struct stat st;
   if (fstatat(dir, path.c_str(), &st, 0) < 0) {
-    return SysError("command", path).WithKind(errno == ENOENT || errno == ENOTDIR
-                                                  ? ErrorKind::kNotFound
-                                                  : ErrorKind::kNotExecutable);
+    return CannotRun(
+        path, errno,
+        errno == ENOENT || errno == ENOTDIR ? ErrorKind::kNotFound : ErrorKind::kNotExecutable);
   }
-  if (S_ISDIR(st.st_mode)) {
-    errno = EISDIR;
-    return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
-  }
+  if (S_ISDIR(st.st_mode)) return CannotRun(path, EISDIR, ErrorKind::kNotExecutable);
   if (auto s = sys::Faccessat(dir, path, X_OK, path); !s) {
-    errno = s.error().err;
-    return SysError("command", path).WithKind(ErrorKind::kNotExecutable);
+    return CannotRun(path, s.error().err, ErrorKind::kNotExecutable);
   }
   return path;
 }
@@ -52,7 +61,7 @@ Result<std::string> ResolveCommand(const std::string& cmd, const std::vector<std
   const int dir = wd ? wd.get() : AT_FDCWD;
   if (cmd.find('/') != std::string::npos) return Check(dir, cmd);
   std::string path = EnvValue(env, "PATH");
-  Error last = Fail("command", cmd, "not found in PATH", ErrorKind::kNotFound);
+  Error last = Fail("command", cmd, "executable file not found in $PATH", ErrorKind::kNotFound);
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find(':', start);

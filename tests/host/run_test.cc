@@ -457,7 +457,7 @@ TEST_F(Run, CommandNotFoundOrNotExecutable) {
   EXPECT_EQ(RunBrig({"run", "--", "/no/such/path"}).exit_code, 127);
   auto ne = RunBrig({"run", "--workspace", ws.path(), "--", "/workspace/script.sh"});
   EXPECT_EQ(ne.exit_code, 126) << ne.err;
-  EXPECT_NE(ne.err.find("Permission denied"), std::string::npos) << ne.err;
+  EXPECT_NE(ne.err.find("permission denied"), std::string::npos) << ne.err;
   EXPECT_EQ(RunBrig({"run", "--", "/usr"}).exit_code, 126);
   // One line each.
   EXPECT_EQ(std::count(nf.err.begin(), nf.err.end(), '\n'), 1) << nf.err;
@@ -486,11 +486,11 @@ TEST_F(Run, CommandsResolveInTheWorkingDirectory) {
   EXPECT_EQ(run({"bin/tool"}).out, "tool\n");
   auto missing = run({"./missing"});
   EXPECT_EQ(missing.exit_code, 127);
-  EXPECT_EQ(missing.err, "brig: command './missing': No such file or directory\n");
+  EXPECT_EQ(missing.err, "brig: command './missing': no such file or directory\n");
   EXPECT_EQ(run({"./plain.txt/x"}).exit_code, 127);  // ENOTDIR
   auto plain = run({"./plain.txt"});
   EXPECT_EQ(plain.exit_code, 126);
-  EXPECT_EQ(plain.err, "brig: command './plain.txt': Permission denied\n");
+  EXPECT_EQ(plain.err, "brig: command './plain.txt': permission denied\n");
   EXPECT_EQ(run({"./bin"}).exit_code, 126);
   auto sh = run({"./no-shebang"});
   EXPECT_EQ(sh.exit_code, 0) << sh.err;

@@ -37,9 +37,13 @@ TEST_F(Command, RelativePathsAreFromTheWorkingDirectory) {
 
 TEST_F(Command, NotFoundIs127AndNotExecutableIs126AsExecvpGivesThem) {
   EXPECT_EQ(Find("./missing").error().kind, ErrorKind::kNotFound);
-  EXPECT_EQ(Find("./missing").error().Render(), "command './missing': No such file or directory");
+  EXPECT_EQ(Find("./missing").error().Render(), "command './missing': no such file or directory");
   EXPECT_EQ(Find("plain/x").error().kind, ErrorKind::kNotFound);  // ENOTDIR
   EXPECT_EQ(Find("run.sh").error().kind, ErrorKind::kNotFound);   // cwd not on PATH
+  // In runc's words, which engines match to give 127 and 126.
+  EXPECT_EQ(Find("run.sh").error().Render(),
+            "command 'run.sh': executable file not found in $PATH");
+  EXPECT_EQ(Find("./plain").error().Render(), "command './plain': permission denied");
   EXPECT_EQ(Find("./plain").error().kind, ErrorKind::kNotExecutable);
   EXPECT_EQ(Find("./bin").error().kind, ErrorKind::kNotExecutable);
   // A candidate that cannot run is remembered while the search goes on.

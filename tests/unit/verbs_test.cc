@@ -63,10 +63,11 @@ TEST(Verbs, ListIsTheOciVerbUnderRoot) {
   EXPECT_TRUE(IsOci(FindVerb("list", global, {})));
 }
 
-// `brig exec` is brig's own when it asks for --help without an id, and never under the
-// global --root; a call that names no running sandbox is the OCI verb's, its flags
-// runc's (their values are not taken for the id).
-TEST(Verbs, ExecIsBrigsOwnOnlyForARunningSandboxOrItsHelp) {
+// `brig exec` is brig's own when it asks for --help without an id, or names something no
+// OCI container under the default root is (brig's own then refuses it, with its own words
+// and 125), and never under the global --root; the OCI verb's flags are skipped with their
+// values, not taken for the id. Without an id at all, it is the OCI verb's to refuse.
+TEST(Verbs, ExecIsBrigsOwnUnlessItNamesAnOciContainerOrRunsUnderRoot) {
   GlobalFlags global;
   const Verb* help = FindVerb("exec", global, {"--help"});
   ASSERT_NE(help, nullptr);
@@ -74,12 +75,13 @@ TEST(Verbs, ExecIsBrigsOwnOnlyForARunningSandboxOrItsHelp) {
   for (std::vector<std::string> args :
        {std::vector<std::string>{"--process", "brig-no-such-sandbox-0", "id"},
         {"-e", "A=1", "--cwd=/x", "brig-no-such-sandbox-0", "true"},
-        {"brig-no-such-sandbox-0", "--", "true"},
-        {}}) {
-    EXPECT_TRUE(IsOci(FindVerb("exec", global, args))) << (args.empty() ? "" : args[0]);
+        {"brig-no-such-sandbox-0", "--", "true"}}) {
+    EXPECT_FALSE(IsOci(FindVerb("exec", global, args))) << args[0];
   }
+  EXPECT_TRUE(IsOci(FindVerb("exec", global, {})));
   global.root = "/run/containerd/runc/k8s.io";
   EXPECT_TRUE(IsOci(FindVerb("exec", global, {"--help"})));
+  EXPECT_TRUE(IsOci(FindVerb("exec", global, {"brig-no-such-sandbox-0", "true"})));
 }
 
 TEST(Verbs, AnUnknownNameHasNoRow) {
