@@ -41,7 +41,12 @@ namespace {
     p.become(sync_fd);
     _exit(125);
   }
-  _exit(SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid)) ? 0 : 125);
+  if (!SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid))) _exit(125);
+  // Held until brig has the process's pidfd, then killed: while this stage child lives,
+  // the process is its child, so one that ends at once stays a zombie that nothing else
+  // reaps and whose pid nobody else gets. Once it went, an engine's shim (the subreaper
+  // above a detached exec) reaped such a process before brig opened it.
+  for (;;) pause();
 }
 
 }  // namespace
@@ -59,14 +64,14 @@ Result<Joined> Join(const JoinTarget& t, const JoinedProcess& p) {
     JoinAndFork(t, p, child_end.get());
   }
   child_end.Reset();
-  // The stage child's kPid, then it is reaped; one that fails or goes silent is killed
-  // and reaped as it goes out of scope.
+  // The stage child's kPid, then the process's pidfd, then the stage child is killed
+  // and reaped, as one that fails or goes silent is when it goes out of scope.
   sys::Child stage(pid, sys::UniqueFd(pidfd));
   j.sync.Track(stage.pidfd());
   Message m = BRIG_TRY(j.sync.Next());
-  BRIG_TRY_CTX(stage.Reap(), "exec's stage child");
   j.pid = BRIG_TRY(ReportedPid(m));
   j.pidfd = BRIG_TRY_CTX(sys::PidfdOpen(j.pid, "the process"), "exec");
+  stage.KillAndReap();
   j.sync.Track(j.pidfd.get());
   return j;
 }

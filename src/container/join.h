@@ -3,7 +3,8 @@
 // oci/exec.cc). brig clones a stage child into the target's v2 group (CLONE_INTO_CGROUP);
 // the stage child joins the v1 groups itself (cgroup::JoinV1), then every namespace at once
 // through the target's pidfd (setns(2)); since a pid namespace is entered only by
-// children, it forks the process, reports its pid and exits. The process is the front
+// children, it forks the process, reports its pid and is killed once brig holds the
+// process's pidfd (so that no one reaps the process first). The process is the front
 // end's: it takes its credentials and seccomp filter and execs as that front end's own
 // workload does.
 //
@@ -17,8 +18,9 @@
 //                                         setns(pidfd, namespaces)
 //                                         every fd closed but those named
 //                                         fork ───────────────────────▶ its front end's steps
-//                    ◀── kPid {pid}       exits (brig, the subreaper,
-//                                         adopts the process)
+//                    ◀── kPid {pid}       waits
+//   pidfd_open(pid), then SIGKILL ──────▶ (brig, the subreaper, adopts
+//                                         the process)
 //   (sandbox: audit) ─── kStart ──▶                                     (sandbox: waits for it)
 //                    ◀── kError, or EOF at execve
 //

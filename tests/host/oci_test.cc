@@ -519,6 +519,21 @@ TEST_F(Oci, ExecRunsInTheContainer) {
   EXPECT_TRUE(AwaitGone(init));
 }
 
+// A detached exec's process is reaped by the subreaper above brig (an engine's shim; here
+// the test) as soon as it is that subreaper's. brig used to open its pidfd only after the
+// stage child had gone, so an exec whose command ended at once failed now and then
+// ("pidfd_open 'the process': No such process": Docker's exec check, once in 26).
+TEST_F(Oci, ADetachedExecThatEndsAtOnceStillSucceeds) {
+  pid_t init = CreateAndStart(Cfg("quick"), "quick", "sleep");
+  ASSERT_GT(init, 0);
+  for (int i = 0; i < 40; ++i) {
+    RunOutput d = Run({"exec", "--detach", "quick", "true"});
+    ASSERT_EQ(d.exit_code, 0) << "exec " << i << ": " << d.err;
+  }
+  EXPECT_EQ(Run({"delete", "--force", "quick"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+}
+
 // Whether `pid` is frozen as the host's freezer says it: the v2 group's cgroup.events (on a
 // hybrid host too, where brig freezes through cgroup.freeze when the unified group has it),
 // or the v1 freezer (FROZEN, and its task state D), as runc uses on hybrid hosts.
