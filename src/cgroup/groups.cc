@@ -21,6 +21,7 @@
 #include "cgroup/control.h"
 #include "cgroup/device_filter.h"
 #include "cgroup/resources.h"
+#include "log/log.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -356,10 +357,35 @@ Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oc
   std::unique_ptr<Groups> cg = Lay(layout, path, IsV1Controller);
   // Refused before anything is made: what the host cannot honour.
   BRIG_TRY(cg->PlanCreate(r));
+  BRIG_TRY(cg->CheckJoined());
   BRIG_TRY(cg->MakeAll(note, V2ControllersFor(r)));
   // From here on, whatever fails destroys what was made (the destructor).
   BRIG_TRY(cg->Apply(r, true));
   return cg;
+}
+
+// runc's checks and words. A frozen group would freeze the container's process as it
+// joined, before it could even report; nothing of brig's would ever thaw it (the group is
+// not brig's to write to), and a SIGKILL does not end a frozen process.
+Status Groups::CheckJoined() const {
+  bool warned = false;
+  for (const Group& g : groups_) {
+    if (g.owned) continue;
+    std::optional<std::string> state = g.v2               ? ReadTrimmed(g.dir + "/cgroup.freeze")
+                                       : g.Has("freezer") ? ReadTrimmed(g.dir + "/freezer.state")
+                                                          : std::nullopt;
+    if (state && *state != "0" && *state != "THAWED") {
+      return Fail("cgroup", g.dir, "container's cgroup unexpectedly frozen (thaw it first)");
+    }
+    auto procs = ReadTrimmed(g.dir + "/cgroup.procs");
+    if (!warned && procs && !procs->empty()) {
+      log::Warn("cgroup '", g.dir, "': container's cgroup is not empty: ",
+                std::count(procs->begin(), procs->end(), '\n') + 1,
+                " processes are in it already, and share its limits");
+      warned = true;
+    }
+  }
+  return {};
 }
 
 Result<std::unique_ptr<Groups>> Groups::ForSandbox(const Layout& layout, const cgroup::Plan& plan,

@@ -146,6 +146,10 @@ class Groups {
   // What Create notes: each group joined, or the directories it makes for it (Missing), in
   // order (a sandbox's: its groups alone); `missing`, if given, gets each group's Missing.
   std::vector<Noted> ToMake(std::vector<std::vector<std::string>>* missing) const;
+  // Refuses a group to be joined that is frozen ("container's cgroup unexpectedly frozen",
+  // as runc words it), and warns once if one already holds processes ("container's cgroup
+  // is not empty"), as runc does.
+  Status CheckJoined() const;
   // Notes, then makes, the groups Lay laid out, with the v2 controllers `want` enabled for
   // the v2 group (a write that fails is an error), and, for a container, those it reports
   // stats of where they can be. Whatever fails removes what was made.

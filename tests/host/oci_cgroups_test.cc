@@ -19,6 +19,7 @@
 #include "cgroup/cgroup.h"
 #include "cgroup/device_filter.h"
 #include "host/host_fixture.h"
+#include "log/log.h"
 #include "oci/cgroups.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -388,6 +389,39 @@ TEST_F(OciCgroups, AnExistingGroupIsJoinedAndKept) {
       << refused.error().Render();
   ASSERT_TRUE((*created)->Destroy());
   for (const auto& d : made_) EXPECT_TRUE(Exists(d)) << d;
+}
+
+// As runc: a frozen group is never joined, since the container's process would freeze as
+// it joined and nothing of brig's would thaw it (a create used to wait for it for ever); a
+// group that holds processes already is joined with a warning.
+TEST_F(OciCgroups, AFrozenGroupIsNeverJoinedAndABusyOneIsJoinedWithAWarning) {
+  std::string state = MountOf("freezer") + parent_ + "/freezer.state";
+  std::string frozen = "FROZEN", thawed = "THAWED";
+  if (!OnV1("freezer"))
+    state = MountOf("freezer") + parent_ + "/cgroup.freeze", frozen = "1", thawed = "0";
+  ASSERT_TRUE(Exists(state)) << "no freezer for " << parent_;
+  ASSERT_TRUE(util::WriteFile(state, frozen));
+  auto refused = Create(SpecAt(parent_));
+  ASSERT_TRUE(util::WriteFile(state, thawed));
+  ASSERT_FALSE(refused) << "a frozen group was joined";
+  EXPECT_NE(refused.error().Render().find("container's cgroup unexpectedly frozen"),
+            std::string::npos)
+      << refused.error().Render();
+
+  auto first = Create(SpecAt(parent_));
+  ASSERT_TRUE(first) << first.error().Render();
+  SpinningChild spinner(**first);
+  ASSERT_GT(spinner.pid(), 0);
+  children_.push_back(spinner.pid());
+  ScratchDir d;
+  const std::string log_file = d.path() + "/log";
+  ASSERT_TRUE(log::Configure(false, log_file, log::Format::kText));
+  auto busy = Create(SpecAt(parent_));
+  ASSERT_TRUE(log::Configure(false, "", log::Format::kText));
+  ASSERT_TRUE(busy) << busy.error().Render();
+  EXPECT_NE(ReadFileOrEmpty(log_file).find("container's cgroup is not empty: 1 processes"),
+            std::string::npos)
+      << ReadFileOrEmpty(log_file);
 }
 
 TEST_F(OciCgroups, TheV2DeviceFilterDeniesWhatTheRulesDeny) {
