@@ -111,6 +111,11 @@ constexpr OciFlag kFlags[] = {
        r.exec.caps.push_back(v);
        return {};
      }},
+    {"--ignore-paused", nullptr, "start it in a paused container too (it runs once resumed)",
+     [](OciRequest& r, const std::string&) -> Status {
+       r.exec.ignore_paused = true;
+       return {};
+     }},
     {"--no-new-privs", nullptr, "set no_new_privs for the process",
      [](OciRequest& r, const std::string&) -> Status {
        r.exec.no_new_privs = true;
@@ -252,7 +257,8 @@ constexpr const OciFlag* kExecFlags[] = {Named("--pid-file"),     Named("--conso
                                          Named("--process"),      Named("--tty"),
                                          Named("--cwd"),          Named("--env"),
                                          Named("--user"),         Named("--additional-gids"),
-                                         Named("--cap"),          Named("--no-new-privs")};
+                                         Named("--cap"),          Named("--no-new-privs"),
+                                         Named("--ignore-paused")};
 constexpr const OciFlag* kKillFlags[] = {Named("--all")};
 constexpr const OciFlag* kDeleteFlags[] = {Named("--force")};
 constexpr const OciFlag* kFormatFlags[] = {Named("--format")};

@@ -92,7 +92,14 @@ Result<Target> OpenTarget(const ExecOptions& o) {
   t.rec = BRIG_TRY(dir.Read());
   t.cgroups = CgroupsOf(t.rec);
   ContainerStatus st = StatusOf(t.rec, t.cgroups->Frozen());
-  if (st != ContainerStatus::kRunning && st != ContainerStatus::kCreated) {
+  // runc's words. With --ignore-paused, the process is started all the same, and waits
+  // in the frozen groups, as runc's does, until the container is resumed (or the step's
+  // time runs out).
+  if (st == ContainerStatus::kPaused && !o.ignore_paused) {
+    return Fail("exec", o.id, "cannot exec in a paused container (see --ignore-paused)");
+  }
+  if (st != ContainerStatus::kRunning && st != ContainerStatus::kCreated &&
+      st != ContainerStatus::kPaused) {
     return BadInput("container", o.id,
                     "cannot exec in it (it is " + std::string(StatusName(st)) + ")");
   }

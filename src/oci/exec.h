@@ -26,6 +26,7 @@ struct ExecOptions {
   std::string console_socket, pid_file;
   int preserve_fds = 0;
   bool detach = false;
+  bool ignore_paused = false;  // start it in a paused container, to run once it is resumed
 };
 
 // The process the flags describe, over config.json's process (runc's defaults: its env,

@@ -572,9 +572,42 @@ TEST_F(Oci, PsPauseResume) {
   EXPECT_EQ(StateOf("pp").status, "paused");
   EXPECT_TRUE(Frozen(init, CgroupPath("pp"))) << "state " << StatOf(init).first;
   EXPECT_TRUE(Frozen(p, CgroupPath("pp")));
+  // runc's refusal and its words; with --ignore-paused, the process waits in the frozen
+  // groups and runs once the container is resumed.
+  RunOutput refused = Run({"exec", "pp", "true"});
+  EXPECT_EQ(refused.exit_code, 255);
+  EXPECT_NE(refused.err.find("cannot exec in a paused container"), std::string::npos)
+      << refused.err;
+  // The group that freezes it (Frozen), which the process enters first.
+  std::string procs = ControllerDir("freezer", CgroupPath("pp")) + "/cgroup.procs";
+  for (const CgroupMount& m : CgroupMounts()) {
+    if (m.v2 && Exists(m.point + CgroupPath("pp") + "/cgroup.freeze")) {
+      procs = m.point + CgroupPath("pp") + "/cgroup.procs";
+    }
+  }
+  auto count = [&] { return Lines(ReadFileOrEmpty(procs)).size(); };
+  ASSERT_EQ(count(), 2u) << ReadFileOrEmpty(procs);
+  // In the background, its status said by a shell: Run reaps every child of the test's.
+  const std::string said = scratch_.path() + "/ignore-paused.out";
+  pid_t bg = fork();
+  if (bg == 0) {
+    int fd = open(said.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(98);
+    execl("/bin/sh", "sh", "-c",
+          "\"$0\" --root \"$1\" exec --ignore-paused pp echo ran-once-resumed; echo rc=$?",
+          RuntimeBinary().c_str(), root_.c_str(), nullptr);
+    _exit(99);
+  }
+  ASSERT_GT(bg, 0);
+  NoteSpawned(bg);
+  EXPECT_TRUE(Eventually([&] { return count() == 3; })) << "the exec never joined";
+  EXPECT_EQ(ReadFileOrEmpty(said), "") << "the exec ran in a paused container";
 
   RunOutput re = Run({"resume", "pp"});
   ASSERT_EQ(re.exit_code, 0) << re.err;
+  EXPECT_TRUE(Eventually([&] { return ReadFileOrEmpty(said).find("rc=") != std::string::npos; }));
+  EXPECT_EQ(ReadFileOrEmpty(said), "ran-once-resumed\nrc=0\n");
+  (void)waitpid(bg, nullptr, WNOHANG);
   EXPECT_EQ(StateOf("pp").status, "running");
   EXPECT_FALSE(Frozen(init, CgroupPath("pp")));
   EXPECT_NE(Run({"resume", "pp"}).exit_code, 0) << "a running container resumed";
