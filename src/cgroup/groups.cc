@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -422,15 +423,7 @@ Result<std::unique_ptr<Groups>> Groups::ForSandbox(const Layout& layout, const c
   }
   if (const Group* m = cg->With("memory"); m && !m->v2) {
     // v1 has no memory.oom.group: the supervisor ends the sandbox on this event.
-    cg->oom_event_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!cg->oom_event_) return SysError("eventfd").Wrap("cgroup");
-    std::string control = m->dir + "/memory.oom_control";
-    sys::UniqueFd oc(open(control.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!oc) return SysError("open", control).Wrap("cgroup");
-    BRIG_TRY_CTX(
-        util::WriteFile(m->dir + "/cgroup.event_control",
-                        std::to_string(cg->oom_event_.get()) + " " + std::to_string(oc.get())),
-        "cgroup");
+    cg->oom_event_ = BRIG_TRY(cg->WatchOom());
   }
   // The facts are read once: the limits' swap depends on them, and the writes too.
   Routes routes = RoutesOf(cg->groups_, false);
@@ -621,6 +614,29 @@ Stats Groups::ReadStats() const {
     s.pids_peak = Number(p->dir + "/pids.peak");
   }
   return s;
+}
+
+Result<sys::UniqueFd> Groups::WatchOom() const {
+  const Group* m = With("memory");
+  if (!m || !m->owned) return sys::UniqueFd();
+  if (m->v2) {
+    sys::UniqueFd in(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (!in) return SysError("inotify_init1", "memory.events").Wrap("cgroup");
+    std::string events = m->dir + "/memory.events";
+    if (inotify_add_watch(in.get(), events.c_str(), IN_MODIFY) < 0) {
+      return SysError("inotify_add_watch", events).Wrap("cgroup");
+    }
+    return in;
+  }
+  sys::UniqueFd ev(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!ev) return SysError("eventfd").Wrap("cgroup");
+  std::string control = m->dir + "/memory.oom_control";
+  sys::UniqueFd oc(open(control.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!oc) return SysError("open", control).Wrap("cgroup");
+  BRIG_TRY_CTX(util::WriteFile(m->dir + "/cgroup.event_control",
+                               std::to_string(ev.get()) + " " + std::to_string(oc.get())),
+               "cgroup");
+  return ev;
 }
 
 std::optional<uint64_t> Groups::OomKills() const {

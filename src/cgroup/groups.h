@@ -105,6 +105,11 @@ class Groups {
   // An eventfd that becomes readable on an OOM kill in a sandbox's v1 memory group; -1
   // otherwise (v2 kills the whole group itself: memory.oom.group).
   int oom_event_fd() const { return oom_event_.get(); }
+  // A descriptor that becomes readable when the kernel's OOM killer acts in the memory
+  // controller's group (v1: an eventfd on memory.oom_control; v2: inotify on
+  // memory.events, which also changes for other reasons: read OomKills then). None where
+  // the group is not brig's making, or there is none.
+  Result<sys::UniqueFd> WatchOom() const;
   // The OOM kills in the memory controller's group, if it has one.
   std::optional<uint64_t> OomKills() const;
   // The resources again (`brig update`): only what `r` sets is written.

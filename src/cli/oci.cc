@@ -357,18 +357,14 @@ Result<int> OciUpdate(OciRequest& r) {
   return 0;
 }
 
-// runc's `events`: the container's statistics every --interval until it stops, or once
-// with --stats.
+// runc's `events` (oci::Events).
 Result<int> OciEvents(OciRequest& r) {
   std::string id = BRIG_TRY(OneId("events", r));
-  for (bool first = true;; first = false) {
-    auto stats = oci::Stats(r.root, id);
-    if (!stats && !first) return 0;  // the container has stopped: the stream ends
-    printf("%s\n", BRIG_TRY(std::move(stats)).c_str());
+  BRIG_TRY(oci::Events(r.root, id, r.interval, r.stats, [](const std::string& line) {
+    printf("%s\n", line.c_str());
     fflush(stdout);
-    if (r.stats) return 0;
-    usleep(static_cast<useconds_t>(r.interval.count() * 1000));
-  }
+  }));
+  return 0;
 }
 
 Result<int> OciSpec(OciRequest& r) {

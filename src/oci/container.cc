@@ -167,6 +167,37 @@ Result<std::string> Stats(const std::string& root, const std::string& id) {
   return StatsJson(id, c.cgroups->ReadStats());
 }
 
+Status Events(const std::string& root, const std::string& id, std::chrono::milliseconds interval,
+              bool once, const std::function<void(const std::string&)>& emit) {
+  // The groups are watched without the container's lock, which delete needs.
+  std::unique_ptr<cgroup::Groups> groups;
+  {
+    Opened c = BRIG_TRY(OpenContainer(root, id));
+    if (c.status == ContainerStatus::kStopped) return NotIn(id, c.status, "container not running");
+    groups = std::move(c.cgroups);
+  }
+  sys::UniqueFd oom = BRIG_TRY(groups->WatchOom());
+  uint64_t kills = groups->OomKills().value_or(0);
+  for (bool first = true;; first = false) {
+    auto stats = Stats(root, id);
+    if (!stats && !first) return {};  // the container has stopped: the stream ends
+    emit(BRIG_TRY(std::move(stats)));
+    if (once) return {};
+    struct pollfd p = {oom.get(), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(interval.count())) > 0) {
+      char drain[4096];
+      while (read(oom.get(), drain, sizeof drain) > 0) {
+      }
+    }
+    // Counted, not taken from the event alone: memory.events changes for other reasons,
+    // and a group brig did not make is not watched at all.
+    if (uint64_t now = groups->OomKills().value_or(0); now > kills) {
+      kills = now;
+      emit("{\"type\":\"oom\",\"id\":\"" + log::JsonEscape(id) + "\"}");
+    }
+  }
+}
+
 Result<std::vector<Listed>> List(const std::string& root) {
   std::vector<Listed> out;
   for (const std::string& id : BRIG_TRY(ListIds(root))) {

@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,12 @@ Result<std::vector<pid_t>> Pids(const std::string& root, const std::string& id);
 Status Update(const std::string& root, const std::string& id, const Resources& r);
 // runc's `events --stats` object for the container, one line of JSON.
 Result<std::string> Stats(const std::string& root, const std::string& id);
+// runc's `events` stream, each event one line of JSON to `emit`: the stats (Stats) at once
+// and then every `interval`, and {"type":"oom","id":ID} as soon as the kernel's OOM
+// killer has acted in the container's memory group, until the container stops; `once`:
+// the stats alone (--stats).
+Status Events(const std::string& root, const std::string& id, std::chrono::milliseconds interval,
+              bool once, const std::function<void(const std::string&)>& emit);
 
 struct Listed {
   std::string id;

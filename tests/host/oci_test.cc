@@ -694,6 +694,42 @@ TEST_F(Oci, AForegroundTerminalGoesThroughTheTerminalFilter) {
   EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << "run left its container";
 }
 
+// runc's events: --stats once, and the stream, which says {"type":"oom"} as soon as the
+// kernel kills a process of the container for memory (engines and runc's suite wait for
+// it), and ends with the container.
+TEST_F(Oci, EventsGiveStatsAndAnOomKillAsItHappens) {
+  Config c = Cfg("oom");
+  c.resources_json = R"({"memory":{"limit":33554432,"swap":33554432}})";
+  pid_t init = CreateAndStart(c, "oom", "sleep");
+  ASSERT_GT(init, 0);
+  RunOutput once = Run({"events", "--stats", "oom"});
+  EXPECT_EQ(once.exit_code, 0) << once.err;
+  EXPECT_EQ(once.out.rfind("{\"type\":\"stats\",\"id\":\"oom\",\"data\":{", 0), 0u) << once.out;
+  EXPECT_EQ(Lines(once.out).size(), 1u) << once.out;
+
+  // In the background, as the exec and delete below go on: Run reaps every child.
+  const std::string stream = scratch_.path() + "/events.out";
+  pid_t events = fork();
+  if (events == 0) {
+    int fd = open(stream.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || dup2(fd, 1) < 0) _exit(98);
+    execl(RuntimeBinary().c_str(), "brig", "--root", root_.c_str(), "events", "--interval", "200ms",
+          "oom", nullptr);
+    _exit(99);
+  }
+  ASSERT_GT(events, 0);
+  NoteSpawned(events);
+  ASSERT_TRUE(Eventually([&] { return !ReadFileOrEmpty(stream).empty(); })) << "no stats at once";
+  RunOutput hog = Run({"exec", "oom", "sh", "-c", "tail /dev/zero"});
+  EXPECT_EQ(hog.exit_code, 128 + SIGKILL) << hog.err;
+  EXPECT_TRUE(Eventually([&] {
+    return ReadFileOrEmpty(stream).find("{\"type\":\"oom\",\"id\":\"oom\"}\n") != std::string::npos;
+  })) << ReadFileOrEmpty(stream);
+  EXPECT_EQ(Run({"delete", "--force", "oom"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(events)) << "the stream outlived its container";
+  EXPECT_TRUE(AwaitGone(init));
+}
+
 TEST_F(Oci, MemoryAndPidsLimitsAreInItsCgroups) {
   Config c = Cfg("res");
   c.resources_json = R"({"memory":{"limit":67108864},"pids":{"limit":42}})";
