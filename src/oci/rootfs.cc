@@ -13,12 +13,16 @@
 #undef minor
 #include <unistd.h>
 
+#include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include "fs/rootfs.h"
 #include "oci/spec.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
+#include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::oci {
 namespace {
@@ -182,6 +186,38 @@ Status PrepareRootfs(const std::string& rootfs, const RootfsPlan& plan) {
   return fs::ApplySteps(root.get(), plan.before_pivot);
 }
 
+namespace {
+
+// --no-pivot leaves the host's mounts under the container's root, where no path reaches
+// them but the kernel still counts them: a full proc or sysfs among them let a process
+// with CAP_SYS_ADMIN in a user namespace of its own mount a new, unmasked proc or sysfs
+// (the kernel's mount_too_revealing looks at every mount of the namespace). As runc does,
+// each one outside the root is unmounted first, or, where the kernel keeps it (locked by
+// the user namespace), covered by an empty read-only tmpfs.
+Status HideHostProcAndSys(const std::string& rootfs) {
+  std::string text = BRIG_TRY(util::ReadFile("/proc/self/mountinfo"));
+  for (std::string_view line : util::Split(text, '\n')) {
+    std::vector<std::string_view> f = util::Split(line, ' ');
+    auto dash = std::find(f.begin(), f.end(), "-");
+    if (f.size() < 5 || dash == f.end() || dash + 1 == f.end()) continue;
+    std::string_view type = *(dash + 1);
+    std::string point = util::UnescapeMountinfo(f[4]);
+    if ((type != "proc" && type != "sysfs") || f[3] != "/" || util::PathWithin(point, rootfs)) {
+      continue;
+    }
+    if (umount2(point.c_str(), MNT_DETACH) == 0 || errno == ENOENT) continue;
+    if (errno != EINVAL && errno != EPERM) return SysError("umount2", point);
+    if (mount("tmpfs", point.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              nullptr) < 0 &&
+        errno != ENOENT) {
+      return SysError("mount", "tmpfs over the host's " + point);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Status EnterRootfs(const std::string& rootfs, bool no_pivot) {
   if (!no_pivot) {
     sys::UniqueFd root(open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -189,6 +225,7 @@ Status EnterRootfs(const std::string& rootfs, bool no_pivot) {
     BRIG_TRY_CTX(fs::PivotInto(root.get()), rootfs);
     return {};
   }
+  BRIG_TRY_CTX(HideHostProcAndSys(rootfs), "--no-pivot");
   if (chdir(rootfs.c_str()) < 0) return SysError("chdir", rootfs);
   if (mount(rootfs.c_str(), "/", nullptr, MS_MOVE, nullptr) < 0) {
     return SysError("mount", "move root " + rootfs);

@@ -272,6 +272,22 @@ TEST_F(OciDoors, ASysctlNeverReachesANamespaceTheContainerDoesNotOwn) {
   EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
 }
 
+// --no-pivot leaves the host's mounts under the container's root. A full proc among them
+// let the container, root in a user namespace of its own, mount a new proc with nothing
+// masked (the kernel allows it where a fully visible one is in the mount namespace): runc
+// hides the host's first, and so does brig.
+TEST_F(OciDoors, ANoPivotContainerNeverMountsABareProc) {
+  Config c = Cfg("nopivot");
+  // Root's id mapped to itself in the new user namespace (unshare -r) takes CAP_SETFCAP.
+  for (auto* set : {&c.bounding, &c.effective, &c.permitted}) set->push_back("CAP_SETFCAP");
+  c.args = {"unshare", "-mrpf", "sh", "-c",
+            "echo in-its-own-userns; mount -t proc none /proc && echo bare-proc-mounted; true"};
+  RunOutput r = Run({"run", "--no-pivot", "--bundle", Bundle(c, "nopivot"), "nopivot"});
+  ASSERT_NE(r.out.find("in-its-own-userns"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("bare-proc-mounted"), std::string::npos) << r.out;
+  EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << "run left its container";
+}
+
 // A user-namespaced container (podman --userns=auto, a pod with hostUsers: false) gets the
 // host's device nodes bound in, which its root, an id the host maps elsewhere, can use but
 // never chown, chmod or touch: the host's /dev/null was once seen owned by such a root.
