@@ -305,6 +305,19 @@ Status BindSource(int root, const Step& s, const std::string& dest) {
 
 // kMount.
 Status NewMount(int root, const Step& s, const std::string& dest) {
+  if (s.type == "proc" || s.type == "sysfs") {
+    // On an ordinary directory, never through a symlink the image put at the destination
+    // (runc's rule, and its words): the masked and read-only paths over it are resolved by
+    // their own paths later, and must land on this file system, not beside it.
+    size_t slash = dest.rfind('/');
+    std::string dir = slash == 0 ? "/" : dest.substr(0, slash), name = dest.substr(slash + 1);
+    auto parent = OpenInRoot(root, dir, false, false);
+    struct stat st;
+    if (parent && fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode)) {
+      return Fail("mount", dest, s.type + " must be mounted on ordinary directory, not a symlink");
+    }
+  }
   sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, dest, true, false));
   auto made = MakeFs(s, s.type, true, dest);
   if (!made && s.host_sys && made.error().err == EPERM) {

@@ -915,6 +915,22 @@ TEST_F(Oci, UnknownNamespaceFailsCleanly) {
   EXPECT_EQ(r.exit_code, 1) << "runc's status for a verb that failed";
 }
 
+// proc and sysfs go on an ordinary directory, never through a symlink the image put there
+// (runc's rule and words): the masks over them are resolved by their own paths.
+TEST_F(Oci, ProcOrSysThroughASymlinkIsRefused) {
+  for (const std::string dir : {"proc", "sys"}) {
+    Config c = Cfg("procln");
+    std::string b = Bundle(c, "procln-" + dir);
+    std::string at = b + "/rootfs/" + dir;
+    ASSERT_TRUE(rmdir(at.c_str()) == 0 || errno == ENOENT) << at << ": " << strerror(errno);
+    ASSERT_EQ(symlink("/elsewhere", at.c_str()), 0) << strerror(errno);
+    RunOutput r = Run({"create", "--bundle", b, "procln"});
+    ExpectCleanFailure(r, "procln");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("must be mounted on ordinary directory"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(Oci, MissingArgsFailsCleanly) {
   Config c = Cfg("args");
   c.args.clear();
