@@ -147,13 +147,26 @@ void AddDevices(std::vector<fs::Step>& steps, const Spec& spec, bool userns) {
 
 Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& ro) {
   RootfsPlan plan;
+  bool seal_dev = false;
   for (const Mount& m : spec.mounts()) {
     if (m.uid_mappings_size() > 0 || m.gid_mappings_size() > 0) {
       return BadInput("mounts", m.destination(), "id-mapped mounts are not supported");
     }
+    size_t at = plan.before_pivot.size();
     AddMount(plan.before_pivot, m, ro);
+    fs::Step& made = plan.before_pivot[at];
+    // A read-only /dev of the container's own is filled first (its devices, /dev/pts, /dev/shm
+    // mount points) and made read-only after, as runc does (runc #3248).
+    if (made.kind == fs::StepKind::kMount && made.dest == Dest("/dev") &&
+        ((made.flags & MS_RDONLY) || (made.attrs & MOUNT_ATTR_RDONLY))) {
+      made.flags &= ~MS_RDONLY;
+      made.attrs &= ~static_cast<uint64_t>(MOUNT_ATTR_RDONLY);
+      seal_dev = true;
+    }
   }
   AddDevices(plan.before_pivot, spec, ro.userns);
+  if (seal_dev)
+    plan.after_pivot.push_back(StepOf(fs::StepKind::kSealRoRecursive, "/dev", "mounts"));
   for (const std::string& p : spec.linux().masked_paths()) {
     plan.after_pivot.push_back(StepOf(fs::StepKind::kMask, p, "linux.maskedPaths"));
   }

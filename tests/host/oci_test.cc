@@ -931,6 +931,24 @@ TEST_F(Oci, ProcOrSysThroughASymlinkIsRefused) {
   }
 }
 
+// A read-only /dev of the container's own still gets its devices and mount points, and is
+// read-only once the container runs, as runc makes it (runc #3248).
+TEST_F(Oci, AReadOnlyDevIsFilledThenMadeReadOnly) {
+  Config c = Cfg("rodev");
+  for (MountSpec& m : c.mounts) {
+    if (m.destination == "/dev") m.options.push_back("ro");
+  }
+  c.args = {"sh", "-c",
+            "grep '^tmpfs /dev ' /proc/mounts; touch /dev/x 2>/dev/null && echo wrote; "
+            "test -c /dev/null && test -e /dev/pts/ptmx && echo filled; echo ok > /dev/shm/x && "
+            "echo shm-writable"};
+  RunOutput r = Run({"run", "--bundle", Bundle(c, "rodev"), "rodev"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("tmpfs /dev tmpfs ro,", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("filled\nshm-writable\n"), std::string::npos) << r.out;
+}
+
 TEST_F(Oci, MissingArgsFailsCleanly) {
   Config c = Cfg("args");
   c.args.clear();
