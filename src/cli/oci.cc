@@ -67,7 +67,10 @@ Result<OciRequest> Parse(const Verb& verb, const std::vector<std::string>& args)
   std::vector<OciFlag> table = FlagsOf(verb);
   std::string name = verb.name;
   OciRequest r;
-  // Flags in runc's spellings become the table's; their values stay as given.
+  // Flags in runc's spellings become the table's; their values stay as given. As runc's,
+  // a verb's flags may also come after its id, except exec's, whose command follows the
+  // id with flags of its own.
+  const bool after_id = name != "exec";
   std::vector<std::string> canon = args;
   size_t i = 0;
   for (; i < canon.size(); ++i) {
@@ -75,11 +78,15 @@ Result<OciRequest> Parse(const Verb& verb, const std::vector<std::string>& args)
       ++i;
       break;
     }
-    if (canon[i].size() < 2 || canon[i][0] != '-') break;
+    if (canon[i].size() < 2 || canon[i][0] != '-') {
+      if (!after_id) break;
+      r.positional.push_back(canon[i]);
+      continue;
+    }
     canon[i] = Canonical(name, canon[i]);
     BRIG_TRY(ApplyFlag(table, canon, i, r, "brig " + name));
   }
-  r.positional.assign(args.begin() + static_cast<ptrdiff_t>(i), args.end());
+  r.positional.insert(r.positional.end(), args.begin() + static_cast<ptrdiff_t>(i), args.end());
   return r;
 }
 

@@ -743,6 +743,14 @@ TEST_F(Oci, MemoryAndPidsLimitsAreInItsCgroups) {
   EXPECT_EQ(Trim(ReadFileOrEmpty(mem + (v1 ? "/memory.limit_in_bytes" : "/memory.max"))),
             "67108864");
   EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/pids.max")), "42");
+  // update, its flags before the id or after it, as runc takes them (its suite puts them
+  // after).
+  RunOutput after = Run({"update", "res", "--pids-limit", "43"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/pids.max")), "43");
+  RunOutput before = Run({"update", "--pids-limit", "44", "res"});
+  EXPECT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/pids.max")), "44");
   std::string procs = ReadFileOrEmpty(mem + "/cgroup.procs");
   EXPECT_EQ(Trim(procs), std::to_string(pid)) << "the container is not in its memory cgroup";
   EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/cgroup.procs")), std::to_string(pid));
