@@ -56,6 +56,13 @@ TEST(OciSpec, AMinimalConfigParses) {
   EXPECT_EQ(spec->linux().namespaces_size(), 3);
 }
 
+// runc's reading: a new namespace named twice is one new namespace.
+TEST(OciSpec, ANewNamespaceNamedTwiceIsOne) {
+  auto spec = ParseSpec(Config(kProcess, R"({"namespaces": [{"type": "cgroup"}, {"type": "pid"},
+                                                            {"type": "cgroup"}]})"));
+  ASSERT_TRUE(spec) << spec.error().Render();
+}
+
 struct Refusal {
   std::string json;
   std::string error;  // the whole rendered line
