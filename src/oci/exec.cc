@@ -11,6 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <charconv>
+#include <string_view>
+
 #include "brig/exit.h"
 #include "container/command.h"
 #include "container/join.h"
@@ -52,7 +55,10 @@ Status ParseUser(const std::string& user, Process& p) {
                                 const ConsoleSize& size, int console_fd, int sync_fd) {
   if (setsid() < 0) SendErrorAndExit(sync_fd, SysError("setsid"));
   if (terminal) {
-    if (auto s = SetupConsole(console_fd, size, false); !s) SendErrorAndExit(sync_fd, s.error());
+    uid_t owner = p.credentials ? p.credentials->uid : 0;
+    if (auto s = SetupConsole(console_fd, size, false, owner); !s) {
+      SendErrorAndExit(sync_fd, s.error());
+    }
   }
   // Above the fds --preserve-fds hands over, only the sync socket is left, and it goes at
   // execve.
@@ -112,12 +118,29 @@ Result<Target> OpenTarget(const ExecOptions& o) {
   return t;
 }
 
+// --process: a file, or one of brig's own descriptors by its /dev/fd name, as a shell hands
+// one (bash's <(...), a pipe) and runc reads it. The descriptor is read, not a path
+// followed.
+Result<std::string> ReadProcessFile(const std::string& path) {
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.rfind(prefix, 0) != 0) continue;
+    std::string_view n = std::string_view(path).substr(prefix.size());
+    int fd = -1;
+    auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), fd);
+    if (ec != std::errc() || end != n.data() + n.size() || fd < 0 || fcntl(fd, F_GETFD) < 0) {
+      return BadInput("--process", path, "names no descriptor brig holds");
+    }
+    return util::ReadStream(fd, path);
+  }
+  return util::ReadUserFile(path);
+}
+
 }  // namespace
 
 Result<Process> ExecProcess(const ExecOptions& o, const Process& base) {
   Process p;
   if (!o.process_file.empty()) {
-    std::string text = BRIG_TRY(util::ReadUserFile(o.process_file));
+    std::string text = BRIG_TRY(ReadProcessFile(o.process_file));
     p = BRIG_TRY(ParseProcess(text, o.process_file));
   } else {
     if (o.args.empty()) return BadInput("brig exec", o.id, "no command given");

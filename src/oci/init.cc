@@ -122,8 +122,9 @@ Status Finish(const InitArgs& a, const std::string& state) {
     if (personality(p) < 0) return SysError("personality", "linux.personality");
   }
   if (s.process().terminal()) {
-    BRIG_TRY_CTX(SetupConsole(a.console_fd, s.process().console_size(), true),
-                 "process.terminal");
+    BRIG_TRY_CTX(
+        SetupConsole(a.console_fd, s.process().console_size(), true, s.process().user().uid()),
+        "process.terminal");
   }
   // Every descriptor brig had goes now, not at execve: the container's lock (an flock on
   // its directory, which a copy held here would keep while init waits for `start`), the

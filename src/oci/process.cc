@@ -152,7 +152,7 @@ Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path) {
   return s;
 }
 
-Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
+Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console, uid_t owner) {
   sys::UniqueFd master(open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!master.valid()) return SysError("open", "/dev/ptmx");
   if (unlockpt(master.get()) < 0) return SysError("unlockpt", "/dev/ptmx");
@@ -165,6 +165,13 @@ Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console) {
     ws.ws_row = static_cast<unsigned short>(size.height());
     ws.ws_col = static_cast<unsigned short>(size.width());
     if (ioctl(slave.get(), TIOCSWINSZ, &ws) < 0) return SysError("ioctl", "TIOCSWINSZ");
+  }
+  // The process's own, as runc gives it (its group is the devpts mount's, gid=5 in runc's
+  // spec): a user other than root could not use its terminal otherwise. An owner the
+  // container's user namespace does not map leaves it as it is, as runc does.
+  if (owner != 0 && fchown(slave.get(), owner, static_cast<gid_t>(-1)) < 0 && errno != EINVAL &&
+      errno != EPERM) {
+    return SysError("fchown", name);
   }
   BRIG_TRY(SendFd(console_fd, master.get(), "/dev/ptmx"));
   master.Reset();

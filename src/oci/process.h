@@ -43,10 +43,10 @@ Result<container::ProcessSpec> PrepareProcess(
 // --console-socket's unix socket, connected, for SetupConsole.
 Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path);
 // process.terminal: a pty of the container's own devpts (/dev/ptmx); its master goes to
-// the engine over the connected --console-socket `console_fd` (runc's protocol), its slave
-// becomes stdio and the controlling terminal of this (new session's) process, and, with
-// `dev_console`, /dev/console.
-Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console);
+// the engine over the connected --console-socket `console_fd` (runc's protocol), its slave,
+// owned by `owner` (process.user.uid), becomes stdio and the controlling terminal of this
+// (new session's) process, and, with `dev_console`, /dev/console.
+Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console, uid_t owner);
 
 // A foreground run or exec (no --detach) of `process`: brig passes on the signals `signals`
 // holds and, where the process has a terminal and no --console-socket, relays it as

@@ -503,6 +503,19 @@ TEST_F(Oci, ExecRunsInTheContainer) {
   EXPECT_EQ(NsOf(p, "net"), NsOf(init, "net"));
   EXPECT_EQ(GroupsNotAt(p, CgroupPath("ex")), "") << "exec is not in all its groups";
 
+  // --process as a shell hands it (bash's <(...)): a pipe, by its /dev/fd name.
+  Config piped = Cfg("ex");
+  piped.args = {"echo", "from-a-pipe"};
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  std::string json = piped.ProcessJson();
+  ASSERT_EQ(write(fds[1], json.data(), json.size()), static_cast<ssize_t>(json.size()));
+  close(fds[1]);
+  RunOutput fromfd = Run({"exec", "--process", "/dev/fd/7", "ex"}, fds[0]);
+  close(fds[0]);
+  EXPECT_EQ(fromfd.exit_code, 0) << fromfd.err;
+  EXPECT_EQ(fromfd.out, "from-a-pipe\n");
+
   RunOutput u =
       Run({"exec", "--env", "A=b c", "--cwd", "/tmp", "--user", "1000:1000", "ex", "sh", "-c",
            "echo \"a=[$A]\"; echo cwd=$(pwd); echo uid=$(id -u); echo gid=$(id -g)"});
@@ -670,6 +683,28 @@ TEST_F(Oci, AForegroundRunOrExecRelaysItsTerminal) {
   EXPECT_EQ(std::count(detached.err.begin(), detached.err.end(), '\n'), 1) << detached.err;
   EXPECT_NE(detached.err.find("--console-socket"), std::string::npos) << detached.err;
   EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
+}
+
+// A process's terminal is its user's, with the devpts mount's group (runc's spec: tty, 5),
+// as runc gives it: a user other than root could not use it otherwise.
+TEST_F(Oci, ATerminalIsOwnedByItsProcesssUser) {
+  Config c = Cfg("ttyown");
+  c.terminal = true;
+  c.uid = 1000;
+  c.gid = 100;
+  c.args = {"sh", "-c", "stat -c owner=%u:%g $(tty)"};
+  RunOutput r = Run({"run", "ttyown"}, -1, Bundle(c, "ttyown"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("owner=1000:5"), std::string::npos) << r.out;
+
+  pid_t pid = CreateAndStart(Cfg("ttyexec"), "ttyexec", "sleep");
+  ASSERT_GT(pid, 0);
+  RunOutput e = Run(
+      {"exec", "--tty", "--user", "1001:100", "ttyexec", "sh", "-c", "stat -c owner=%u:%g $(tty)"});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("owner=1001:5"), std::string::npos) << e.out;
+  EXPECT_EQ(Run({"delete", "--force", "ttyexec"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
 }
 
 // brig relays a foreground container's terminal as it relays brig run's, through the
