@@ -47,6 +47,13 @@ Status TakeOn(const ProcessSpec& p) {
   return {};
 }
 
+Status LoadFilterNow(ProcessSpec& p) {
+  if (!p.seccomp || FilterFirst(p)) return {};
+  BRIG_TRY(security::LoadSeccomp(*p.seccomp));
+  p.seccomp.reset();
+  return {};
+}
+
 Error Exec(const ProcessSpec& p, const std::string& path) {
   if (p.seccomp && !FilterFirst(p)) {
     if (auto s = security::LoadSeccomp(*p.seccomp); !s) return std::move(s).error();

@@ -55,6 +55,12 @@ ProcessSpec WorkloadOf(const config::Sandbox& sb);
 // Irreversible; on an error the child must not go on.
 Status TakeOn(const ProcessSpec& p);
 
+// Loads the filter now if Exec would load it, so that what the process runs before its
+// execve (an OCI startContainer hook, which the image's binaries may serve) runs under it
+// too, as runc runs it; Exec then loads none. Where it is loaded before the credentials
+// (FilterFirst), TakeOn has loaded it already.
+Status LoadFilterNow(ProcessSpec& p);
+
 // Step two, the last: the filter (with no_new_privs), then execve of `path` (resolved by
 // ResolveCommand in the child's root), and /bin/sh for a script where asked. Returns only
 // the failure: a step's, or execve's as kNotFound (127) or kNotExecutable (126).

@@ -203,11 +203,16 @@ void ContainerInit(const InitArgs& a) {
   close(fd);
   if (!WaitForStart(a.fifo_fd)) _exit(125);
   close(a.fifo_fd);
-  if (auto s = RunHooks(a.spec->hooks().start_container(), "hooks.startContainer", go->payload);
-      !s) {
-    Fatal(s.error());
+  container::ProcessSpec process = *a.process;
+  if (a.spec->hooks().start_container_size() > 0) {
+    // The hooks run as the process would, under its filter too.
+    if (auto s = container::LoadFilterNow(process); !s) Fatal(s.error());
+    if (auto s = RunHooks(a.spec->hooks().start_container(), "hooks.startContainer", go->payload);
+        !s) {
+      Fatal(s.error());
+    }
   }
-  Fatal(container::Exec(*a.process, *path));
+  Fatal(container::Exec(process, *path));
 }
 
 }  // namespace brig::oci

@@ -288,6 +288,30 @@ TEST_F(OciDoors, ANoPivotContainerNeverMountsABareProc) {
   EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << "run left its container";
 }
 
+// A startContainer hook runs in the container, and may be the image's own binary: it runs
+// under the container's seccomp filter, as runc runs it, both where the filter loads
+// last (no_new_privileges) and where it loads before the credentials. It used to run
+// before a last-loaded filter, free of it.
+TEST_F(OciDoors, AStartContainerHookRunsUnderTheContainersSeccompFilter) {
+  for (bool nnp : {true, false}) {
+    Config c = Cfg("hookfilter");
+    c.no_new_privileges = nnp;
+    c.mounts.push_back({"/tmp", "tmpfs", "tmpfs", {"mode=1777"}});
+    c.seccomp_json =
+        R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],)"
+        R"("action":"SCMP_ACT_ERRNO","errnoRet":1}]})";
+    c.hooks_json =
+        R"({"startContainer":[{"path":"/bin/busybox","args":["sh","-c","mkdir /tmp/by-the-hook"]}]})";
+    c.args = {"sh", "-c", "test -d /tmp/by-the-hook && echo hook-made-it; true"};
+    RunOutput r =
+        Run({"run", "--bundle", Bundle(c, nnp ? "hookfilter" : "hookfilter-nonnp"), "hookfilter"});
+    EXPECT_NE(r.exit_code, 0) << "nnp " << nnp << ": the hook's mkdir was allowed: " << r.out;
+    EXPECT_EQ(r.out.find("hook-made-it"), std::string::npos) << "nnp " << nnp;
+    EXPECT_NE(r.err.find("hooks.startContainer"), std::string::npos) << r.err;
+    EXPECT_EQ(ListDir(root_), std::vector<std::string>{}) << "run left its container";
+  }
+}
+
 // A user-namespaced container (podman --userns=auto, a pod with hostUsers: false) gets the
 // host's device nodes bound in, which its root, an id the host maps elsewhere, can use but
 // never chown, chmod or touch: the host's /dev/null was once seen owned by such a root.
