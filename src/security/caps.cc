@@ -93,9 +93,13 @@ Status ApplySets(const Credentials& c) {
   return {};
 }
 
+// Only what the kernel lets an ambient capability be, one both permitted and inheritable
+// (capabilities(7)); one that is not is left out, as runc leaves it (runc's own spec asks for
+// ambient capabilities that are not inheritable). Leaving one out only takes privilege away.
 Status RaiseAmbient(const Credentials& c) {
+  uint64_t raisable = c.caps.ambient & c.caps.permitted & c.caps.inheritable;
   for (unsigned cap = 0; cap < 64; ++cap) {
-    if (!(c.caps.ambient >> cap & 1) || capng_update(CAPNG_ADD, CAPNG_AMBIENT, cap) != 0) {
+    if (!(raisable >> cap & 1) || capng_update(CAPNG_ADD, CAPNG_AMBIENT, cap) != 0) {
       continue;
     }
     // One at a time, so that an error names the capability the kernel refused.

@@ -178,6 +178,22 @@ TEST_F(Oci, TheProcessIsAsConfigured) {
   EXPECT_EQ(f["cwd"], "/home/user");
 }
 
+// runc's own spec asks for ambient capabilities it does not make inheritable, which the
+// kernel will not raise: runc leaves them out and runs it, and so does brig (it refused
+// the whole container).
+TEST_F(Oci, AnAmbientCapabilityThatIsNotInheritableIsLeftOutAsRuncLeavesIt) {
+  Config c = Cfg("amb");
+  c.uid = c.gid = 1000;
+  c.ambient = c.bounding;  // runc spec's: the three, with no inheritable set
+  c.inheritable = {"CAP_KILL"};
+  c.args = {"sh", "-c", "grep -E '^Cap(Amb|Prm):' /proc/$$/status"};
+  RunOutput r = Run({"run", "--bundle", Bundle(c), "amb"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = Fields(r.out);
+  EXPECT_EQ(f["CapAmb"], CapHex(CapMask({"CAP_KILL"}))) << r.out;
+  EXPECT_EQ(f["CapPrm"], CapHex(CapMask({"CAP_KILL"}))) << r.out;
+}
+
 // Without noNewPrivileges the filter needs CAP_SYS_ADMIN to load, which the bounding set
 // here does not keep: it is loaded before the credentials drop it, and holds after.
 TEST_F(Oci, WithoutNoNewPrivilegesTheFilterLoadsBeforeTheCapabilitiesGo) {
