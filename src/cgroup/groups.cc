@@ -488,10 +488,70 @@ Result<int> Groups::V2FdToJoin() const {
   return v2_fd_.get();
 }
 
-Result<std::vector<TasksFile>> Groups::OpenV1Tasks() const {
+Result<Groups::Sub> Groups::ParseSub(const std::string& text) {
+  Sub sub;
+  std::string path = text;
+  if (size_t colon = text.find(':'); colon != std::string::npos) {
+    for (std::string_view c : util::Split(std::string_view(text).substr(0, colon), ',')) {
+      if (c.empty()) return BadInput("--cgroup", text, "an empty controller name");
+      sub.controllers.emplace_back(c);
+    }
+    path = text.substr(colon + 1);
+  }
+  for (std::string_view part : util::Split(path, '/')) {
+    if (part == "..") return BadInput("--cgroup", text, path + " is not a sub cgroup path");
+    if (part.empty() || part == ".") continue;
+    if (!sub.path.empty()) sub.path += '/';
+    sub.path += part;
+  }
+  return sub;
+}
+
+namespace {
+
+// The path of `subs` for a group with `controllers` (v2: none): a list naming one of them,
+// else the one that names none; "" for the group itself.
+std::string SubFor(const std::vector<Groups::Sub>& subs,
+                   const std::vector<std::string>& controllers) {
+  const Groups::Sub* any = nullptr;
+  for (const auto& s : subs) {
+    if (s.controllers.empty()) any = &s;
+    for (const auto& c : s.controllers) {
+      if (std::find(controllers.begin(), controllers.end(), c) != controllers.end()) return s.path;
+    }
+  }
+  return any ? any->path : "";
+}
+
+}  // namespace
+
+Result<sys::UniqueFd> Groups::OpenV2Sub(const std::vector<Sub>& subs) const {
+  for (const auto& s : subs) {
+    for (const auto& c : s.controllers) {
+      bool known = std::any_of(groups_.begin(), groups_.end(),
+                               [&c](const Group& g) { return !g.v2 && g.Has(c); });
+      if (!known) return BadInput("--cgroup", c, "unknown controller (no v1 hierarchy has it)");
+    }
+  }
+  const Group* g = V2();
+  if (!g) return sys::UniqueFd();
+  std::string dir = g->dir;
+  if (std::string sub = SubFor(subs, {}); !sub.empty()) dir += "/" + sub;
+  sys::UniqueFd fd(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return SysError("open", dir).Wrap("--cgroup");
+  return fd;
+}
+
+Result<std::vector<TasksFile>> Groups::OpenV1Tasks(const std::vector<Sub>& subs) const {
   std::vector<TasksFile> out;
   for (const auto& g : groups_) {
-    if (!g.v2) out.push_back(BRIG_TRY(OpenTasks(g.dir)));
+    if (g.v2) continue;
+    std::string sub = SubFor(subs, g.controllers);
+    if (sub.empty()) {
+      out.push_back(BRIG_TRY(OpenTasks(g.dir)));
+    } else {
+      out.push_back(BRIG_TRY_CTX(OpenTasks(g.dir + "/" + sub), "--cgroup"));
+    }
   }
   return out;
 }

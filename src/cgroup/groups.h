@@ -98,7 +98,19 @@ class Groups {
   // group is named but could not be opened, since the process would then start outside
   // it, beyond its limits.
   Result<int> V2FdToJoin() const;
-  Result<std::vector<TasksFile>> OpenV1Tasks() const;
+  // The same for a process placed in groups below the container's (runc's exec --cgroup):
+  // `subs` names, for some controllers or (no controllers) for the rest, a path relative to
+  // the container's group, which must exist; a controller no hierarchy has is refused.
+  // The v2 directory's fd is owned by the caller.
+  struct Sub {
+    std::vector<std::string> controllers;
+    std::string path;  // relative, without ".." (ParseSub)
+  };
+  // "PATH" or "CONTROLLER[,CONTROLLER...]:PATH", as --cgroup gives it; "/" is the group
+  // itself, and a path that leaves it ("..") is refused.
+  static Result<Sub> ParseSub(const std::string& text);
+  Result<sys::UniqueFd> OpenV2Sub(const std::vector<Sub>& subs) const;
+  Result<std::vector<TasksFile>> OpenV1Tasks(const std::vector<Sub>& subs = {}) const;
   // Puts `pid` into the v1 groups by writing it for it (brig run's unconfined command, which
   // runs no brig code of its own to join them; it pays the grace period).
   Status AttachV1(pid_t pid) const;

@@ -111,6 +111,12 @@ constexpr OciFlag kFlags[] = {
        r.exec.caps.push_back(v);
        return {};
      }},
+    {"--cgroup", "[CONTROLLERS:]PATH",
+     "put the process in a group below the container's (repeatable, runc's)",
+     [](OciRequest& r, const std::string& v) -> Status {
+       r.exec.cgroups.push_back(BRIG_TRY(cgroup::Groups::ParseSub(v)));
+       return {};
+     }},
     {"--ignore-paused", nullptr, "start it in a paused container too (it runs once resumed)",
      [](OciRequest& r, const std::string&) -> Status {
        r.exec.ignore_paused = true;
@@ -252,13 +258,13 @@ constexpr const OciFlag* kRunFlags[] = {
     Named("--bundle"),       Named("--pid-file"), Named("--console-socket"),
     Named("--preserve-fds"), Named("--no-pivot"), Named("--no-new-keyring"),
     Named("--dry-run"),      Named("--detach"),   Named("--keep")};
-constexpr const OciFlag* kExecFlags[] = {Named("--pid-file"),     Named("--console-socket"),
-                                         Named("--preserve-fds"), Named("--detach"),
-                                         Named("--process"),      Named("--tty"),
-                                         Named("--cwd"),          Named("--env"),
-                                         Named("--user"),         Named("--additional-gids"),
-                                         Named("--cap"),          Named("--no-new-privs"),
-                                         Named("--ignore-paused")};
+constexpr const OciFlag* kExecFlags[] = {Named("--pid-file"),      Named("--console-socket"),
+                                         Named("--preserve-fds"),  Named("--detach"),
+                                         Named("--process"),       Named("--tty"),
+                                         Named("--cwd"),           Named("--env"),
+                                         Named("--user"),          Named("--additional-gids"),
+                                         Named("--cap"),           Named("--no-new-privs"),
+                                         Named("--ignore-paused"), Named("--cgroup")};
 constexpr const OciFlag* kKillFlags[] = {Named("--all")};
 constexpr const OciFlag* kDeleteFlags[] = {Named("--force")};
 constexpr const OciFlag* kFormatFlags[] = {Named("--format")};

@@ -199,8 +199,15 @@ Result<int> Exec(const ExecOptions& o) {
   }
   std::optional<supervise::HeldSignals> signals;
   if (!o.detach) signals = BRIG_TRY(supervise::HeldSignals::Hold(supervise::kPassedOn));
-  container::JoinTarget target{t.pidfd.get(), t.namespaces, BRIG_TRY(t.cgroups->V2FdToJoin()),
-                               BRIG_TRY(t.cgroups->OpenV1Tasks())};
+  // With --cgroup, groups below the container's, as runc places the process.
+  sys::UniqueFd sub_v2;
+  int v2 = BRIG_TRY(t.cgroups->V2FdToJoin());
+  if (!o.cgroups.empty()) {
+    sub_v2 = BRIG_TRY(t.cgroups->OpenV2Sub(o.cgroups));
+    v2 = sub_v2.get();
+  }
+  container::JoinTarget target{t.pidfd.get(), t.namespaces, v2,
+                               BRIG_TRY(t.cgroups->OpenV1Tasks(o.cgroups))};
   container::JoinedProcess joined;
   joined.adopt = !o.detach;
   joined.become = [&](int sync_fd) {

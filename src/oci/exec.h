@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "brig/result.h"
+#include "cgroup/groups.h"
 #include "proto/oci.pb.h"
 
 namespace brig::oci {
@@ -27,6 +28,7 @@ struct ExecOptions {
   int preserve_fds = 0;
   bool detach = false;
   bool ignore_paused = false;  // start it in a paused container, to run once it is resumed
+  std::vector<cgroup::Groups::Sub> cgroups;  // --cgroup: groups below the container's
 };
 
 // The process the flags describe, over config.json's process (runc's defaults: its env,

@@ -548,6 +548,51 @@ TEST_F(Oci, ExecRunsInTheContainer) {
   EXPECT_TRUE(AwaitGone(init));
 }
 
+// runc's exec --cgroup: the process in a group below the container's, in every hierarchy
+// or in those of the controllers named; never above it, nor in one that is not there.
+TEST_F(Oci, ExecCgroupPutsTheProcessInAGroupBelowTheContainers) {
+  pid_t init = CreateAndStart(Cfg("sub"), "sub", "sleep");
+  ASSERT_GT(init, 0);
+  for (const std::string& g : GroupsOf("sub")) {
+    ASSERT_EQ(mkdir((g + "/inner").c_str(), 0755), 0) << g << ": " << strerror(errno);
+    for (const char* f : {"/cpuset.cpus", "/cpuset.mems"}) {
+      if (Exists(g + f)) {
+        std::ofstream(g + "/inner" + f) << Trim(ReadFileOrEmpty(g + f));
+      }
+    }
+  }
+  RunOutput all = Run({"exec", "--cgroup", "inner", "sub", "cat", "/proc/self/cgroup"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  std::string memory_line;
+  for (const std::string& line : Lines(all.out)) {
+    if (line.find(":memory:") != std::string::npos) memory_line = line;
+    bool own = line.rfind("0::", 0) == 0 || line.find(":memory:") != std::string::npos ||
+               line.find(":pids:") != std::string::npos;
+    if (own) {
+      EXPECT_EQ(line.substr(line.rfind(':')), ":/inner") << all.out;
+    }
+  }
+  if (!memory_line.empty()) {
+    // A v1 hierarchy by its controller: that one alone.
+    RunOutput mem = Run({"exec", "--cgroup", "memory:inner", "sub", "cat", "/proc/self/cgroup"});
+    ASSERT_EQ(mem.exit_code, 0) << mem.err;
+    EXPECT_NE(mem.out.find(":memory:/inner\n"), std::string::npos) << mem.out;
+    EXPECT_NE(mem.out.find(":pids:/\n"), std::string::npos) << mem.out;
+  }
+  for (const auto& [sub, why] :
+       std::vector<std::pair<std::string, std::string>>{{"..", "is not a sub cgroup path"},
+                                                        {"inner/../..", "is not a sub cgroup path"},
+                                                        {"nonexistent", "nonexistent"},
+                                                        {"whaaat:/", "unknown controller"}}) {
+    RunOutput r = Run({"exec", "--cgroup", sub, "sub", "true"});
+    EXPECT_EQ(r.exit_code, 255) << sub;
+    EXPECT_NE(r.err.find(why), std::string::npos) << sub << ": " << r.err;
+  }
+  EXPECT_EQ(Run({"delete", "--force", "sub"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(init));
+  EXPECT_EQ(GroupsOf("sub"), std::vector<std::string>{});
+}
+
 // A detached exec's process is reaped by the subreaper above brig (an engine's shim; here
 // the test) as soon as it is that subreaper's. brig used to open its pidfd only after the
 // stage child had gone, so an exec whose command ended at once failed now and then
