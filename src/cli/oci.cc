@@ -68,9 +68,9 @@ Result<OciRequest> Parse(const Verb& verb, const std::vector<std::string>& args)
   std::string name = verb.name;
   OciRequest r;
   // Flags in runc's spellings become the table's; their values stay as given. As runc's,
-  // a verb's flags may also come after its id, except exec's, whose command follows the
-  // id with flags of its own.
-  const bool after_id = name != "exec";
+  // a verb's flags may also come after its id, except exec's and ps's: after the id come
+  // exec's command and ps(1)'s own options.
+  const bool after_id = name != "exec" && name != "ps";
   std::vector<std::string> canon = args;
   size_t i = 0;
   for (; i < canon.size(); ++i) {

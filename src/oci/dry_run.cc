@@ -73,8 +73,8 @@ v1::OciPlan Describe(const CreateOptions& o, const CreatePlan& p) {
     ns->set_path(n.path());
   }
   for (const fs::Step& s : p.rootfs_plan.before_pivot) *out.add_mounts() = manifest::Mount(s);
-  for (const fs::Step& s : p.rootfs_plan.after_pivot) {
-    *out.add_mounts_after_pivot() = manifest::Mount(s);
+  for (const auto* steps : {&p.rootfs_plan.after_pivot, &p.rootfs_plan.last}) {
+    for (const fs::Step& s : *steps) *out.add_mounts_after_pivot() = manifest::Mount(s);
   }
   *out.mutable_cgroups() = CgroupsOf(p.cgroups);
   *out.mutable_process() = ProcessOf(p.spec, p.process);

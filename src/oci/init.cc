@@ -126,6 +126,7 @@ Status Finish(const InitArgs& a, const std::string& state) {
         SetupConsole(a.console_fd, s.process().console_size(), true, s.process().user().uid()),
         "process.terminal");
   }
+  BRIG_TRY(SealRootfs(*a.rootfs_plan));
   // Every descriptor brig had goes now, not at execve: the container's lock (an flock on
   // its directory, which a copy held here would keep while init waits for `start`), the
   // record, the cgroups' and the console socket (runc CVE-2024-21626). Before the

@@ -165,8 +165,7 @@ Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& ro) {
     }
   }
   AddDevices(plan.before_pivot, spec, ro.userns);
-  if (seal_dev)
-    plan.after_pivot.push_back(StepOf(fs::StepKind::kSealRoRecursive, "/dev", "mounts"));
+  if (seal_dev) plan.last.push_back(StepOf(fs::StepKind::kSealRoRecursive, "/dev", "mounts"));
   for (const std::string& p : spec.linux().masked_paths()) {
     plan.after_pivot.push_back(StepOf(fs::StepKind::kMask, p, "linux.maskedPaths"));
   }
@@ -248,10 +247,18 @@ Status EnterRootfs(const std::string& rootfs, bool no_pivot) {
   return {};
 }
 
-Status FinishRootfs(const RootfsPlan& plan) {
+namespace {
+
+Status ApplyAfterPivot(const std::vector<fs::Step>& steps) {
   sys::UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return SysError("open", "/");
-  return fs::ApplySteps(root.get(), plan.after_pivot);
+  return fs::ApplySteps(root.get(), steps);
 }
+
+}  // namespace
+
+Status FinishRootfs(const RootfsPlan& plan) { return ApplyAfterPivot(plan.after_pivot); }
+
+Status SealRootfs(const RootfsPlan& plan) { return ApplyAfterPivot(plan.last); }
 
 }  // namespace brig::oci

@@ -30,7 +30,9 @@ struct RootfsOptions {
 // devices and links in the image's root before pivot_root, then, in it, maskedPaths,
 // readonlyPaths, root.readonly and rootfsPropagation. Pure; an id-mapped mount is refused.
 struct RootfsPlan {
-  std::vector<fs::Step> before_pivot, after_pivot;
+  // `last`: after the terminal (/dev/console) is made, what makes a read-only /dev
+  // read-only.
+  std::vector<fs::Step> before_pivot, after_pivot, last;
   // rootfsPropagation's MS_* flags (runc's default: MS_SLAVE | MS_REC): how the host's "/"
   // is made before anything is mounted.
   unsigned long propagation = 0;
@@ -44,5 +46,7 @@ Status PrepareRootfs(const std::string& rootfs, const RootfsPlan& plan);
 Status EnterRootfs(const std::string& rootfs, bool no_pivot);
 // After it: the plan's steps after pivot_root.
 Status FinishRootfs(const RootfsPlan& plan);
+// After the terminal: the plan's last steps.
+Status SealRootfs(const RootfsPlan& plan);
 
 }  // namespace brig::oci

@@ -640,6 +640,11 @@ TEST_F(Oci, PsPauseResume) {
   std::set<pid_t> listed;
   for (const auto& e : v.list_value().values()) listed.insert(static_cast<pid_t>(e.number_value()));
   EXPECT_EQ(listed, (std::set<pid_t>{init, p})) << ps.out;
+  // What follows the id is ps(1)'s, as runc passes it on.
+  RunOutput table = Run({"ps", "pp", "-e", "-x"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(Lines(table.out).at(0).find("COMMAND"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(" " + std::to_string(init) + " "), std::string::npos) << table.out;
 
   RunOutput pa = Run({"pause", "pp"});
   ASSERT_EQ(pa.exit_code, 0) << pa.err;
@@ -1051,6 +1056,11 @@ TEST_F(Oci, AReadOnlyDevIsFilledThenMadeReadOnly) {
   EXPECT_EQ(r.out.rfind("tmpfs /dev tmpfs ro,", 0), 0u) << r.out;
   EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("filled\nshm-writable\n"), std::string::npos) << r.out;
+  // With a terminal, /dev/console is made before /dev is made read-only.
+  c.terminal = true;
+  RunOutput t = Run({"run", "--bundle", Bundle(c, "rodev-tty"), "rodev"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("filled"), std::string::npos) << t.out;
 }
 
 TEST_F(Oci, MissingArgsFailsCleanly) {
