@@ -31,7 +31,8 @@ std::vector<std::string> CallOf(const cli::Verb& verb, const std::string& dir) {
 }
 
 // Each verb that acts as root, an OCI verb too (`run --bundle` and `list --root`
-// included), gives its own reason in one line, exit 125; policy, spec and features get
+// included), gives its own reason in one line, exit 125 (an OCI verb: runc's 1, exec's
+// 255); policy, spec and features get
 // past that check, and a verb reached only by its --help prints it.
 TEST_F(Verbs, WithoutRootEachVerbThatActsAsRootSaysItsOwnWhy) {
   ScratchDir dir;
@@ -55,7 +56,7 @@ TEST_F(Verbs, WithoutRootEachVerbThatActsAsRootSaysItsOwnWhy) {
       EXPECT_EQ(r.err.find("needs root"), std::string::npos) << verb.name << ": " << r.err;
       continue;
     }
-    EXPECT_EQ(r.exit_code, 125) << verb.name << ": " << r.err;
+    EXPECT_EQ(r.exit_code, verb.RefusedStatus()) << verb.name << ": " << r.err;
     EXPECT_EQ(r.out, "") << verb.name;
     EXPECT_EQ(r.err, "brig " + std::string(verb.name) + ": brig needs root (" + verb.why_root +
                          "; run it with sudo)\n");
