@@ -40,6 +40,10 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
     // The state on stdin, the engine's stdout and stderr, and nothing else: no descriptor
     // of brig's, nor one brig was left by its caller.
     if (dup2(rd.get(), 0) < 0 || !sys::CloseAllExcept({}, 3)) _exit(127);
+    // Nor the signals a foreground run holds for the container (supervise::kPassedOn).
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     execve(h.path().c_str(), argv.data(), envp.data());
     _exit(127);
   }

@@ -462,6 +462,22 @@ TEST_F(OciDoors, AHookProcessHoldsNothingOfBrigs) {
   }
 }
 
+// A foreground run holds the signals it passes on to the container; a hook it runs gets
+// none of them blocked (a hook ran with SIGTERM and SIGINT blocked, and could be ended
+// only by SIGKILL).
+TEST_F(OciDoors, AHookOfAForegroundRunBlocksNoSignal) {
+  if (!IsBrig()) GTEST_SKIP() << "brig's hooks";
+  const std::string out = scratch_.path() + "/hook.sigblk";
+  Config c = Cfg("hookmask");
+  c.args = {"true"};
+  c.hooks_json =
+      R"({"prestart":[{"path":"/bin/sh","args":["sh","-c","grep SigBlk /proc/$$/status > )" + out +
+      R"("]}]})";
+  RunOutput r = Run({"run", "--bundle", Bundle(c, "hookmask"), "hookmask"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFileOrEmpty(out), "SigBlk:\t0000000000000000\n");
+}
+
 // Between create and start, the container's process is brig's binary in the container's
 // namespaces, already as the container's user: it must not be dumpable (runc
 // CVE-2019-5736), or a process of that user could trace it or open it through /proc. The
