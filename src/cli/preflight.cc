@@ -101,7 +101,8 @@ Status ProbeSeccomp(const std::string& policy_file) {
   v1::SeccompPolicy policy = BRIG_TRY(security::ParseSeccompPolicy(text, policy_file));
   security::SeccompProgram prog = BRIG_TRY(security::CompileSeccomp(policy));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return SysError("prctl", "no_new_privs");
-  return security::LoadSeccomp(prog);
+  BRIG_TRY(security::LoadSeccomp(prog));
+  return {};
 }
 
 Status ProbeMountApi() {

@@ -29,6 +29,15 @@ Result<std::optional<Message>> Channel::Receive(int timeout_ms) {
       continue;
     }
     if (m->type == Msg::kError) return DecodeError(*m);
+    if (m->type == Msg::kSeccompFd) {
+      if (!hand_) {
+        return Fail("sync", std::string(MsgName(m->type)), "message out of order",
+                    ErrorKind::kInternal);
+      }
+      BRIG_TRY(hand_(std::move(m->fd)));
+      BRIG_TRY(Send(Msg::kSeccompDone));
+      continue;
+    }
     return std::optional<Message>(std::move(*m));
   }
 }

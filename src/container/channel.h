@@ -5,6 +5,7 @@
 // that is gone reports what that child said, or how it ended (WhyInitIsGone).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,10 @@ class Channel {
   // The process that holds the other end (a pidfd, borrowed): how it ended explains a lost
   // socket. A front end whose child hands over to another process tracks that one next.
   void Track(int pidfd) { pidfd_ = pidfd; }
+  // Where the listener of an OCI process whose filter notifies goes (kSeccompFd): Next and
+  // AwaitClose call `hand` with it, answer kSeccompDone and go on waiting. A channel with
+  // no such hand refuses kSeccompFd as out of order.
+  void OnListener(std::function<Status(sys::UniqueFd)> hand) { hand_ = std::move(hand); }
 
   // The child's next message but its log lines, within timeout_ms. Its kError, a message
   // out of its flow's order, a timeout and a lost socket are errors.
@@ -55,6 +60,7 @@ class Channel {
   SyncSequence seq_;
   std::string who_;
   int pidfd_ = -1;
+  std::function<Status(sys::UniqueFd)> hand_;
 };
 
 }  // namespace brig::container

@@ -75,7 +75,8 @@ struct Workload {
 // before kReady (InitMain).
 Status ReleaseHost(const InitArgs& a) {
   for (int fd = 0; fd <= 2; ++fd) close(fd);
-  return security::LoadSeccomp(*a.init_filter);
+  BRIG_TRY(security::LoadSeccomp(*a.init_filter));
+  return {};
 }
 
 // Forks the workload, lets it go on once init holds nothing of the host and runs filtered,

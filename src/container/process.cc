@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "container/command.h"
+#include "container/sync.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
 
@@ -14,6 +15,18 @@ namespace {
 // Whether the filter loads before the credentials: only where they leave no_new_privs off.
 bool FilterFirst(const ProcessSpec& p) {
   return p.seccomp && p.credentials && !p.credentials->no_new_privs;
+}
+
+// The filter, and its listener, if it has one, handed over at once: the next notified
+// syscall waits until an agent holds it.
+Status LoadFilter(const ProcessSpec& p) {
+  int listener = BRIG_TRY(security::LoadSeccomp(*p.seccomp));
+  if (listener < 0) return {};
+  if (p.listener_to < 0) {
+    close(listener);
+    return Fail("seccomp", "listener", "no one to hand it to", ErrorKind::kInternal);
+  }
+  return HandOverListener(p.listener_to, listener);
 }
 
 }  // namespace
@@ -37,7 +50,7 @@ Status TakeOn(const ProcessSpec& p) {
     if (fcntl(fd, F_SETFD, 0) < 0) return SysError("fcntl", "preserved fd " + std::to_string(fd));
   }
   BRIG_TRY(sys::CloseRangeCloexec(static_cast<unsigned>(3 + p.preserved_fds)));
-  if (FilterFirst(p)) BRIG_TRY(security::LoadSeccomp(*p.seccomp));
+  if (FilterFirst(p)) BRIG_TRY(LoadFilter(p));
   if (p.credentials) {
     BRIG_TRY(security::ApplyCredentials(*p.credentials));
   } else {
@@ -49,14 +62,14 @@ Status TakeOn(const ProcessSpec& p) {
 
 Status LoadFilterNow(ProcessSpec& p) {
   if (!p.seccomp || FilterFirst(p)) return {};
-  BRIG_TRY(security::LoadSeccomp(*p.seccomp));
+  BRIG_TRY(LoadFilter(p));
   p.seccomp.reset();
   return {};
 }
 
 Error Exec(const ProcessSpec& p, const std::string& path) {
   if (p.seccomp && !FilterFirst(p)) {
-    if (auto s = security::LoadSeccomp(*p.seccomp); !s) return std::move(s).error();
+    if (auto s = LoadFilter(p); !s) return std::move(s).error();
   }
   std::vector<char*> argv = ExecArray(p.args), envp = ExecArray(p.env);
   execve(path.c_str(), argv.data(), envp.data());

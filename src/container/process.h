@@ -30,6 +30,10 @@ struct ProcessSpec {
   std::optional<mode_t> umask;
   std::optional<int> oom_score_adj;
   std::optional<security::SeccompProgram> seccomp;
+  // Where the filter's listener goes the moment it is loaded, if it has one (an OCI
+  // process's that notifies): the sync socket, whose parent hands it to the container's
+  // seccomp agent (sync.h HandOverListener). Set in the child.
+  int listener_to = -1;
   // Fds 3 .. 3+N-1 go to the process (--preserve-fds): not close-on-exec. Every other above
   // stdio is, whatever its front end kept open until then: nothing of brig's reaches execve.
   int preserved_fds = 0;
@@ -57,8 +61,9 @@ Status TakeOn(const ProcessSpec& p);
 
 // Loads the filter now if Exec would load it, so that what the process runs before its
 // execve (an OCI startContainer hook, which the image's binaries may serve) runs under it
-// too, as runc runs it; Exec then loads none. Where it is loaded before the credentials
-// (FilterFirst), TakeOn has loaded it already.
+// too, as runc runs it, and so that an OCI container's listener reaches its agent while
+// `create` is there to hand it over; Exec then loads none. Where it is loaded before the
+// credentials (FilterFirst), TakeOn has loaded it already.
 Status LoadFilterNow(ProcessSpec& p);
 
 // Step two, the last: the filter (with no_new_privs), then execve of `path` (resolved by

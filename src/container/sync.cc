@@ -48,24 +48,39 @@ std::string_view MsgName(Msg m) {
     case Msg::kLog: return "Log";
     case Msg::kPid: return "Pid";
     case Msg::kCreated: return "Created";
+    case Msg::kSeccompFd:
+      return "SeccompFd";
+    case Msg::kSeccompDone:
+      return "SeccompDone";
   }
   return "unknown";
 }
 
-Status SendMessage(int fd, Msg type, int32_t err, std::string_view payload) {
+namespace {
+
+// One packet, and `pass` as SCM_RIGHTS where it is a descriptor.
+Status Send(int fd, Msg type, int32_t err, std::string_view payload, int pass) {
   if (payload.size() > kMaxPayload) payload = payload.substr(0, kMaxPayload);
   Header h{static_cast<uint32_t>(type), err, static_cast<uint32_t>(payload.size())};
   struct iovec iov[2] = {{&h, sizeof h}, {const_cast<char*>(payload.data()), payload.size()}};
-  struct msghdr mh;
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = iov;
-  mh.msg_iovlen = payload.empty() ? 1 : 2;
-  ssize_t n;
-  do {
-    n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return SysError("sync send", std::string(MsgName(type)));
-  return {};
+  return sys::SendWithFd(fd, iov, payload.empty() ? 1 : 2, pass, MsgName(type));
+}
+
+}  // namespace
+
+Status SendMessage(int fd, Msg type, int32_t err, std::string_view payload) {
+  return Send(fd, type, err, payload, -1);
+}
+
+Status HandOverListener(int fd, int listener) {
+  Status s = Send(fd, Msg::kSeccompFd, 0, {}, listener);
+  if (s) {
+    if (auto done = Expect(fd, Msg::kSeccompDone, kSetupStepTimeoutMs); !done) {
+      s = std::move(done).error();
+    }
+  }
+  close(listener);
+  return s;
 }
 
 Result<Message> Expect(int fd, Msg want, int timeout_ms) {
@@ -88,11 +103,30 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   if (rc < 0) return SysError("sync poll");
   if (rc == 0) return Fail("sync", "", "timed out waiting for the other end");
   char buf[sizeof(Header) + kMaxPayload];
+  struct iovec iov = {buf, sizeof buf};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = recv(fd, buf, sizeof buf, MSG_TRUNC);
+    n = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return SysError("sync recv");
+  // A descriptor that came with the packet is closed with `passed` unless the packet is
+  // kSeccompFd (more than one: the kernel closed the rest, MSG_CTRUNC).
+  sys::UniqueFd passed;
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int got;
+      memcpy(&got, CMSG_DATA(c), sizeof got);
+      passed = sys::UniqueFd(got);
+    }
+  }
   if (n == 0) return Fail("sync", "", std::string(kPeerClosed));
   if (static_cast<size_t>(n) < sizeof(Header) || static_cast<size_t>(n) > sizeof buf) {
     return Fail("sync", "", "malformed packet of " + std::to_string(n) + " bytes");
@@ -107,6 +141,10 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   m.type = static_cast<Msg>(h.type);
   m.err = h.err;
   m.payload.assign(buf + sizeof h, h.len);
+  if ((m.type == Msg::kSeccompFd) != passed.valid() || (mh.msg_flags & MSG_CTRUNC)) {
+    return Fail("sync", std::string(MsgName(m.type)), "malformed packet: descriptors");
+  }
+  m.fd = std::move(passed);
   return m;
 }
 
@@ -281,6 +319,11 @@ Status SyncSequence::Accept(Msg m) {
     case Msg::kLog:
       ok = state_ == State::kStarted || state_ == State::kMapping ||
            (flow_ == Flow::kContainer && state_ == State::kReady);
+      break;
+    case Msg::kSeccompFd:
+      ok = !listener_ && ((flow_ == Flow::kContainer && state_ == State::kReady) ||
+                          (flow_ == Flow::kExec && state_ == State::kDone));
+      listener_ = true;
       break;
     default:
       ok = false;

@@ -39,6 +39,7 @@
 
 #include "brig/result.h"
 #include "log/log.h"
+#include "sys/fd.h"
 
 namespace brig::container {
 
@@ -53,9 +54,14 @@ enum class Msg : uint32_t {
   // OCI containers and exec (oci/launch.cc and container/join.h draw their order):
   kPid = 8,      // to the parent: the process's host pid, from a stage child
   kCreated = 9,  // init to parent: set up, waiting for `start`
+  // An OCI process whose filter notifies (container/process.h): its listener, as
+  // SCM_RIGHTS, the moment the filter is loaded; the parent hands it to the container's
+  // seccomp agent and answers kSeccompDone, after which the process closes its copy.
+  kSeccompFd = 10,
+  kSeccompDone = 11,
 };
 // The highest type on the wire: a packet with another type is malformed.
-inline constexpr Msg kLastMsg = Msg::kCreated;
+inline constexpr Msg kLastMsg = Msg::kSeccompDone;
 
 std::string_view MsgName(Msg m);
 
@@ -68,6 +74,7 @@ struct Message {
   Msg type{};
   int32_t err = 0;
   std::string payload;
+  sys::UniqueFd fd;  // kSeccompFd's listener; a packet of another type carries none
 };
 
 // Both are async-signal-safe on the sending side (no allocation) so init may use them.
@@ -79,6 +86,11 @@ Result<Message> RecvMessage(int fd, int timeout_ms);
 Result<Message> Expect(int fd, Msg want, int timeout_ms);
 // Init's side: its failure to the parent (SendError), then _exit with the failure's code.
 [[noreturn]] void SendErrorAndExit(int fd, const Error& e);
+// The process's side of kSeccompFd: `listener` to the parent, its kSeccompDone awaited
+// (within a setup step's time), then `listener` closed. Nothing here may wait on a
+// notified syscall before the parent has the listener: sendmsg(2), its one call until then,
+// is never notified (security::CompileSeccomp refuses it).
+Status HandOverListener(int fd, int listener);
 
 // Parent side. `lost` is how a send or receive on the sync socket failed. If init is gone
 // (EPIPE, ECONNRESET, EOF, or ESRCH from a write naming its pid), the broken pipe it left
@@ -120,7 +132,9 @@ void StopForwardingLogs();
 //   kExec      an exec's stage child and process (container/join.h): Pid, then nothing
 //              (EOF at execve).
 // Logs come only while the child sets up: before Ready (kSandbox), before Created
-// (kContainer), before Pid (kExec). Error comes at any time before the end.
+// (kContainer), before Pid (kExec). Error comes at any time before the end. SeccompFd
+// comes at most once, from an OCI process whose filter notifies: after Ready (kContainer),
+// after Pid (kExec).
 enum class Flow { kSandbox, kContainer, kExec };
 
 // The order in which the parent accepts messages from its child (youki's InitPhase check).
@@ -134,6 +148,7 @@ class SyncSequence {
   Flow flow_;
   State state_ = State::kStarted;
   bool pid_ = false;
+  bool listener_ = false;
 };
 
 }  // namespace brig::container

@@ -22,6 +22,7 @@
 #include "oci/cgroups.h"
 #include "oci/launch.h"
 #include "oci/process.h"
+#include "oci/seccomp_agent.h"
 #include "oci/spec.h"
 #include "oci/state.h"
 #include "supervise/attend.h"
@@ -63,12 +64,14 @@ Status ParseUser(const std::string& user, Process& p) {
   // Above the fds --preserve-fds hands over, only the sync socket is left, and it goes at
   // execve.
   if (terminal) close(console_fd);
-  if (auto s = container::TakeOn(p); !s) {
+  container::ProcessSpec process = p;
+  process.listener_to = sync_fd;
+  if (auto s = container::TakeOn(process); !s) {
     SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
   }
-  auto path = container::ResolveCommand(p.args[0], p.env, "");
+  auto path = container::ResolveCommand(process.args[0], process.env, "");
   if (!path) SendErrorAndExit(sync_fd, std::move(path).error());
-  SendErrorAndExit(sync_fd, container::Exec(p, *path));
+  SendErrorAndExit(sync_fd, container::Exec(process, *path));
 }
 
 // The process's last word: EOF at its execve, or its failure. One that fails or goes
@@ -88,6 +91,7 @@ struct Target {
   std::unique_ptr<cgroup::Groups> cgroups;
   sys::UniqueFd pidfd;  // its process, checked to be the one the record names
   int namespaces = 0;   // CLONE_NEW* of config.json's namespaces
+  ContainerStatus status = ContainerStatus::kRunning;
 };
 
 Result<Target> OpenTarget(const ExecOptions& o) {
@@ -97,7 +101,8 @@ Result<Target> OpenTarget(const ExecOptions& o) {
   ContainerDir dir = BRIG_TRY(ContainerDir::Open(o.root, o.id));
   t.rec = BRIG_TRY(dir.Read());
   t.cgroups = CgroupsOf(t.rec);
-  ContainerStatus st = StatusOf(t.rec, t.cgroups->Frozen());
+  ContainerStatus& st = t.status;
+  st = StatusOf(t.rec, t.cgroups->Frozen());
   // runc's words. With --ignore-paused, the process is started all the same, and waits
   // in the frozen groups, as runc's does, until the container is resumed (or the step's
   // time runs out).
@@ -217,6 +222,7 @@ Result<int> Exec(const ExecOptions& o) {
   if (console) joined.keep.push_back(console.get());
   joined.keep_below = 3 + static_cast<unsigned>(o.preserve_fds);
   container::Joined j = BRIG_TRY(container::Join(target, joined));
+  HandListenersToAgent(j.sync, rec, t.status, j.pid);
   console.Reset();
   target.cgroup_v1.clear();
   BRIG_TRY(AwaitCommand(j, o.detach));

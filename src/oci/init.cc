@@ -101,8 +101,9 @@ Status SetUp(const InitArgs& a) {
 }
 
 // After the parent's hooks: the container's hooks, its root, its name, sysctls, terminal
-// and the process's credentials.
-Status Finish(const InitArgs& a, const std::string& state) {
+// and the process's credentials; a filter that notifies is loaded now (runc 1.1 loads it
+// there too), for its listener goes to the agent through `create`.
+Status Finish(const InitArgs& a, container::ProcessSpec& process, const std::string& state) {
   BRIG_TRY(RunHooks(a.spec->hooks().create_container(), "hooks.createContainer", state));
   BRIG_TRY(EnterRootfs(a.fs.rootfs, a.no_pivot));
   log::Debug("root entered");
@@ -134,7 +135,10 @@ Status Finish(const InitArgs& a, const std::string& state) {
   // What --preserve-fds hands over stays, and goes to the container without FD_CLOEXEC
   // (container::TakeOn).
   BRIG_TRY(sys::CloseAllExcept({a.sync_fd, a.fifo_fd}, 3 + a.preserve_fds));
-  BRIG_TRY_CTX(container::TakeOn(*a.process), "process");
+  BRIG_TRY_CTX(container::TakeOn(process), "process");
+  if (process.seccomp && security::HasListener(*process.seccomp)) {
+    BRIG_TRY_CTX(container::LoadFilterNow(process), "process");
+  }
   return {};
 }
 
@@ -190,10 +194,12 @@ void ContainerInit(const InitArgs& a) {
   // Meanwhile the parent runs the prestart and createRuntime hooks.
   auto go = container::Expect(fd, Msg::kStart, a.start_wait_ms);
   if (!go) _exit(125);
-  if (auto s = Finish(a, go->payload); !s) {
+  container::ProcessSpec process = *a.process;
+  process.listener_to = fd;
+  if (auto s = Finish(a, process, go->payload); !s) {
     SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   }
-  auto path = container::ResolveCommand(a.process->args[0], a.process->env, "");
+  auto path = container::ResolveCommand(process.args[0], process.env, "");
   if (!path) SendErrorAndExit(fd, std::move(path).error());
   container::StopForwardingLogs();
   if (auto s = container::SendMessage(fd, Msg::kCreated); !s) _exit(125);
@@ -204,7 +210,6 @@ void ContainerInit(const InitArgs& a) {
   close(fd);
   if (!WaitForStart(a.fifo_fd)) _exit(125);
   close(a.fifo_fd);
-  container::ProcessSpec process = *a.process;
   if (a.spec->hooks().start_container_size() > 0) {
     // The hooks run as the process would, under its filter too.
     if (auto s = container::LoadFilterNow(process); !s) Fatal(s.error());

@@ -30,7 +30,11 @@
 //                                                    the plan's masked/readonly paths,
 //                                                    root.readonly, propagation, hostname,
 //                                                    sysctl, terminal, credentials and
-//                                                    no_new_privs
+//                                                    no_new_privs [a filter that notifies:
+//                                                    loaded]
+//                          ◀── kSeccompFd {listener} [only then]
+//   to the seccomp agent (seccomp_agent.h)
+//                          ─── kSeccompDone ──▶
 //                          ◀── kCreated
 //   record: pid + start time; --pid-file
 //                          ─── kStart ──▶            waits for a byte on exec.fifo
@@ -55,6 +59,7 @@
 #include "oci/hooks.h"
 #include "oci/init.h"
 #include "oci/process.h"
+#include "oci/seccomp_agent.h"
 #include "oci/spec.h"
 #include "oci/state.h"
 #include "sys/child.h"
@@ -191,6 +196,7 @@ Status Commit(Making& mk, Container& rec, container::Channel& sync, const std::s
 Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
                  const CreateOptions& o) {
   container::Launched& l = mk.init;
+  HandListenersToAgent(l.sync, rec, ContainerStatus::kCreating);
   BRIG_TRY(container::DriveToReady(l.sync, l.init, Staged(ns), [&]() -> Status {
     if (ns.new_user) BRIG_TRY(WriteIdMaps(l.init.pid(), spec));
     log::Debug("init in its cgroups, id map written");

@@ -116,40 +116,8 @@ Result<container::ProcessSpec> PrepareProcess(
   return out;
 }
 
-namespace {
-
-Status SendFd(int sock, int fd, std::string_view name) {
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  struct iovec iov = {const_cast<char*>(name.data()), name.size()};
-  struct msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) return SysError("sendmsg", "--console-socket");
-  return {};
-}
-
-}  // namespace
-
 Result<sys::UniqueFd> ConnectConsoleSocket(const std::string& path) {
-  struct sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    return BadInput("--console-socket", path, "path too long for a unix socket");
-  }
-  memcpy(addr.sun_path, path.data(), path.size());
-  sys::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s.valid()) return SysError("socket", "--console-socket");
-  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
-    return SysError("connect", "--console-socket " + path);
-  }
-  return s;
+  return sys::ConnectUnix(path, "--console-socket");
 }
 
 Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console, uid_t owner) {
@@ -173,7 +141,9 @@ Status SetupConsole(int console_fd, const ConsoleSize& size, bool dev_console, u
       errno != EPERM) {
     return SysError("fchown", name);
   }
-  BRIG_TRY(SendFd(console_fd, master.get(), "/dev/ptmx"));
+  char ptmx[] = "/dev/ptmx";  // the name runc sends with it
+  struct iovec ptmx_name = {ptmx, sizeof ptmx - 1};
+  BRIG_TRY(sys::SendWithFd(console_fd, &ptmx_name, 1, master.get(), "--console-socket"));
   master.Reset();
   if (ioctl(slave.get(), TIOCSCTTY, 0) < 0) return SysError("ioctl", "TIOCSCTTY");
   for (int fd = 0; fd <= 2; ++fd) {

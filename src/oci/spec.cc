@@ -401,9 +401,6 @@ Status CheckAction(v1::SeccompAction action, const std::string& path) {
   if (!v1::SeccompAction_IsValid(action)) {
     return Bad(path, "unknown action " + std::to_string(action));
   }
-  if (action == v1::SCMP_ACT_NOTIFY) {
-    return Bad(path, "SCMP_ACT_NOTIFY is not supported: brig has no seccomp agent");
-  }
   return {};
 }
 
@@ -411,6 +408,9 @@ Status CheckSeccomp(const v1::SeccompPolicy& s, std::string_view json) {
   BRIG_TRY(CheckSeccompNames(json));
   const std::string base = "linux.seccomp";
   BRIG_TRY(CheckAction(s.default_action(), Field(base, "defaultAction")));
+  if (s.default_action() == v1::SCMP_ACT_NOTIFY) {
+    return Bad(Field(base, "defaultAction"), "SCMP_ACT_NOTIFY cannot be used as default action");
+  }
   for (int i = 0; i < s.architectures_size(); ++i) {
     int a = s.architectures(i);
     if (a == 0 || !v1::SeccompArch_IsValid(a)) {
@@ -430,6 +430,10 @@ Status CheckSeccomp(const v1::SeccompPolicy& s, std::string_view json) {
     std::string rule = Index(Field(base, "syscalls"), i);
     if (r.names().empty()) return Bad(Field(rule, "names"), "must not be empty");
     BRIG_TRY(CheckAction(r.action(), Field(rule, "action")));
+    if (r.action() == v1::SCMP_ACT_NOTIFY && s.listener_path().empty()) {
+      return Bad(Field(rule, "action"),
+                 "SCMP_ACT_NOTIFY needs a seccomp agent: linux.seccomp.listenerPath is empty");
+    }
     for (int j = 0; j < r.args_size(); ++j) {
       std::string arg = Index(Field(rule, "args"), j);
       if (r.args(j).index() > 5) return Bad(Field(arg, "index"), "must be 0 to 5");

@@ -111,11 +111,10 @@ void WriteIdMapping(JsonWriter& w, std::string_view key, unsigned host_id) {
 }
 
 // The names of an enum but its 0 (UNSPECIFIED) and `skip`.
-std::vector<std::string> EnumNames(const EnumDescriptor* type, int skip = 0) {
+std::vector<std::string> EnumNames(const EnumDescriptor* type) {
   std::vector<std::string> names;
   for (int i = 0; i < type->value_count(); ++i) {
-    int n = type->value(i)->number();
-    if (n != 0 && n != skip) names.push_back(type->value(i)->name());
+    if (type->value(i)->number() != 0) names.push_back(type->value(i)->name());
   }
   return names;
 }
@@ -199,7 +198,7 @@ std::string FeaturesJson() {
   w.Open("cgroup", '{').Raw("v1", "true").Raw("v2", "true").Raw("systemd", "false");
   w.Raw("systemdUser", "false").Raw("rdma", "false").Close();
   w.Open("seccomp", '{').Raw("enabled", "true");
-  w.List("actions", EnumNames(v1::SeccompAction_descriptor(), v1::SCMP_ACT_NOTIFY));
+  w.List("actions", EnumNames(v1::SeccompAction_descriptor()));
   w.List("operators", EnumNames(v1::SeccompOp_descriptor()));
   w.List("archs", EnumNames(v1::SeccompArch_descriptor()));
   w.List("knownFlags", kSeccompKnownFlags).List("supportedFlags", kSeccompFlags).Close();

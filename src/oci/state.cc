@@ -298,7 +298,7 @@ ContainerStatus StatusOf(const Container& c, bool frozen) {
 }
 
 // Pretty-printed as runc prints it, with a final newline.
-std::string StateJson(const Container& c, ContainerStatus status) {
+State StateOf(const Container& c, ContainerStatus status) {
   State s;
   s.set_oci_version(c.config().oci_version().empty() ? kSpecVersion : c.config().oci_version());
   s.set_id(c.id());
@@ -308,6 +308,11 @@ std::string StateJson(const Container& c, ContainerStatus status) {
   s.set_rootfs(c.rootfs());
   s.set_created(c.created());
   *s.mutable_annotations() = c.config().annotations();
+  return s;
+}
+
+std::string StateJson(const Container& c, ContainerStatus status) {
+  State s = StateOf(c, status);
   google::protobuf::util::JsonPrintOptions opts;
   opts.add_whitespace = true;
   opts.always_print_primitive_fields = true;

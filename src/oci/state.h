@@ -92,7 +92,8 @@ std::optional<sys::UniqueFd> OpenProcess(const Container& c);
 // a running container whose cgroup is frozen is paused.
 ContainerStatus StatusOf(const Container& c, bool frozen);
 
-// The runtime-spec state of `c` (`brig state`) as JSON, one object.
+// The runtime-spec state of `c`, and as JSON, one object (`brig state`).
+State StateOf(const Container& c, ContainerStatus status);
 std::string StateJson(const Container& c, ContainerStatus status);
 
 }  // namespace brig::oci

@@ -62,7 +62,7 @@ Result<uint32_t> ToLibseccompAction(v1::SeccompAction action, std::optional<uint
     case pb::kActLog:
       return uint32_t{SCMP_ACT_LOG};
     case pb::kActNotify:
-      return Fail("seccomp policy", where, "SCMP_ACT_NOTIFY is not supported");
+      return uint32_t{SCMP_ACT_NOTIFY};
     default:
       return Fail("seccomp policy", where, "missing or unknown action");
   }
@@ -145,13 +145,35 @@ Status Record(RuleIndex& index, int nr, uint32_t action, bool unconditional,
   return {};
 }
 
-Status AddRules(scmp_filter_ctx ctx, const v1::SeccompRule& rule, uint32_t default_action,
-                RuleIndex& index) {
+// SCMP_ACT_NOTIFY stops the syscall until an agent answers it, through the listener the
+// process hands over (container/process.h) with sendmsg(2), which therefore must not stop:
+// it would wait for an agent that can only have the listener once it returned. Nor can
+// anything be notified where no agent is named.
+Status CheckNotified(const v1::SeccompPolicy& policy, const std::string& name) {
+  if (policy.listener_path().empty()) {
+    return Fail("seccomp policy", name,
+                "SCMP_ACT_NOTIFY needs a seccomp agent: linux.seccomp.listenerPath is empty",
+                ErrorKind::kBadInput);
+  }
+  if (name == "sendmsg") {
+    return Fail("seccomp policy", name,
+                "SCMP_ACT_NOTIFY cannot be used for the sendmsg syscall: the process hands its "
+                "listener over with it",
+                ErrorKind::kBadInput);
+  }
+  return {};
+}
+
+Status AddRules(scmp_filter_ctx ctx, const v1::SeccompPolicy& policy, const v1::SeccompRule& rule,
+                uint32_t default_action, RuleIndex& index) {
   std::string first = rule.names().empty() ? "(no names)" : rule.names(0);
   if (rule.names().empty()) return Fail("seccomp policy", "syscalls", "a rule names no syscall");
   std::optional<uint32_t> errno_ret;
   if (rule.has_errno_ret()) errno_ret = rule.errno_ret();
   uint32_t action = BRIG_TRY(ToLibseccompAction(rule.action(), errno_ret, first));
+  if (action == SCMP_ACT_NOTIFY) {
+    for (const auto& name : rule.names()) BRIG_TRY(CheckNotified(policy, name));
+  }
   std::vector<scmp_arg_cmp> cmps;
   for (const auto& a : rule.args()) {
     if (a.index() > 5) return Fail("seccomp policy", first, "argument index out of range 0..5");
@@ -186,6 +208,10 @@ Status SetAttr(scmp_filter_ctx ctx, scmp_filter_attr attr, uint32_t value, const
 Result<CtxPtr> BuildContext(const v1::SeccompPolicy& policy) {
   std::optional<uint32_t> default_errno;
   if (policy.has_default_errno_ret()) default_errno = policy.default_errno_ret();
+  if (policy.default_action() == pb::kActNotify) {
+    return Fail("seccomp policy", "defaultAction",
+                "SCMP_ACT_NOTIFY cannot be used as default action", ErrorKind::kBadInput);
+  }
   uint32_t def =
       BRIG_TRY(ToLibseccompAction(policy.default_action(), default_errno, "defaultAction"));
   CtxPtr ctx(seccomp_init(def), seccomp_release);
@@ -205,13 +231,18 @@ Result<CtxPtr> BuildContext(const v1::SeccompPolicy& policy) {
     }
   }
   RuleIndex index;
-  for (const auto& rule : policy.syscalls()) BRIG_TRY(AddRules(ctx.get(), rule, def, index));
+  for (const auto& rule : policy.syscalls())
+    BRIG_TRY(AddRules(ctx.get(), policy, rule, def, index));
   return ctx;
 }
 
+// The policy's flags, and a listener where a rule notifies.
 Result<unsigned> FilterFlags(const v1::SeccompPolicy& policy) {
   unsigned flags = 0;
   for (const auto& f : policy.flags()) flags |= BRIG_TRY(ToFilterFlag(f));
+  for (const auto& rule : policy.syscalls()) {
+    if (rule.action() == pb::kActNotify) flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER;
+  }
   return flags;
 }
 
@@ -233,6 +264,12 @@ Result<std::string> Export(scmp_filter_ctx ctx, int (*fn)(const scmp_filter_ctx,
 Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std::string& name) {
   v1::SeccompPolicy policy;
   BRIG_TRY(proto::ParseTextProto(text, name, &policy));
+  if (!policy.listener_path().empty() || !policy.listener_metadata().empty()) {
+    return Fail("seccomp policy", name,
+                "listener_path: only an OCI container's seccomp has an agent to notify "
+                "(linux.seccomp.listenerPath)",
+                ErrorKind::kBadInput);
+  }
   return policy;
 }
 
@@ -274,11 +311,15 @@ std::optional<int> ResolveSyscallX86_64(const std::string& name) {
   return nr;
 }
 
-Status LoadSeccomp(const SeccompProgram& program) {
+Result<int> LoadSeccomp(const SeccompProgram& program) {
   struct sock_fprog prog;
   prog.len = static_cast<unsigned short>(program.insns.size());
   prog.filter = const_cast<sock_filter*>(program.insns.data());
   return sys::SeccompSetFilter(program.flags, prog);
+}
+
+bool HasListener(const SeccompProgram& program) {
+  return program.flags & SECCOMP_FILTER_FLAG_NEW_LISTENER;
 }
 
 }  // namespace brig::security

@@ -40,7 +40,12 @@ Result<std::string> ExportPfc(const v1::SeccompPolicy& policy);
 // syscall of another ABI only, such as chown32 or socketcall).
 std::optional<int> ResolveSyscallX86_64(const std::string& name);
 
-// In the child: installs the program. Requires no_new_privs. Async-signal-safe.
-Status LoadSeccomp(const SeccompProgram& program);
+// In the child: installs the program. Requires no_new_privs, or CAP_SYS_ADMIN.
+// Async-signal-safe. Returns the filter's listener where it has one (HasListener: a rule
+// notifies), else -1.
+Result<int> LoadSeccomp(const SeccompProgram& program);
+// Whether loading the program makes a listener: a rule notifies (SCMP_ACT_NOTIFY, which
+// only a policy naming an agent may hold).
+bool HasListener(const SeccompProgram& program);
 
 }  // namespace brig::security

@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,11 +188,49 @@ Status JoinSessionKeyring() {
   return {};
 }
 
-Status SeccompSetFilter(unsigned flags, const struct sock_fprog& prog) {
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog) < 0) {
-    return SysError("seccomp", "load filter");
+Result<int> SeccompSetFilter(unsigned flags, const struct sock_fprog& prog) {
+  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  if (rc < 0) return SysError("seccomp", "load filter");
+  return flags & SECCOMP_FILTER_FLAG_NEW_LISTENER ? static_cast<int>(rc) : -1;
+}
+
+Status SendWithFd(int sock, struct iovec* iov, size_t iovlen, int pass, std::string_view what) {
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = iov;
+  mh.msg_iovlen = iovlen;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (pass >= 0) {
+    memset(control, 0, sizeof control);
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pass, sizeof pass);
   }
+  ssize_t n;
+  do {
+    n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return SysError("sendmsg", std::string(what));
   return {};
+}
+
+Result<UniqueFd> ConnectUnix(const std::string& path, const std::string& what) {
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return BadInput(what, path, "path too long for a unix socket");
+  }
+  memcpy(addr.sun_path, path.data(), path.size());
+  UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return SysError("socket", what);
+  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+    return SysError("connect", what + " " + path);
+  }
+  return s;
 }
 
 Result<long> Bpf(int cmd, union bpf_attr& attr, const std::string& subject) {

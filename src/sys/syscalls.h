@@ -8,10 +8,12 @@
 #include <linux/openat2.h>
 #include <signal.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brig/result.h"
@@ -78,8 +80,14 @@ Status WaitidPidfd(int pidfd, siginfo_t& info, int options);
 Status Faccessat(int dirfd, const std::string& path, int mode, const std::string& subject);
 // keyctl(KEYCTL_JOIN_SESSION_KEYRING) with no name: a new anonymous session keyring.
 Status JoinSessionKeyring();
-// seccomp(SECCOMP_SET_MODE_FILTER, flags, prog).
-Status SeccompSetFilter(unsigned flags, const struct sock_fprog& prog);
+// seccomp(SECCOMP_SET_MODE_FILTER, flags, prog): the listener's fd with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER, else -1.
+Result<int> SeccompSetFilter(unsigned flags, const struct sock_fprog& prog);
+// sendmsg(2) of `iov` on a socket, with `pass` as SCM_RIGHTS where it is a descriptor;
+// MSG_NOSIGNAL, retried on EINTR. Allocates nothing but its error, which names `what`.
+Status SendWithFd(int sock, struct iovec* iov, size_t iovlen, int pass, std::string_view what);
+// A SOCK_STREAM connection to the unix socket at `path`, `what` naming it in errors.
+Result<UniqueFd> ConnectUnix(const std::string& path, const std::string& what);
 // bpf(2): its result (a descriptor, or 0), or the Error naming `subject`.
 Result<long> Bpf(int cmd, union bpf_attr& attr, const std::string& subject);
 // After forking a child that reports a failed execve as an int on a CLOEXEC pipe: waits

@@ -1,9 +1,9 @@
 // libFuzzer target: the parent's side of the sync protocol (container/sync.h), which reads
 // what the sandbox's brig init sends. The input is written as one SOCK_SEQPACKET packet
-// and read back with RecvMessage; kError payloads are decoded and rendered; message types
-// drive a SyncSequence checked against a model of the protocol order. DecodeError also
-// gets the raw bytes directly (no size limit from the socket), and every decoded Error is
-// sent back through SendError and decoded again, which must give the same Error.
+// and read back with RecvMessage (with no descriptor, so never a SeccompFd); kError payloads are
+// decoded and rendered; message types drive a SyncSequence checked against a model of the protocol
+// order. DecodeError also gets the raw bytes directly (no size limit from the socket), and every
+// decoded Error is sent back through SendError and decoded again, which must give the same Error.
 #include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -154,6 +154,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&type, data, sizeof type);
     FUZZ_CHECK(static_cast<uint32_t>(m->type) == type);
     FUZZ_CHECK(type >= 1 && type <= static_cast<uint32_t>(brig::container::kLastMsg));
+    // Bytes alone never make a listener: a SeccompFd comes only with its descriptor.
+    FUZZ_CHECK(m->type != Msg::kSeccompFd && !m->fd.valid());
     if (m->type == Msg::kError) {
       brig::Error e = brig::container::DecodeError(*m);
       CheckDecoded(e, *m);

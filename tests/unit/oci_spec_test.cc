@@ -264,9 +264,9 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{SeccompConfig(R"({"defaultAction": "SECCOMP_ACTION_UNSPECIFIED"})"),
                 "config.json: linux.seccomp.defaultAction: unknown action "
                 "'SECCOMP_ACTION_UNSPECIFIED'"},
-        Refusal{SeccompConfig(R"({"defaultAction": "SCMP_ACT_NOTIFY"})"),
-                "config.json: linux.seccomp.defaultAction: SCMP_ACT_NOTIFY is not supported: "
-                "brig has no seccomp agent"},
+        Refusal{SeccompConfig(R"({"defaultAction": "SCMP_ACT_NOTIFY", "listenerPath": "/a"})"),
+                "config.json: linux.seccomp.defaultAction: SCMP_ACT_NOTIFY cannot be used as "
+                "default action"},
         Refusal{SeccompConfig(R"({"defaultAction": "SCMP_ACT_ALLOW", "architectures":
                   ["SCMP_ARCH_X86_64", "SCMP_ARCH_PPC64LE"]})"),
                 "config.json: linux.seccomp.architectures[1]: unknown architecture "
@@ -285,8 +285,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "config.json: linux.seccomp.syscalls[0].action: must be set"},
         Refusal{SeccompConfig(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
                   {"names": ["read"], "action": "SCMP_ACT_NOTIFY"}]})"),
-                "config.json: linux.seccomp.syscalls[0].action: SCMP_ACT_NOTIFY is not "
-                "supported: brig has no seccomp agent"},
+                "config.json: linux.seccomp.syscalls[0].action: SCMP_ACT_NOTIFY needs a "
+                "seccomp agent: linux.seccomp.listenerPath is empty"},
         Refusal{SeccompConfig(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
                   {"names": [], "action": "SCMP_ACT_ERRNO"}]})"),
                 "config.json: linux.seccomp.syscalls[0].names: must not be empty"},
@@ -818,7 +818,7 @@ TEST(OciSpec, FeaturesIsValidJsonListingWhatBrigReads) {
     actions.insert(v.string_value());
   }
   EXPECT_TRUE(actions.count("SCMP_ACT_ERRNO"));
-  EXPECT_FALSE(actions.count("SCMP_ACT_NOTIFY"));
+  EXPECT_TRUE(actions.count("SCMP_ACT_NOTIFY"));
   EXPECT_FALSE(actions.count("SECCOMP_ACTION_UNSPECIFIED"));
   EXPECT_FALSE(linux_.at("apparmor").struct_value().fields().at("enabled").bool_value());
   EXPECT_FALSE(linux_.at("selinux").struct_value().fields().at("enabled").bool_value());

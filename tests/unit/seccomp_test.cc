@@ -264,6 +264,60 @@ TEST(SeccompPolicy, OciJsonParsesIntoTheSameMessage) {
   EXPECT_TRUE(CompileSeccomp(p));
 }
 
+// SCMP_ACT_NOTIFY: only where an agent is named (an OCI container's listenerPath), never as
+// the default, never for the sendmsg(2) the process hands its listener over with; a policy
+// file names no agent. A rule that notifies makes the filter's listener.
+TEST(SeccompPolicy, NotifyNeedsAnAgentAndNeverStopsTheHandOver) {
+  auto oci = [](const std::string& json) {
+    v1::SeccompPolicy p;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &p).ok()) << json;
+    return p;
+  };
+  auto notify = oci(R"({"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/run/agent.sock",)"
+                    R"("listenerMetadata":"m","syscalls":[{"names":["mkdir","mkdirat"],)"
+                    R"("action":"SCMP_ACT_NOTIFY"}]})");
+  EXPECT_EQ(notify.listener_path(), "/run/agent.sock");
+  EXPECT_EQ(notify.listener_metadata(), "m");
+  auto prog = CompileSeccomp(notify);
+  ASSERT_TRUE(prog) << prog.error().Render();
+  EXPECT_TRUE(HasListener(*prog));
+  EXPECT_TRUE(ExportPfc(notify));
+
+  auto no_rule = notify;
+  no_rule.clear_syscalls();
+  auto quiet = CompileSeccomp(no_rule);
+  ASSERT_TRUE(quiet) << quiet.error().Render();
+  EXPECT_FALSE(HasListener(*quiet)) << "a listener nobody is notified through";
+
+  auto no_agent = notify;
+  no_agent.clear_listener_path();
+  auto refused = CompileSeccomp(no_agent);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().Render().find("listenerPath"), std::string::npos)
+      << refused.error().Render();
+
+  auto as_default = oci(R"({"defaultAction":"SCMP_ACT_NOTIFY","listenerPath":"/a"})");
+  auto d = CompileSeccomp(as_default);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().Render().find("cannot be used as default action"), std::string::npos);
+
+  auto hand_over = oci(R"({"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/a",)"
+                       R"("syscalls":[{"names":["sendmsg"],"action":"SCMP_ACT_NOTIFY"}]})");
+  auto h = CompileSeccomp(hand_over);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().Render().find("cannot be used for the sendmsg syscall"), std::string::npos)
+      << h.error().Render();
+  EXPECT_FALSE(ExportPfc(hand_over)) << "policy export must refuse what a run refuses";
+
+  auto file = ParseSeccompPolicy(R"(default_action: SCMP_ACT_ALLOW
+listener_path: "/a"
+syscalls { names: "mkdir" action: SCMP_ACT_NOTIFY })",
+                                 "f.textproto");
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().Render().find("listener_path"), std::string::npos)
+      << file.error().Render();
+}
+
 // brig init's own filter: it compiles, kills on anything outside its list, and its list
 // is the few calls of init's loop, each with its reason.
 TEST(InitFilter, CompilesKillsByDefaultAndSaysWhyForEachCall) {

@@ -1,7 +1,10 @@
 // The parent/child wire format and the parent's order check.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <vector>
 
@@ -9,6 +12,7 @@
 #include "container/launch.h"
 #include "container/sync.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace brig::container {
 namespace {
@@ -197,6 +201,68 @@ TEST(SyncSequence, AnExecsChildSaysItsPid) {
   SyncSequence native;
   EXPECT_TRUE(native.Accept(Msg::kNeedIdMap));
   EXPECT_FALSE(native.Accept(Msg::kPid));
+}
+
+// An OCI process's listener comes once, after Ready (a container's init) or after the
+// stage child's Pid (an exec's process), and never in brig run's order.
+TEST(SyncSequence, AListenerComesOnceFromAnOciProcess) {
+  SyncSequence c(Flow::kContainer);
+  EXPECT_FALSE(SyncSequence(Flow::kContainer).Accept(Msg::kSeccompFd));
+  EXPECT_TRUE(c.Accept(Msg::kNeedIdMap));
+  EXPECT_FALSE(SyncSequence(c).Accept(Msg::kSeccompFd)) << "before Ready";
+  EXPECT_TRUE(c.Accept(Msg::kReady));
+  EXPECT_TRUE(c.Accept(Msg::kSeccompFd));
+  EXPECT_FALSE(SyncSequence(c).Accept(Msg::kSeccompFd)) << "twice";
+  EXPECT_TRUE(c.Accept(Msg::kCreated));
+  SyncSequence e(Flow::kExec);
+  EXPECT_FALSE(SyncSequence(e).Accept(Msg::kSeccompFd)) << "from the stage child";
+  EXPECT_TRUE(e.Accept(Msg::kPid));
+  EXPECT_TRUE(e.Accept(Msg::kSeccompFd));
+  EXPECT_FALSE(e.Accept(Msg::kSeccompFd));
+  SyncSequence native;
+  EXPECT_TRUE(native.Accept(Msg::kNeedIdMap));
+  EXPECT_TRUE(native.Accept(Msg::kReady));
+  EXPECT_FALSE(native.Accept(Msg::kSeccompFd));
+  EXPECT_FALSE(SyncSequence(Flow::kContainer).Accept(Msg::kSeccompDone)) << "the parent's word";
+}
+
+// The listener travels as SCM_RIGHTS with its packet; a descriptor with any other packet,
+// or a SeccompFd without one, is a malformed packet, and what came is closed.
+TEST(Sync, OnlyASeccompFdPacketCarriesADescriptor) {
+  Pair p;
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  sys::UniqueFd r(pipe_fds[0]), w(pipe_fds[1]);
+  std::thread parent([&] {
+    auto m = RecvMessage(p.b.get(), 5000);
+    ASSERT_TRUE(m) << m.error().Render();
+    EXPECT_EQ(m->type, Msg::kSeccompFd);
+    ASSERT_TRUE(m->fd.valid());
+    EXPECT_EQ(write(m->fd.get(), "x", 1), 1) << "the descriptor is the one sent";
+    EXPECT_TRUE(SendMessage(p.b.get(), Msg::kSeccompDone));
+  });
+  int listener = dup(w.get());
+  ASSERT_TRUE(HandOverListener(p.a.get(), listener));
+  parent.join();
+  EXPECT_EQ(fcntl(listener, F_GETFD), -1) << "the process's copy is closed once handed over";
+  char c = 0;
+  EXPECT_EQ(read(r.get(), &c, 1), 1);
+  EXPECT_EQ(c, 'x');
+
+  uint32_t header[3] = {static_cast<uint32_t>(Msg::kReady), 0, 0};
+  auto send_with = [&](int fd) {
+    struct iovec iov = {header, sizeof header};
+    return sys::SendWithFd(p.a.get(), &iov, 1, fd, "test");
+  };
+  ASSERT_TRUE(send_with(w.get()));
+  auto stray = RecvMessage(p.b.get(), 1000);
+  ASSERT_FALSE(stray);
+  EXPECT_NE(stray.error().Render().find("descriptors"), std::string::npos);
+  header[0] = static_cast<uint32_t>(Msg::kSeccompFd);
+  ASSERT_TRUE(send_with(-1));
+  EXPECT_FALSE(RecvMessage(p.b.get(), 1000)) << "a SeccompFd without its listener";
+  w.Reset();
+  EXPECT_EQ(read(r.get(), &c, 1), 0) << "the stray descriptor was closed, not kept";
 }
 
 // Init's side waits for the parent's word no longer than it is told, and takes only the
