@@ -103,30 +103,13 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   if (rc < 0) return SysError("sync poll");
   if (rc == 0) return Fail("sync", "", "timed out waiting for the other end");
   char buf[sizeof(Header) + kMaxPayload];
-  struct iovec iov = {buf, sizeof buf};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  struct msghdr mh;
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = control;
-  mh.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return SysError("sync recv");
   // A descriptor that came with the packet is closed with `passed` unless the packet is
-  // kSeccompFd (more than one: the kernel closed the rest, MSG_CTRUNC).
+  // kSeccompFd.
   sys::UniqueFd passed;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      int got;
-      memcpy(&got, CMSG_DATA(c), sizeof got);
-      passed = sys::UniqueFd(got);
-    }
-  }
+  bool cut = false;
+  auto got = sys::RecvWithFd(fd, buf, sizeof buf, MSG_TRUNC, passed, &cut);
+  if (!got) return std::move(got).error().Wrap("sync");
+  auto n = static_cast<ssize_t>(*got);
   if (n == 0) return Fail("sync", "", std::string(kPeerClosed));
   if (static_cast<size_t>(n) < sizeof(Header) || static_cast<size_t>(n) > sizeof buf) {
     return Fail("sync", "", "malformed packet of " + std::to_string(n) + " bytes");
@@ -141,7 +124,7 @@ Result<Message> RecvMessage(int fd, int timeout_ms) {
   m.type = static_cast<Msg>(h.type);
   m.err = h.err;
   m.payload.assign(buf + sizeof h, h.len);
-  if ((m.type == Msg::kSeccompFd) != passed.valid() || (mh.msg_flags & MSG_CTRUNC)) {
+  if ((m.type == Msg::kSeccompFd) != passed.valid() || cut) {
     return Fail("sync", std::string(MsgName(m.type)), "malformed packet: descriptors");
   }
   m.fd = std::move(passed);

@@ -280,13 +280,16 @@ Status MountTmpfsCopyUp(int root, const Step& s, const std::string& dest) {
   return {};
 }
 
-// kBindSource, resolved here, in init's own copy of the host's mounts (mount_plan.h).
+// kBindSource, resolved here, in init's own copy of the host's mounts (mount_plan.h), or
+// through the descriptor of it that brig opened there.
 Status BindSource(int root, const Step& s, const std::string& dest) {
   struct stat st;
-  if (stat(s.source.c_str(), &st) < 0) return SysError("stat", "mount source " + s.source);
+  if (s.tree ? fstat(s.tree.get(), &st) < 0 : stat(s.source.c_str(), &st) < 0) {
+    return SysError("stat", "mount source " + s.source);
+  }
   sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, dest, true, !S_ISDIR(st.st_mode)));
-  BRIG_TRY(
-      MountAt(s.source, target.get(), nullptr, MS_BIND | (s.recursive ? MS_REC : 0), "", dest));
+  std::string source = s.tree ? FdPath(s.tree.get()) : s.source;
+  BRIG_TRY(MountAt(source, target.get(), nullptr, MS_BIND | (s.recursive ? MS_REC : 0), "", dest));
   target = BRIG_TRY(OpenInRoot(root, dest, false, false));
   if (s.remount) {
     unsigned long remount = MS_REMOUNT | MS_BIND | s.flags;

@@ -84,6 +84,9 @@ struct Step {
   std::string data;  // symlink target or file contents; for kPin and kProtect of a
                      // read-write workspace, the host path, named if init finds a symlink
                      // there (empty in a copy)
+  // kBind's tree; for a kBindSource, where set, an O_PATH descriptor of its source that
+  // brig opened in init's mount namespace (oci/rootfs.h SendMountSources), bound instead of
+  // the path, which init itself may have no right to reach.
   sys::UniqueFd tree;
   bool is_dir = true;
   uint32_t mode = 0755;  // kDevice's

@@ -86,6 +86,10 @@ Status SetUp(const InitArgs& a) {
   root.caps.bounding = root.caps.effective = root.caps.permitted = security::kEveryCapability;
   BRIG_TRY_CTX(container::TakeIdsFromMap(a.sync_fd, a.fs.userns ? &root : nullptr),
                "root in the user namespace");
+  if (a.mount_sources_fd >= 0) {
+    BRIG_TRY(TakeMountSources(a.mount_sources_fd, *a.rootfs_plan));
+    close(a.mount_sources_fd);
+  }
   if (a.fork_for_pid) BRIG_TRY(ForkPidOne(a));
   if (a.new_cgroupns && unshare(CLONE_NEWCGROUP) < 0) {
     return SysError("unshare", "cgroup namespace");
@@ -171,7 +175,7 @@ bool WaitForStart(int fifo_fd) {
 // clones (container::StartAsBrigsChild). Init dies with its creator until `create` is done
 // with it (ContainerInit clears that).
 Status DropWhatBrigHeld(const InitArgs& a) {
-  std::vector<int> keep = {a.sync_fd, a.fifo_fd, a.console_fd};
+  std::vector<int> keep = {a.sync_fd, a.fifo_fd, a.console_fd, a.mount_sources_fd};
   if (a.cgroup_tasks) {
     for (const cgroup::TasksFile& t : *a.cgroup_tasks) keep.push_back(t.fd.get());
   }

@@ -18,8 +18,11 @@ struct InitArgs {
   const Spec* spec;
   const container::ProcessSpec* process;
   RootfsOptions fs;
-  const RootfsPlan* rootfs_plan = nullptr;  // PlanRootfs(spec, fs), made by `brig create`
+  RootfsPlan* rootfs_plan = nullptr;  // PlanRootfs(spec, fs), made by `brig create`
   int sync_fd = -1;
+  // Where brig hands over the bind mounts' sources, opened in init's mount namespace
+  // (rootfs.h SendMountSources); -1: init resolves them itself.
+  int mount_sources_fd = -1;
   int fifo_fd = -1;     // exec.fifo's read end: a byte on it is `start`
   int console_fd = -1;  // --console-socket, connected; -1 without a terminal
   int preserve_fds = 0;

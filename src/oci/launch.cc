@@ -16,7 +16,9 @@
 //                                                    first; unshare the new ones]
 //                          ◀── kLog ...              (with --debug, until kCreated)
 //                          ◀── kNeedIdMap
-//   uid_map/gid_map
+//   uid_map/gid_map [user namespace: the bind
+//   sources opened in init's mount namespace,
+//   to init over a socket of their own]
 //                          ─── kIdMapDone ──▶
 //                          ◀── kPid {pid}            [stage path with a new pid ns: the
 //   the stage child reaped, the init it forked       stage child forks pid 1 and exits]
@@ -46,7 +48,9 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -192,13 +196,33 @@ Status Commit(Making& mk, Container& rec, container::Channel& sync, const std::s
   return sync.AwaitClose();
 }
 
+// The bind mounts' sources, opened by a process of brig's in init's mount namespace as the
+// host's root, to init over `sock` (rootfs.h SendMountSources), which then ends.
+Status HandMountSources(const sys::Child& init, sys::UniqueFd sock, const RootfsPlan& plan) {
+  pid_t pid = fork();
+  if (pid < 0) return SysError("fork", "mount sources");
+  if (pid == 0) {
+    if (setns(init.pidfd(), CLONE_NEWNS) < 0) _exit(1);
+    _exit(SendMountSources(sock.get(), plan) ? 0 : 1);
+  }
+  sock.Reset();
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Fail("mount sources", "", "could not be opened in the container's mount namespace");
+  }
+  return {};
+}
+
 // Drives init through the order drawn above, until it waits for `start`.
 Status Handshake(Making& mk, Container& rec, const Spec& spec, const Namespaces& ns,
-                 const CreateOptions& o) {
+                 const CreateOptions& o, const RootfsPlan& plan, sys::UniqueFd mount_sources) {
   container::Launched& l = mk.init;
   HandListenersToAgent(l.sync, rec, ContainerStatus::kCreating);
   BRIG_TRY(container::DriveToReady(l.sync, l.init, Staged(ns), [&]() -> Status {
     if (ns.new_user) BRIG_TRY(WriteIdMaps(l.init.pid(), spec));
+    if (mount_sources) BRIG_TRY(HandMountSources(l.init, std::move(mount_sources), plan));
     log::Debug("init in its cgroups, id map written");
     return {};
   }));
@@ -399,6 +423,15 @@ Result<pid_t> Create(const CreateOptions& o) {
   InitArgs args = ArgsFor(b, o, *mk.cgroups);
   RootfsPlan rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, args.fs));
   args.rootfs_plan = &rootfs_plan;
+  // Sources the root of a user namespace may not reach are opened by brig, where init makes
+  // its own mount namespace (one joined by path resolves them itself).
+  sys::UniqueFd sources, sources_child;
+  if (ns.new_user && (ns.clone_flags & CLONE_NEWNS) && HasBindSources(rootfs_plan)) {
+    sys::FdPair pair = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "mount sources"));
+    sources = pair.TakeParentEnd();
+    sources_child = BRIG_TRY(sys::MoveAbove(pair.TakeChildEnd(), 3 + o.preserve_fds));
+    args.mount_sources_fd = sources_child.get();
+  }
   args.fifo_fd = fds.fifo.get();
   args.console_fd = fds.console.get();
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(mk.cgroups->OpenV1Tasks());
@@ -418,8 +451,9 @@ Result<pid_t> Create(const CreateOptions& o) {
       }));
   fds.fifo.Reset();
   fds.console.Reset();
+  sources_child.Reset();
   tasks.clear();
-  BRIG_TRY(Handshake(mk, rec, b.spec, ns, o));
+  BRIG_TRY(Handshake(mk, rec, b.spec, ns, o, rootfs_plan, std::move(sources)));
   mk.Keep();
   return rec.pid();
 }

@@ -163,24 +163,11 @@ namespace {
 // The master SetupConsole sent on `sock`, if it has sent one; none without a terminal.
 Result<sys::UniqueFd> TakeConsole(int sock) {
   char name[64];
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  struct iovec iov = {name, sizeof name};
-  struct msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN) return sys::UniqueFd();
-  if (n < 0) return SysError("recvmsg", "terminal");
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) return sys::UniqueFd();
-  int fd;
-  memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  return sys::UniqueFd(fd);
+  sys::UniqueFd master;
+  auto got = sys::RecvWithFd(sock, name, sizeof name, MSG_DONTWAIT, master);
+  if (!got && got.error().err == EAGAIN) return sys::UniqueFd();
+  if (!got) return std::move(got).error().Wrap("terminal");
+  return master;
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <poll.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 // <sys/sysmacros.h> defines major() and minor() as macros; the spec's Device has fields
@@ -14,9 +16,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
+#include "container/sync.h"
 #include "fs/rootfs.h"
 #include "oci/spec.h"
 #include "sys/fd.h"
@@ -182,6 +186,41 @@ Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& ro) {
     plan.after_pivot.push_back(std::move(s));
   }
   return plan;
+}
+
+bool HasBindSources(const RootfsPlan& plan) {
+  return std::any_of(plan.before_pivot.begin(), plan.before_pivot.end(),
+                     [](const fs::Step& s) { return s.kind == fs::StepKind::kBindSource; });
+}
+
+Status SendMountSources(int sock, const RootfsPlan& plan) {
+  for (size_t i = 0; i < plan.before_pivot.size(); ++i) {
+    const fs::Step& s = plan.before_pivot[i];
+    if (s.kind != fs::StepKind::kBindSource) continue;
+    sys::UniqueFd source(open(s.source.c_str(), O_PATH | O_CLOEXEC));
+    auto index = static_cast<uint32_t>(i);
+    struct iovec iov = {&index, sizeof index};
+    BRIG_TRY(sys::SendWithFd(sock, &iov, 1, source.get(), "mount source"));
+  }
+  return {};
+}
+
+Status TakeMountSources(int sock, RootfsPlan& plan) {
+  for (;;) {
+    struct pollfd p = {sock, POLLIN, 0};
+    int rc = poll(&p, 1, container::kSetupStepTimeoutMs);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return Fail("mount sources", "", "brig sent none in time");
+    uint32_t index = 0;
+    sys::UniqueFd fd;
+    size_t n = BRIG_TRY_CTX(sys::RecvWithFd(sock, &index, sizeof index, 0, fd), "mount sources");
+    if (n == 0) return {};
+    if (n != sizeof index || index >= plan.before_pivot.size() ||
+        plan.before_pivot[index].kind != fs::StepKind::kBindSource) {
+      return Fail("mount sources", "", "malformed packet", ErrorKind::kInternal);
+    }
+    plan.before_pivot[index].tree = std::move(fd);
+  }
 }
 
 Status PrepareRootfs(const std::string& rootfs, const RootfsPlan& plan) {

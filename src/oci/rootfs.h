@@ -39,6 +39,19 @@ struct RootfsPlan {
 };
 Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& o);
 
+// A bind mount's source that only the host's root may reach (a directory only it may
+// search) is out of reach of the root of a user namespace. As runc does, brig opens each
+// source itself, in init's mount namespace (so that the kernel's locks on the source's
+// flags hold, mount_plan.h kBindSource), and hands the descriptors to init, which binds
+// them. Whether the plan has a source to hand over:
+bool HasBindSources(const RootfsPlan& plan);
+// brig's side, in a process of its own that joined init's mount namespace: one packet a
+// source on `sock` (its step's index, and the O_PATH descriptor as SCM_RIGHTS; none where
+// it cannot be opened, and init then meets the error itself).
+Status SendMountSources(int sock, const RootfsPlan& plan);
+// Init's side, before PrepareRootfs: the descriptors until `sock` ends, each into its step.
+Status TakeMountSources(int sock, RootfsPlan& plan);
+
 // Before pivot_root: the host's mounts made slave (or private, as the plan's propagation
 // says), the rootfs a mount point of its own, and the plan's steps before pivot_root.
 Status PrepareRootfs(const std::string& rootfs, const RootfsPlan& plan);

@@ -218,6 +218,32 @@ Status SendWithFd(int sock, struct iovec* iov, size_t iovlen, int pass, std::str
   return {};
 }
 
+Result<size_t> RecvWithFd(int sock, void* buf, size_t len, int flags, UniqueFd& fd, bool* cut) {
+  struct iovec iov = {buf, len};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return SysError("recvmsg");
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int got;
+      memcpy(&got, CMSG_DATA(c), sizeof got);
+      fd = UniqueFd(got);
+    }
+  }
+  if (cut) *cut = mh.msg_flags & MSG_CTRUNC;
+  return static_cast<size_t>(n);
+}
+
 Result<UniqueFd> ConnectUnix(const std::string& path, const std::string& what) {
   struct sockaddr_un addr = {};
   addr.sun_family = AF_UNIX;

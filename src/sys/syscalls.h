@@ -86,6 +86,12 @@ Result<int> SeccompSetFilter(unsigned flags, const struct sock_fprog& prog);
 // sendmsg(2) of `iov` on a socket, with `pass` as SCM_RIGHTS where it is a descriptor;
 // MSG_NOSIGNAL, retried on EINTR. Allocates nothing but its error, which names `what`.
 Status SendWithFd(int sock, struct iovec* iov, size_t iovlen, int pass, std::string_view what);
+// recvmsg(2) of one message into `buf` (`flags`: MSG_TRUNC, MSG_DONTWAIT...), retried on
+// EINTR: its length, and into `fd` the descriptor that came with it as SCM_RIGHTS
+// (close-on-exec); `cut` says whether the kernel cut the control data (MSG_CTRUNC: more
+// descriptors came, and it closed the rest).
+Result<size_t> RecvWithFd(int sock, void* buf, size_t len, int flags, UniqueFd& fd,
+                          bool* cut = nullptr);
 // A SOCK_STREAM connection to the unix socket at `path`, `what` naming it in errors.
 Result<UniqueFd> ConnectUnix(const std::string& path, const std::string& what);
 // bpf(2): its result (a descriptor, or 0), or the Error naming `subject`.

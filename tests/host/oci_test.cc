@@ -757,6 +757,46 @@ TEST_F(Oci, AForegroundRunOrExecRelaysItsTerminal) {
   EXPECT_EQ(ListDir(root_), std::vector<std::string>{});
 }
 
+// A user-namespaced container's bind mounts whose sources only the host's root may reach
+// (under a directory of mode 0700, as a kubelet's pod volumes are): brig opens the sources,
+// as runc does, and the container's root, another id on the host, sees them. Its exec sees
+// them too.
+TEST_F(Oci, AUserNamespacedContainerBindsSourcesOnlyTheHostsRootReaches) {
+  const std::string locked = scratch_.path() + "/locked";
+  ASSERT_EQ(mkdir(locked.c_str(), 0700), 0);
+  Config c = Cfg("reach");
+  c.namespaces.push_back("user");
+  c.map_to = 200000;
+  for (const char* n : {"one", "two"}) {
+    const std::string dir = locked + "/" + n;
+    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+    scratch_.Write(std::string("locked/") + n + "/f", std::string("in-") + n + "\n");
+    c.mounts.push_back({std::string("/mnt/") + n, "bind", dir, {"bind"}});
+  }
+  c.args = {"sh", "-c", "cat /mnt/one/f /mnt/two/f"};
+  // The mount points exist: the image's root is the host's root's, which the container's
+  // root may not write either.
+  auto with_points = [&](const std::string& bundle) {
+    for (const char* d : {"/rootfs/mnt", "/rootfs/mnt/one", "/rootfs/mnt/two"}) {
+      mkdir((bundle + d).c_str(), 0755);
+    }
+    return bundle;
+  };
+  RunOutput r = Run({"run", "--bundle", with_points(Bundle(c, "reach")), "reach"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "in-one\nin-two\n") << r.err;
+
+  c.args = {"sleep", "1000000"};
+  pid_t pid = CreateFrom(with_points(Bundle(c, "reach-exec")), "reach-exec");
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(Run({"start", "reach-exec"}).exit_code, 0);
+  RunOutput e = Run({"exec", "reach-exec", "cat", "/mnt/two/f"});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out, "in-two\n");
+  EXPECT_EQ(Run({"delete", "--force", "reach-exec"}).exit_code, 0);
+  EXPECT_TRUE(AwaitGone(pid));
+}
+
 // A process's terminal is its user's, with the devpts mount's group (runc's spec: tty, 5),
 // as runc gives it: a user other than root could not use it otherwise.
 TEST_F(Oci, ATerminalIsOwnedByItsProcesssUser) {
