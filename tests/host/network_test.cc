@@ -517,9 +517,13 @@ TEST_F(Network, ForgedFramesGetNowhere) {
   // The genuine address from a forged MAC: dropped the same way.
   auto m = InSandboxNetns(sb, {"ip", "link", "set", "dev", "eth0", "address", spoof_mac});
   ASSERT_EQ(m.exit_code, 0) << m.err;
+  // The new MAC flushes the sandbox's neighbour entries, and its ARP requests for the gateway
+  // are dropped too: curl times out (28), or, on a loaded machine, the sandbox's own kernel
+  // gives up on the gateway first (EHOSTUNREACH, 7). What got past is counted below.
   for (const char* url : {"http://198.51.100.10:8080/", "http://198.51.100.10/"}) {
     auto r = InSandboxNetns(sb, {"curl", "-sS", "-m", "0.5", url});
-    EXPECT_EQ(r.exit_code, 28) << url << " from MAC " << spoof_mac << ": " << r.err;
+    EXPECT_TRUE(r.exit_code == 28 || r.exit_code == 7)
+        << url << " from MAC " << spoof_mac << ": " << r.exit_code << " " << r.err;
   }
   EXPECT_GT(packets("sent_mac"), 0) << "no frame with the forged MAC was even sent";
   EXPECT_EQ(packets("got_mac"), 0) << "a frame from " << spoof_mac << " got past the bridge";
