@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "container/command.h"
@@ -70,7 +72,11 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
   if (waitpid(pid, &status, 0) < 0) return SysError("wait", subject);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   if (WIFSIGNALED(status)) {
-    return Fail(subject, h.path(), "killed by signal " + std::to_string(WTERMSIG(status)));
+    // strsignal's words as runc's Go prints them: "killed by signal 31 (bad system call)".
+    std::string name = strsignal(WTERMSIG(status));
+    if (!name.empty()) name[0] = static_cast<char>(tolower(static_cast<unsigned char>(name[0])));
+    return Fail(subject, h.path(),
+                "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + name + ")");
   }
   return Fail(subject, h.path(), "exited with status " + std::to_string(WEXITSTATUS(status)));
 }
@@ -80,7 +86,9 @@ Status RunHook(const Hook& h, const std::string& subject, const std::string& sta
 Status RunHooks(const google::protobuf::RepeatedPtrField<Hook>& hooks, std::string_view stage,
                 const std::string& state_json) {
   for (int i = 0; i < hooks.size(); ++i) {
-    BRIG_TRY(RunHook(hooks[i], std::string(stage) + "[" + std::to_string(i) + "]", state_json));
+    // In runc's words first ("error running hook #0: ..."), which its callers look for.
+    BRIG_TRY_CTX(RunHook(hooks[i], std::string(stage) + "[" + std::to_string(i) + "]", state_json),
+                 "error running hook #" + std::to_string(i));
   }
   return {};
 }
