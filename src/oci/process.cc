@@ -105,13 +105,12 @@ Result<container::ProcessSpec> PrepareProcess(
   if (seccomp) {
     // Compiling an engine's policy for three architectures costs several milliseconds of
     // every create and exec; the cache makes that once per policy and libseccomp version.
-    out.seccomp = BRIG_TRY_CTX(
-        security::CompileSeccompCached(
-            *seccomp, security::kSeccompCacheDir,
-            [](const brig::v1::SeccompPolicy& s) {
-              return security::CompileSeccomp(AsLibseccompResolves(s));
-            }),
-        "linux.seccomp");
+    out.seccomp = BRIG_TRY_CTX(security::CompileSeccompCached(
+                                   *seccomp, security::kSeccompCacheDir, "oci",
+                                   [](const brig::v1::SeccompPolicy& s) {
+                                     return security::CompileOciSeccomp(AsLibseccompResolves(s));
+                                   }),
+                               "linux.seccomp");
   }
   return out;
 }

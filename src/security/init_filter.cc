@@ -46,11 +46,10 @@ v1::SeccompPolicy InitFilterPolicy() {
 }
 
 Result<SeccompProgram> CompileInitFilter(const std::string& cache_dir) {
-  return BRIG_TRY_CTX(CompileSeccompCached(InitFilterPolicy(), cache_dir,
-                                           [](const v1::SeccompPolicy& p) {
-                                             return CompileSeccomp(p);
-                                           }),
-                      "brig init's seccomp filter");
+  return BRIG_TRY_CTX(
+      CompileSeccompCached(InitFilterPolicy(), cache_dir, "init",
+                           [](const v1::SeccompPolicy& p) { return CompileSeccomp(p); }),
+      "brig init's seccomp filter");
 }
 
 }  // namespace brig::security

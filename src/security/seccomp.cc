@@ -20,13 +20,17 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 }  // namespace brig::security::pb
 
 #include <errno.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <memory>
+#include <algorithm>
+#include <cstddef>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -296,6 +300,38 @@ Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy) {
   program.insns.resize(bytes.size() / sizeof(sock_filter));
   memcpy(program.insns.data(), bytes.data(), bytes.size());
   return program;
+}
+
+Result<SeccompProgram> CompileOciSeccomp(const v1::SeccompPolicy& policy) {
+  SeccompProgram p = BRIG_TRY(CompileSeccomp(policy));
+  int def = policy.default_action();
+  if (def == pb::kActAllow || def == pb::kActLog || def == pb::kActTrace) return p;
+  if (policy.has_default_errno_ret() && policy.default_errno_ret() == ENOSYS) return p;
+  bool native = policy.architectures().empty();
+  for (int a : policy.architectures()) native |= a == pb::kArchX86_64;
+  if (!native) return p;
+  int last = -1;
+  for (const auto& rule : policy.syscalls()) {
+    for (const auto& name : rule.names()) {
+      last = std::max(last, seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, name.c_str()));
+    }
+  }
+  if (last < 0) return p;
+  // The architecture first; x32's calls (the x86_64 architecture with bit 30 set in the
+  // number) go on to the program as they are.
+  const sock_filter stub[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 4),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x40000000, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, static_cast<uint32_t>(last), 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+  };
+  if (p.insns.size() + std::size(stub) > BPF_MAXINSNS) {
+    return Fail("seccomp policy", "", "too long for the ENOSYS stub runc puts before it");
+  }
+  p.insns.insert(p.insns.begin(), std::begin(stub), std::end(stub));
+  return p;
 }
 
 Result<std::string> ExportPfc(const v1::SeccompPolicy& policy) {

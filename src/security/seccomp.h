@@ -29,6 +29,13 @@ Result<v1::SeccompPolicy> ParseSeccompPolicy(const std::string& text, const std:
 // Validates and compiles. Unknown syscall names, actions or architectures are errors:
 // a policy that does not mean what it says must not run.
 Result<SeccompProgram> CompileSeccomp(const v1::SeccompPolicy& policy);
+// An OCI container's policy as runc makes it: CompileSeccomp's program, behind a stub that
+// answers ENOSYS to an x86_64 system call numbered above every one the policy names, where
+// the policy's default refuses (not SCMP_ACT_ALLOW, LOG or TRACE, and its defaultErrnoRet
+// not ENOSYS already). A call newer than the policy then fails as on a kernel without it,
+// and a C library falls back (clone3 to clone) where EPERM would have been final. The stub
+// allows nothing: every other call goes on to the policy's program.
+Result<SeccompProgram> CompileOciSeccomp(const v1::SeccompPolicy& policy);
 // The version of the libseccomp brig runs with ("2.5.4"): it shapes the programs compiled.
 std::string LibseccompVersion();
 

@@ -58,7 +58,7 @@ Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
 }
 
 Result<SeccompProgram> CompileSeccompCached(
-    const v1::SeccompPolicy& policy, const std::string& cache_dir,
+    const v1::SeccompPolicy& policy, const std::string& cache_dir, std::string_view kind,
     const std::function<Result<SeccompProgram>(const v1::SeccompPolicy&)>& compile) {
   std::string bytes;
   {
@@ -69,7 +69,7 @@ Result<SeccompProgram> CompileSeccompCached(
       return Fail("seccomp policy", "", "cannot be serialized");
     }
   }
-  return Cached("message", bytes, cache_dir, [&] { return compile(policy); });
+  return Cached("message " + std::string(kind), bytes, cache_dir, [&] { return compile(policy); });
 }
 
 }  // namespace brig::security

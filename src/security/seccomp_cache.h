@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "brig/result.h"
 #include "security/seccomp.h"
@@ -23,11 +24,11 @@ Result<SeccompProgram> CompileSeccompFile(const std::string& policy_path,
                                           const std::string& cache_dir);
 
 // The program compile(policy) makes of a policy given as a message (an OCI bundle's), from
-// `cache_dir` when an entry for the same policy exists; the entry is keyed by the policy's
-// deterministic serialization, and holds it. What compile() does beyond CompileSeccomp
-// must depend on the policy and on libseccomp's version only (both are part of the key).
+// `cache_dir` when an entry for the same policy exists; the entry is keyed by `kind` (which
+// names what compile() makes: "oci", "init"), the policy's deterministic serialization and
+// libseccomp's version. What compile() does must depend on those only.
 Result<SeccompProgram> CompileSeccompCached(
-    const v1::SeccompPolicy& policy, const std::string& cache_dir,
+    const v1::SeccompPolicy& policy, const std::string& cache_dir, std::string_view kind,
     const std::function<Result<SeccompProgram>(const v1::SeccompPolicy&)>& compile);
 
 }  // namespace brig::security

@@ -3,9 +3,11 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include <linux/seccomp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "security/init_filter.h"
@@ -116,14 +118,14 @@ TEST_F(SeccompCache, APolicyMessageIsCompiledOncePerPolicy) {
     ++compiles;
     return CompileSeccomp(p);
   };
-  auto first = CompileSeccompCached(narrow, cache_, compile);
+  auto first = CompileSeccompCached(narrow, cache_, "test", compile);
   ASSERT_TRUE(first) << first.error().Render();
-  auto second = CompileSeccompCached(narrow, cache_, compile);
+  auto second = CompileSeccompCached(narrow, cache_, "test", compile);
   ASSERT_TRUE(second);
   EXPECT_EQ(compiles, 1);
   EXPECT_TRUE(SameProgram(*first, *second));
   // Another policy is compiled, and gets its own program, not the cached one.
-  auto other = CompileSeccompCached(wide, cache_, compile);
+  auto other = CompileSeccompCached(wide, cache_, "test", compile);
   ASSERT_TRUE(other);
   EXPECT_EQ(compiles, 2);
   EXPECT_FALSE(SameProgram(*first, *other));
@@ -134,7 +136,7 @@ TEST_F(SeccompCache, AFileIsNeverGivenAMessagesEntry) {
   // A policy file holding exactly the bytes of a serialized policy message, whose entry is
   // in the cache: the file is read as text (and refused), not given the message's program.
   v1::SeccompPolicy allow = ParseSeccompPolicy("default_action: SCMP_ACT_ALLOW\n", "a").value();
-  ASSERT_TRUE(CompileSeccompCached(allow, cache_, CompileSeccomp));
+  ASSERT_TRUE(CompileSeccompCached(allow, cache_, "test", CompileSeccomp));
   std::string bytes;
   ASSERT_TRUE(allow.SerializeToString(&bytes));
   WritePolicy(bytes);
@@ -316,6 +318,40 @@ syscalls { names: "mkdir" action: SCMP_ACT_NOTIFY })",
   ASSERT_FALSE(file);
   EXPECT_NE(file.error().Render().find("listener_path"), std::string::npos)
       << file.error().Render();
+}
+
+// runc's ENOSYS stub before an OCI policy whose default refuses: six instructions that
+// load the architecture first, and none where the default allows or already says ENOSYS.
+TEST(SeccompPolicy, AnOciPolicyThatRefusesGetsTheEnosysStub) {
+  auto oci = [](const std::string& json) {
+    v1::SeccompPolicy p;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &p).ok()) << json;
+    return p;
+  };
+  auto refusing =
+      oci(R"({"defaultAction":"SCMP_ACT_ERRNO","architectures":["SCMP_ARCH_X86_64"],)"
+          R"("syscalls":[{"names":["read","write","clone3"],"action":"SCMP_ACT_ALLOW"}]})");
+  auto plain = CompileSeccomp(refusing);
+  auto stubbed = CompileOciSeccomp(refusing);
+  ASSERT_TRUE(plain && stubbed);
+  ASSERT_EQ(stubbed->insns.size(), plain->insns.size() + 6);
+  EXPECT_EQ(stubbed->insns[0].k, offsetof(struct seccomp_data, arch));
+  EXPECT_EQ(stubbed->insns[4].k, 435u) << "clone3, the last the policy names";
+  EXPECT_EQ(stubbed->insns[5].k, static_cast<uint32_t>(SECCOMP_RET_ERRNO | ENOSYS));
+  EXPECT_EQ(memcmp(stubbed->insns.data() + 6, plain->insns.data(),
+                   plain->insns.size() * sizeof(sock_filter)),
+            0)
+      << "the policy's own program follows unchanged";
+  for (
+      const char* quiet :
+      {R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["read"],"action":"SCMP_ACT_ERRNO"}]})",
+       R"({"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,"syscalls":[{"names":["read"],)"
+       R"("action":"SCMP_ACT_ALLOW"}]})"}) {
+    auto p = oci(quiet);
+    auto a = CompileSeccomp(p), b = CompileOciSeccomp(p);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->insns.size(), b->insns.size()) << quiet;
+  }
 }
 
 // brig init's own filter: it compiles, kills on anything outside its list, and its list
