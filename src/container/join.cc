@@ -1,6 +1,7 @@
 // The stage child's steps and the parent's wait for them (join.h draws the order).
 #include "container/join.h"
 
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -35,13 +36,24 @@ namespace {
   if (auto s = sys::CloseAllExcept(std::move(keep), p.keep_below); !s) {
     SendErrorAndExit(sync_fd, std::move(s).error().Wrap("exec"));
   }
+  // The process says nothing before this child has told its pid: a word of its own (its
+  // listener, its failure) always comes after kPid. It waits for the gate to close.
+  int gate[2];
+  if (pipe2(gate, O_CLOEXEC) < 0) SendErrorAndExit(sync_fd, SysError("pipe", "exec"));
   pid_t pid = fork();
   if (pid < 0) SendErrorAndExit(sync_fd, SysError("fork", "exec"));
   if (pid == 0) {
+    close(gate[1]);
+    char c;
+    while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    close(gate[0]);
     p.become(sync_fd);
     _exit(125);
   }
+  close(gate[0]);
   if (!SendMessage(sync_fd, Msg::kPid, 0, std::to_string(pid))) _exit(125);
+  close(gate[1]);
   // Held until brig has the process's pidfd, then killed: while this stage child lives,
   // the process is its child, so one that ends at once stays a zombie that nothing else
   // reaps and whose pid nobody else gets. Once it went, an engine's shim (the subreaper

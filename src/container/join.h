@@ -17,11 +17,12 @@
 //                                         "0" to each v1 tasks file
 //                                         setns(pidfd, namespaces)
 //                                         every fd closed but those named
-//                                         fork ───────────────────────▶ its front end's steps
-//                    ◀── kPid {pid}       waits
+//                                         fork ───────────────────────▶ waits for the gate
+//                    ◀── kPid {pid}       closes the gate, waits          its front end's steps
 //   pidfd_open(pid), then SIGKILL ──────▶ (brig, the subreaper, adopts
 //                                         the process)
 //   (sandbox: audit) ─── kStart ──▶                                     (sandbox: waits for it)
+//                    ◀── kSeccompFd (an OCI filter that notifies: the agent's, sync.h)
 //                    ◀── kError, or EOF at execve
 //
 // Flow::kExec checks that order (sync.h); every wait is bounded by a setup step's time.
