@@ -18,8 +18,8 @@
 namespace brig::fs {
 namespace {
 
-// A user namespace whose uid 'from' is host 'to' (one id each way), as an fd.
-Result<sys::UniqueFd> UserNamespace(const IdMap& m) {
+// A user namespace of `maps`, as an fd.
+Result<sys::UniqueFd> UserNamespace(const sys::IdMaps& maps) {
   int pidfd = -1;
   pid_t pid = BRIG_TRY_CTX(sys::Clone3(sys::CloneArgs::Held(CLONE_NEWUSER, &pidfd)), "id map");
   if (pid == 0) {
@@ -27,9 +27,7 @@ Result<sys::UniqueFd> UserNamespace(const IdMap& m) {
   }
   sys::Child holder(pid, sys::UniqueFd(pidfd));
   const std::string proc = "/proc/" + std::to_string(pid) + "/";
-  BRIG_TRY_CTX(sys::WriteIdMaps(pid, {.uids = {{.inside = m.from_uid, .host = m.to_uid}},
-                                      .gids = {{.inside = m.from_gid, .host = m.to_gid}}}),
-               "id map");
+  BRIG_TRY_CTX(sys::WriteIdMaps(pid, maps), "id map");
   sys::UniqueFd ns(open((proc + "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
   if (!ns) return SysError("open", proc + "ns/user").Wrap("id map");
   return ns;
@@ -93,7 +91,9 @@ Result<bool> IdMapper::Map(int tree, const IdMap& map, const std::string& subjec
     }
   }
   if (ns < 0) {
-    namespaces_.emplace_back(map, BRIG_TRY(UserNamespace(map)));
+    namespaces_.emplace_back(
+        map, BRIG_TRY(UserNamespace({.uids = {{.inside = map.from_uid, .host = map.to_uid}},
+                                     .gids = {{.inside = map.from_gid, .host = map.to_gid}}})));
     ns = namespaces_.back().second.get();
   }
   if (auto s = sys::MountSetIdmap(tree, AT_RECURSIVE, ns, subject); !s) {
@@ -101,6 +101,21 @@ Result<bool> IdMapper::Map(int tree, const IdMap& map, const std::string& subjec
     return false;
   }
   return true;
+}
+
+Result<sys::UniqueFd> IdmappedClone(const std::string& path, bool recursive,
+                                    const sys::IdMaps& maps, bool map_recursive,
+                                    const std::string& subject) {
+  sys::UniqueFd tree = BRIG_TRY_CTX(
+      sys::OpenTree(AT_FDCWD, path, OPEN_TREE_CLONE | (recursive ? AT_RECURSIVE : 0)), subject);
+  sys::UniqueFd ns = BRIG_TRY_CTX(UserNamespace(maps), subject);
+  if (auto s = sys::MountSetIdmap(tree.get(), map_recursive ? AT_RECURSIVE : 0, ns.get(), path);
+      !s) {
+    if (s.error().err != EINVAL && s.error().err != EOPNOTSUPP) return std::move(s).error();
+    return Fail(subject, path,
+                "its file system cannot be mounted id-mapped on this kernel, or it already is");
+  }
+  return tree;
 }
 
 }  // namespace brig::fs

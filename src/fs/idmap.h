@@ -14,6 +14,7 @@
 #include "brig/result.h"
 #include "fs/spec.h"
 #include "sys/fd.h"
+#include "sys/id_map.h"
 
 namespace brig::fs {
 
@@ -29,6 +30,14 @@ class IdMapper {
   // The user namespace given to mount_setattr for each map, made at its first use.
   std::vector<std::pair<IdMap, sys::UniqueFd>> namespaces_;
 };
+
+// A detached copy (open_tree OPEN_TREE_CLONE, recursively with `recursive`) of the mount at
+// `path`, id-mapped through a user namespace of `maps` (an OCI mount's uidMappings and
+// gidMappings: a file of id `inside` on disk is seen as `host`), its submounts too with
+// `map_recursive`. Errors name `subject`.
+Result<sys::UniqueFd> IdmappedClone(const std::string& path, bool recursive,
+                                    const sys::IdMaps& maps, bool map_recursive,
+                                    const std::string& subject);
 
 // `st` as seen through `map`: its owner's ids are the ones they are mapped to.
 struct stat Seen(struct stat st, const IdMap& map);

@@ -282,14 +282,25 @@ Status MountTmpfsCopyUp(int root, const Step& s, const std::string& dest) {
 
 // kBindSource, resolved here, in init's own copy of the host's mounts (mount_plan.h), or
 // through the descriptor of it that brig opened there.
+// An id-mapped one is the detached copy brig made (fs/idmap.h), attached.
 Status BindSource(int root, const Step& s, const std::string& dest) {
+  const int tree = s.tree.get();
+  if (s.idmap && tree < 0) {
+    return Fail("mount", dest, "brig made no id-mapped copy of " + s.source, ErrorKind::kInternal);
+  }
   struct stat st;
-  if (s.tree ? fstat(s.tree.get(), &st) < 0 : stat(s.source.c_str(), &st) < 0) {
+  if (tree >= 0 ? fstat(tree, &st) < 0 : stat(s.source.c_str(), &st) < 0) {
     return SysError("stat", "mount source " + s.source);
   }
   sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, dest, true, !S_ISDIR(st.st_mode)));
-  std::string source = s.tree ? FdPath(s.tree.get()) : s.source;
-  BRIG_TRY(MountAt(source, target.get(), nullptr, MS_BIND | (s.recursive ? MS_REC : 0), "", dest));
+  if (s.idmap) {
+    BRIG_TRY(sys::MoveMount(tree, "", target.get(), "",
+                            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+  } else {
+    std::string source = tree >= 0 ? FdPath(tree) : s.source;
+    BRIG_TRY(
+        MountAt(source, target.get(), nullptr, MS_BIND | (s.recursive ? MS_REC : 0), "", dest));
+  }
   target = BRIG_TRY(OpenInRoot(root, dest, false, false));
   if (s.remount) {
     unsigned long remount = MS_REMOUNT | MS_BIND | s.flags;

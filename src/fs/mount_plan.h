@@ -11,16 +11,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "brig/result.h"
-#include "fs/spec.h"
 #include "fs/host_marks.h"
+#include "fs/spec.h"
 #include "state/record.h"
 #include "sys/fd.h"
+#include "sys/id_map.h"
 
 namespace brig::fs {
 
@@ -52,7 +54,9 @@ enum class StepKind {
                   // and atime flags. A tree the host cloned (open_tree) and attached carries
                   // no such lock, and a user-namespaced container could then remount the
                   // host's read-only source read-write (test
-                  // OciDoors.AUserNamespacedContainerNeverClearsTheHostsReadOnlyOnABindSource)
+                  // OciDoors.AUserNamespacedContainerNeverClearsTheHostsReadOnlyOnABindSource).
+                  // An id-mapped one (`idmap`) is a tree, cloned inside init's mount namespace
+                  // from its locked copy, whose locks the clone keeps
   kMount,         // a new file system of `type` from `source` with the mount(2) `flags` and
                   // options `data`, made detached (NewFs) and attached at dest, then
                   // `attrs`/`cleared` recursively; with `host_sys`, a sysfs refused in a user
@@ -107,6 +111,12 @@ struct Step {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> groups;
+  // kBindSource: mounted id-mapped through a user namespace of these maps (an OCI mount's
+  // uidMappings and gidMappings), its submounts too with `idmap_recursive`. The host's root
+  // makes that copy (fs/idmap.h IdmappedClone) and hands it over as `tree`, which init
+  // attaches.
+  std::optional<sys::IdMaps> idmap;
+  bool idmap_recursive = false;
   // The config.json field the step comes from (linux.devices...): its errors are named so.
   std::string field;
 };

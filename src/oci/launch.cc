@@ -142,13 +142,8 @@ Status CheckSysctlsStayInside(const Spec& spec, const Namespaces& ns) {
 }
 
 Status WriteIdMaps(pid_t pid, const Spec& spec) {
-  auto maps = [](const google::protobuf::RepeatedPtrField<IdMapping>& from) {
-    std::vector<sys::IdMapping> out;
-    for (const IdMapping& m : from) out.push_back({m.container_id(), m.host_id(), m.size()});
-    return out;
-  };
-  BRIG_TRY_CTX(sys::WriteIdMaps(pid, {.uids = maps(spec.linux().uid_mappings()),
-                                      .gids = maps(spec.linux().gid_mappings())}),
+  BRIG_TRY_CTX(sys::WriteIdMaps(pid, {.uids = IdMappings(spec.linux().uid_mappings()),
+                                      .gids = IdMappings(spec.linux().gid_mappings())}),
                "linux.uidMappings, linux.gidMappings");
   return {};
 }
@@ -198,19 +193,29 @@ Status Commit(Making& mk, Container& rec, container::Channel& sync, const std::s
 
 // The bind mounts' sources, opened by a process of brig's in init's mount namespace as the
 // host's root, to init over `sock` (rootfs.h SendMountSources), which then ends.
+// Its error, if any, comes back as text on a pipe.
 Status HandMountSources(const sys::Child& init, sys::UniqueFd sock, const RootfsPlan& plan) {
+  sys::FdPair pipe = BRIG_TRY(sys::FdPair::Pipe(true, "mount sources"));
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "mount sources");
   if (pid == 0) {
-    if (setns(init.pidfd(), CLONE_NEWNS) < 0) _exit(1);
-    _exit(SendMountSources(sock.get(), plan) ? 0 : 1);
+    sys::UniqueFd out = pipe.TakeChildEnd();
+    Status st = setns(init.pidfd(), CLONE_NEWNS) < 0
+                    ? Status(SysError("setns", "the container's mount namespace"))
+                    : SendMountSources(sock.get(), plan);
+    if (st) _exit(0);
+    std::string text = st.error().Render();
+    (void)!write(out.get(), text.data(), text.size());
+    _exit(1);
   }
   sock.Reset();
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  sys::UniqueFd in = pipe.TakeParentEnd();
+  pipe.TakeChildEnd().Reset();
+  std::string error;
+  int status = sys::ReadAllAndReap(in.get(), pid, error);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Fail("mount sources", "", "could not be opened in the container's mount namespace");
+    return Fail("mount sources", "",
+                error.empty() ? "could not be opened in the container's mount namespace" : error);
   }
   return {};
 }
@@ -423,10 +428,17 @@ Result<pid_t> Create(const CreateOptions& o) {
   InitArgs args = ArgsFor(b, o, *mk.cgroups);
   RootfsPlan rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, args.fs));
   args.rootfs_plan = &rootfs_plan;
-  // Sources the root of a user namespace may not reach are opened by brig, where init makes
-  // its own mount namespace (one joined by path resolves them itself).
+  // Sources the root of a user namespace may not reach are opened by brig, and id-mapped
+  // copies made by it, where init makes its own mount namespace (one joined by path resolves
+  // them itself).
   sys::UniqueFd sources, sources_child;
-  if (ns.new_user && (ns.clone_flags & CLONE_NEWNS) && HasBindSources(rootfs_plan)) {
+  if (!(ns.clone_flags & CLONE_NEWNS) && HasIdmappedSources(rootfs_plan)) {
+    return BadInput("mounts", "",
+                    "id-mapped mounts need a mount namespace of the container's own, not one "
+                    "joined by path");
+  }
+  if ((ns.clone_flags & CLONE_NEWNS) &&
+      (ns.new_user ? HasBindSources(rootfs_plan) : HasIdmappedSources(rootfs_plan))) {
     sys::FdPair pair = BRIG_TRY(sys::FdPair::SocketPair(SOCK_SEQPACKET, "mount sources"));
     sources = pair.TakeParentEnd();
     sources_child = BRIG_TRY(sys::MoveAbove(pair.TakeChildEnd(), 3 + o.preserve_fds));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "container/sync.h"
+#include "fs/idmap.h"
 #include "fs/rootfs.h"
 #include "oci/spec.h"
 #include "sys/fd.h"
@@ -67,6 +68,11 @@ void AddMount(std::vector<fs::Step>& steps, const Mount& m, const RootfsOptions&
     s.remount = s.flags != 0 || o.clear != 0;
     s.attrs = o.attr_set;
     s.cleared = o.attr_clr;
+    if (!m.uid_mappings().empty()) {
+      s.idmap =
+          sys::IdMaps{.uids = IdMappings(m.uid_mappings()), .gids = IdMappings(m.gid_mappings())};
+      s.idmap_recursive = o.idmap_recursive;
+    }
   } else {
     s.type = m.type().empty() ? "none" : m.type();
     s.source = m.source().empty() ? s.type : m.source();
@@ -153,9 +159,6 @@ Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& ro) {
   RootfsPlan plan;
   bool seal_dev = false;
   for (const Mount& m : spec.mounts()) {
-    if (m.uid_mappings_size() > 0 || m.gid_mappings_size() > 0) {
-      return BadInput("mounts", m.destination(), "id-mapped mounts are not supported");
-    }
     size_t at = plan.before_pivot.size();
     AddMount(plan.before_pivot, m, ro);
     fs::Step& made = plan.before_pivot[at];
@@ -193,11 +196,22 @@ bool HasBindSources(const RootfsPlan& plan) {
                      [](const fs::Step& s) { return s.kind == fs::StepKind::kBindSource; });
 }
 
+bool HasIdmappedSources(const RootfsPlan& plan) {
+  return std::any_of(plan.before_pivot.begin(), plan.before_pivot.end(),
+                     [](const fs::Step& s) { return s.idmap.has_value(); });
+}
+
 Status SendMountSources(int sock, const RootfsPlan& plan) {
   for (size_t i = 0; i < plan.before_pivot.size(); ++i) {
     const fs::Step& s = plan.before_pivot[i];
     if (s.kind != fs::StepKind::kBindSource) continue;
-    sys::UniqueFd source(open(s.source.c_str(), O_PATH | O_CLOEXEC));
+    sys::UniqueFd source;
+    if (s.idmap) {
+      source =
+          BRIG_TRY(fs::IdmappedClone(s.source, s.recursive, *s.idmap, s.idmap_recursive, "mounts"));
+    } else {
+      source.Reset(open(s.source.c_str(), O_PATH | O_CLOEXEC));
+    }
     auto index = static_cast<uint32_t>(i);
     struct iovec iov = {&index, sizeof index};
     BRIG_TRY(sys::SendWithFd(sock, &iov, 1, source.get(), "mount source"));

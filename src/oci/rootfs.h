@@ -28,7 +28,7 @@ struct RootfsOptions {
 
 // The steps that build the container's root, in order: config.json's mounts and /dev's
 // devices and links in the image's root before pivot_root, then, in it, maskedPaths,
-// readonlyPaths, root.readonly and rootfsPropagation. Pure; an id-mapped mount is refused.
+// readonlyPaths, root.readonly and rootfsPropagation. Pure.
 struct RootfsPlan {
   // `last`: after the terminal (/dev/console) is made, what makes a read-only /dev
   // read-only.
@@ -45,9 +45,14 @@ Result<RootfsPlan> PlanRootfs(const Spec& spec, const RootfsOptions& o);
 // flags hold, mount_plan.h kBindSource), and hands the descriptors to init, which binds
 // them. Whether the plan has a source to hand over:
 bool HasBindSources(const RootfsPlan& plan);
+// An id-mapped bind mount (uidMappings, gidMappings) needs the host's root too, whose
+// user namespace owns the source's file system: brig makes each one's id-mapped copy
+// there (fs/idmap.h IdmappedClone) and hands it over the same way. Whether the plan has
+// one:
+bool HasIdmappedSources(const RootfsPlan& plan);
 // brig's side, in a process of its own that joined init's mount namespace: one packet a
-// source on `sock` (its step's index, and the O_PATH descriptor as SCM_RIGHTS; none where
-// it cannot be opened, and init then meets the error itself).
+// source on `sock` (its step's index, and the O_PATH descriptor, or the id-mapped copy, as
+// SCM_RIGHTS; none where a source cannot be opened, and init then meets the error itself).
 Status SendMountSources(int sock, const RootfsPlan& plan);
 // Init's side, before PrepareRootfs: the descriptors until `sock` ends, each into its step.
 Status TakeMountSources(int sock, RootfsPlan& plan);

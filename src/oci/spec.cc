@@ -447,7 +447,7 @@ Status CheckSeccomp(const v1::SeccompPolicy& s, std::string_view json) {
   return {};
 }
 
-Status CheckLinux(const Spec& spec, std::string_view json) {
+Result<NamespaceSet> CheckLinux(const Spec& spec, std::string_view json) {
   const Linux& lnx = spec.linux();
   NamespaceSet ns = BRIG_TRY(CheckNamespaces(lnx));
   BRIG_TRY(CheckIdMappings(lnx.uid_mappings(), "linux.uidMappings", ns));
@@ -476,6 +476,39 @@ Status CheckLinux(const Spec& spec, std::string_view json) {
                          " namespace in linux.namespaces, or it would set the host's");
     }
   }
+  return ns;
+}
+
+// An id-mapped mount (runtime-spec 1.1's uidMappings and gidMappings, runc's idmap and
+// ridmap options) is a bind mount; idmap or ridmap alone takes the mappings of the
+// container's own user namespace, written into the mount here.
+Status CheckIdmappedMounts(Spec* spec, const NamespaceSet& ns) {
+  for (int i = 0; i < spec->mounts_size(); ++i) {
+    Mount& m = *spec->mutable_mounts(i);
+    std::string base = Index("mounts", i);
+    MountOptions o = ParseMountOptions({m.options().begin(), m.options().end()});
+    if (m.uid_mappings().empty() && !o.idmap) continue;
+    if (!o.bind && !IsBind(m)) {
+      return Bad(Field(base, m.uid_mappings().empty() ? "options" : "uidMappings"),
+                 "id-mapped mounts are only supported for bind mounts");
+    }
+    if (m.uid_mappings().empty()) {
+      if (!(ns.fresh & CLONE_NEWUSER)) {
+        return Bad(Field(base, "options"),
+                   "idmap without uidMappings takes the container's own user namespace's "
+                   "mappings, and linux.namespaces makes none");
+      }
+      *m.mutable_uid_mappings() = spec->linux().uid_mappings();
+      *m.mutable_gid_mappings() = spec->linux().gid_mappings();
+    }
+    for (const char* field : {"uidMappings", "gidMappings"}) {
+      const auto& maps = field[0] == 'u' ? m.uid_mappings() : m.gid_mappings();
+      for (int j = 0; j < maps.size(); ++j) {
+        if (maps[j].size() == 0)
+          return Bad(Field(Index(Field(base, field), j), "size"), "must not be 0");
+      }
+    }
+  }
   return {};
 }
 
@@ -486,7 +519,8 @@ Status CheckSpec(Spec* spec, std::string_view json) {
   BRIG_TRY(CheckProcess(spec->process(), "process"));
   BRIG_TRY(CheckMounts(spec->mutable_mounts()));
   BRIG_TRY(CheckHooks(spec->hooks()));
-  return CheckLinux(*spec, json);
+  NamespaceSet ns = BRIG_TRY(CheckLinux(*spec, json));
+  return CheckIdmappedMounts(spec, ns);
 }
 
 }  // namespace
@@ -570,9 +604,19 @@ MountOptions ParseMountOptions(const std::vector<std::string>& options) {
       case Opt::kTmpcopyup:
         m.tmpcopyup = true;
         break;
+      case Opt::kIdmap:
+        m.idmap = true;
+        m.idmap_recursive = v != 0;
+        break;
     }
   }
   return m;
+}
+
+std::vector<sys::IdMapping> IdMappings(const RepeatedPtrField<IdMapping>& from) {
+  std::vector<sys::IdMapping> out;
+  for (const IdMapping& m : from) out.push_back({m.container_id(), m.host_id(), m.size()});
+  return out;
 }
 
 bool IsBind(const Mount& m) {

@@ -17,6 +17,7 @@
 #include "brig/result.h"
 #include "proto/oci.pb.h"
 #include "security/caps.h"
+#include "sys/id_map.h"
 
 namespace brig::oci {
 
@@ -52,10 +53,15 @@ struct MountOptions {
   bool bind = false;       // bind or rbind
   bool recursive = false;  // rbind
   bool tmpcopyup = false;  // runc's extension: a new tmpfs gets the image's files there
+  // runc's idmap and ridmap: id-mapped, with the mount's uidMappings and gidMappings, else
+  // the container's; ridmap maps the bind's submounts too.
+  bool idmap = false, idmap_recursive = false;
   std::string data;        // the options that are not flags, comma-joined (mode=755,size=1m)
 };
 // Pure. Unknown options that look like flags are data (the file system decides).
 MountOptions ParseMountOptions(const std::vector<std::string>& options);
+// linux.uidMappings or a mount's, as sys/id_map.h takes them.
+std::vector<sys::IdMapping> IdMappings(const google::protobuf::RepeatedPtrField<IdMapping>& from);
 // The bind and rbind types count as a bind mount too (runc, crun).
 bool IsBind(const Mount& m);
 // linux.rootfsPropagation: MS_SHARED|MS_REC... ("" means MS_SLAVE|MS_REC, runc's default).

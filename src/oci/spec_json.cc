@@ -205,6 +205,7 @@ std::string FeaturesJson() {
   w.Open("apparmor", '{').Raw("enabled", "false").Close();
   w.Open("selinux", '{').Raw("enabled", "false").Close();
   w.Open("intelRdt", '{').Raw("enabled", "false").Close();
+  w.Open("mountExtensions", '{').Open("idmap", '{').Raw("enabled", "true").Close().Close();
   w.Close();
   w.Open("annotations", '{').Str("io.github.brig.version", BRIG_VERSION).Close();
   w.Close();

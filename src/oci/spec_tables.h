@@ -40,6 +40,7 @@ enum class Opt {
   kBind,
   kRbind,
   kTmpcopyup,
+  kIdmap,  // runc's idmap (value 0) and ridmap (1): an id-mapped bind mount
 };
 struct MountOption {
   std::string_view name;
@@ -110,6 +111,8 @@ inline constexpr MountOption kMountOptions[] = {
     {"rstrictatime", Opt::kAtime, MOUNT_ATTR_STRICTATIME},
     {"rnostrictatime", Opt::kAtime, MOUNT_ATTR_RELATIME},
     {"tmpcopyup", Opt::kTmpcopyup, 0},
+    {"idmap", Opt::kIdmap, 0},
+    {"ridmap", Opt::kIdmap, 1},
 };
 
 struct Named {

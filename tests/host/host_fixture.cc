@@ -3,14 +3,17 @@
 
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
+#include <linux/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <sstream>
 
+#include "fs/idmap.h"
 #include "proto/brig.pb.h"
 
 namespace brig::testing {
@@ -52,6 +55,15 @@ bool KernelUpdatesElementExpiry() {
        "nft add element inet t s '{ 10.0.0.1 timeout 1d expires 1ms }' && "
        "nft list set inet t s"});
   return r.exit_code == 0 && r.out.find("expires 23h") == std::string::npos;
+}
+
+bool IdMappable(const std::string& dir) {
+  sys::UniqueFd tree(static_cast<int>(
+      syscall(SYS_open_tree, AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+  if (!tree) return false;
+  fs::IdMapper mapper;
+  auto mapped = mapper.Map(tree.get(), fs::IdMap{1234, 2345, 1879048192, 1879048192}, dir);
+  return mapped && *mapped;
 }
 
 std::vector<v1::AuditEvent> ReadAuditEvents(const std::string& path) {

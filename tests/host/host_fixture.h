@@ -31,6 +31,10 @@ std::vector<v1::AuditEvent> ReadAuditEvents(const std::string& path);
 // with nft in a network namespace of its own: older kernels keep the one it was made with.
 bool KernelUpdatesElementExpiry();
 
+// Whether the file system under `dir` takes an id-mapped mount, tried as brig makes one
+// (fs::IdMapper): overlayfs (the vm tier's root), 9p and tmpfs before Linux 6.3 do not.
+bool IdMappable(const std::string& dir);
+
 // What a host process keeps in a directory a sandbox sees: a unix socket it listens on at
 // `dir`/`socket` and a FIFO it reads at `dir`/`fifo`, both open to everyone (0777, 0666),
 // as an agent's socket or a dev server's control pipe is. Whether anything from inside

@@ -554,27 +554,34 @@ TEST_F(OciDoors, AMaskedFileIsNeverCoveredByAFakeDevNull) {
 // less privileged user namespace owns, and the source is bound from that copy. (A tree
 // cloned on the host with open_tree and attached there carries no lock: a container
 // remounted such a bind read-write and wrote through it.)
+// The same holds for an id-mapped bind, whose copy brig makes inside that namespace.
 TEST_F(OciDoors, AUserNamespacedContainerNeverClearsTheHostsReadOnlyOnABindSource) {
   std::string src = scratch_.path() + "/lock-src", ro = scratch_.path() + "/lock-ro";
   ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
-  ASSERT_EQ(chown(src.c_str(), 200000, 200000), 0);
   ASSERT_EQ(mkdir(ro.c_str(), 0755), 0);
   ASSERT_EQ(mount(src.c_str(), ro.c_str(), nullptr, MS_BIND, nullptr), 0);
   std::shared_ptr<void> unmount(nullptr, [&](void*) { umount2(ro.c_str(), MNT_DETACH); });
   ASSERT_EQ(mount(nullptr, ro.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr), 0);
-  Config c = Cfg("lock");
-  c.namespaces.push_back("user");
-  c.map_to = 200000;
-  c.bounding = c.effective = c.permitted = {"CAP_SYS_ADMIN"};
-  c.mounts.push_back({"/mnt", "bind", ro, {"rbind"}});
-  c.args = {"sh", "-c",
-            "mount -o remount,bind,rw /mnt 2>/dev/null; echo remount=$?; "
-            "echo x > /mnt/f 2>/dev/null; echo write=$?"};
-  RunOutput r = Run({"run", "--bundle", Bundle(c, "lock"), "lock"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "remount=1\nwrite=1\n") << r.err;
-  struct stat st;
-  EXPECT_NE(lstat((src + "/f").c_str(), &st), 0) << "the container wrote to the host";
+  for (bool idmapped : {false, true}) {
+    SCOPED_TRACE(idmapped ? "id-mapped" : "plain");
+    // (The id-mapped case where the kernel can id-map the scratch directory's file system.)
+    if (idmapped && !IdMappable(src)) continue;
+    // The container's root owns the source either way: host 200000, or on disk 0 mapped.
+    ASSERT_EQ(chown(src.c_str(), idmapped ? 0 : 200000, idmapped ? 0 : 200000), 0);
+    Config c = Cfg("lock");
+    c.namespaces.push_back("user");
+    c.map_to = 200000;
+    c.bounding = c.effective = c.permitted = {"CAP_SYS_ADMIN"};
+    c.mounts.push_back({"/mnt", "bind", ro, {"rbind"}, idmapped ? 200000u : 0u});
+    c.args = {"sh", "-c",
+              "stat -c owner=%u /mnt; mount -o remount,bind,rw /mnt 2>/dev/null; "
+              "echo remount=$?; echo x > /mnt/f 2>/dev/null; echo write=$?"};
+    RunOutput r = Run({"run", "--bundle", Bundle(c, "lock"), "lock"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "owner=0\nremount=1\nwrite=1\n") << r.err;
+    struct stat st;
+    EXPECT_NE(lstat((src + "/f").c_str(), &st), 0) << "the container wrote to the host";
+  }
 }
 
 }  // namespace

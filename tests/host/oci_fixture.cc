@@ -71,6 +71,12 @@ std::string ProcessJson(const Config& c) {
   return o.str();
 }
 
+// "uidMappings":[...],"gidMappings":[...]: ids 0..65535 to `to`...
+std::string IdMappings(uint32_t to) {
+  std::string map = "[{\"containerID\":0,\"hostID\":" + std::to_string(to) + ",\"size\":65536}]";
+  return "\"uidMappings\":" + map + ",\"gidMappings\":" + map;
+}
+
 std::string LinuxJson(const Config& c) {
   std::ostringstream o;
   o << "{";
@@ -84,11 +90,7 @@ std::string LinuxJson(const Config& c) {
     }
     o << "},";
   }
-  if (c.map_to != 0) {
-    std::string map = "[{\"containerID\":0,\"hostID\":" + std::to_string(c.map_to) +
-                      ",\"size\":65536}]";
-    o << "\"uidMappings\":" << map << ",\"gidMappings\":" << map << ",";
-  }
+  if (c.map_to != 0) o << IdMappings(c.map_to) << ",";
   o << "\"namespaces\":[";
   for (size_t i = 0; i < c.namespaces.size(); ++i) {
     const std::string& n = c.namespaces[i];
@@ -176,7 +178,9 @@ std::string Config::Json() const {
   for (size_t i = 0; i < mounts.size(); ++i) {
     const MountSpec& m = mounts[i];
     o << (i ? "," : "") << "{\"destination\":" << Q(m.destination) << ",\"type\":" << Q(m.type)
-      << ",\"source\":" << Q(m.source) << ",\"options\":" << Arr(m.options) << "}";
+      << ",\"source\":" << Q(m.source) << ",\"options\":" << Arr(m.options);
+    if (m.idmap_to != 0) o << "," << IdMappings(m.idmap_to);
+    o << "}";
   }
   o << "],";
   if (!hooks_json.empty()) o << "\"hooks\":" << hooks_json << ",";

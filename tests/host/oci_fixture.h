@@ -28,6 +28,9 @@ bool IsBrig();
 struct MountSpec {
   std::string destination, type, source;
   std::vector<std::string> options;
+  // Not 0: id-mapped, uidMappings and gidMappings ids 0..65535 to idmap_to.., as
+  // containerd 2 writes a user-namespaced pod's volumes.
+  uint32_t idmap_to = 0;
 };
 
 struct Rlimit {

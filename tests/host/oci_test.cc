@@ -829,6 +829,100 @@ TEST_F(Oci, AUserNamespacedContainerBindsSourcesOnlyTheHostsRootReaches) {
   EXPECT_TRUE(AwaitGone(pid));
 }
 
+// A user-namespaced pod's volume, as containerd 2 writes it for `hostUsers: false`
+// (internal/cri/opts WithMounts: "rbind", "rprivate", "rw", and the pod's own mappings as
+// the mount's uidMappings and gidMappings): the host's root's files are the container's
+// root's, what its root makes lands as the host's root on disk, an id the mapping does not
+// cover is nobody's, and the container's root, host uid 300000, owns nothing else.
+TEST_F(Oci, AUserNamespacedPodsVolumeIsItsRootsAndWhatItWritesIsTheHostsRoots) {
+  const std::string vol = scratch_.path() + "/vol";
+  ASSERT_EQ(mkdir(vol.c_str(), 0755), 0);
+  if (!IdMappable(vol)) GTEST_SKIP() << "this kernel cannot id-map the file system of " << vol;
+  scratch_.Write("vol/root-file", "r\n");
+  scratch_.Write("vol/user-file", "u\n");
+  scratch_.Write("vol/outside-file", "o\n");
+  ASSERT_EQ(chown((vol + "/user-file").c_str(), 1000, 1000), 0);
+  ASSERT_EQ(chown((vol + "/outside-file").c_str(), 70000, 70000), 0);
+  Config c = Cfg("idmap");
+  c.namespaces.push_back("user");
+  c.map_to = 300000;
+  c.mounts.push_back({"/data", "bind", vol, {"rbind", "rprivate", "rw"}, 300000});
+  c.args = {"sh", "-c",
+            "stat -c '%n %u:%g' /data/root-file /data/user-file /data/outside-file /data; "
+            "echo made > /data/new && mkdir /data/dir && echo wrote"};
+  // The mount point exists: the image's root is the host's root's, which the container's
+  // root may not write.
+  auto with_point = [](const std::string& bundle) {
+    mkdir((bundle + "/rootfs/data").c_str(), 0755);
+    return bundle;
+  };
+  RunOutput r = Run({"run", "--bundle", with_point(Bundle(c, "idmap")), "idmap"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "/data/root-file 0:0\n/data/user-file 1000:1000\n/data/outside-file 65534:65534\n"
+            "/data 0:0\nwrote\n")
+      << r.err;
+  for (const char* made : {"/new", "/dir"}) {
+    struct stat st;
+    ASSERT_EQ(lstat((vol + made).c_str(), &st), 0) << made;
+    EXPECT_EQ(st.st_uid, 0u) << made << " is the host's root's on disk";
+    EXPECT_EQ(st.st_gid, 0u) << made;
+  }
+
+  // runc's idmap option alone takes the container's own mappings; without the mount's
+  // mappings and without them, the volume is no one's the container has, and its root may
+  // not write there.
+  c.mounts.back() = {"/data", "bind", vol, {"rbind", "idmap"}};
+  c.args = {"sh", "-c", "stat -c '%u' /data/new; touch /data/idmap && echo wrote"};
+  r = Run({"run", "--bundle", with_point(Bundle(c, "idmap-opt")), "idmap-opt"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "0\nwrote\n") << r.err;
+  c.mounts.back() = {"/data", "bind", vol, {"rbind"}};
+  c.args = {"sh", "-c", "stat -c '%u' /data/new; touch /data/plain 2>/dev/null || echo refused"};
+  r = Run({"run", "--bundle", with_point(Bundle(c, "idmap-none")), "idmap-none"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "65534\nrefused\n") << r.err;
+
+  // A container without a user namespace sees the mapping as the host does.
+  Config host = Cfg("idmap-host");
+  host.mounts.push_back({"/data", "bind", vol, {"rbind"}, 300000});
+  host.args = {"stat", "-c", "%u:%g", "/data/root-file"};
+  r = Run({"run", "--bundle", Bundle(host, "idmap-host"), "idmap-host"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "300000:300000\n") << r.err;
+}
+
+// An id-mapped mount is a bind mount, whose mappings are given or are the container's own:
+// anything else is refused before anything is made.
+TEST_F(Oci, AnIdmappedMountThatCannotBeIsRefused) {
+  const std::string vol = scratch_.path() + "/refvol";
+  ASSERT_EQ(mkdir(vol.c_str(), 0755), 0);
+  struct Case {
+    MountSpec mount;
+    bool userns;
+    const char* said;
+  } cases[] = {
+      {{"/data", "tmpfs", "tmpfs", {}, 300000},
+       true,
+       "].uidMappings: id-mapped mounts are only supported for bind mounts"},
+      {{"/data", "bind", vol, {"rbind", "idmap"}},
+       false,
+       "].options: idmap without uidMappings takes the container's own user namespace's "
+       "mappings"},
+  };
+  for (const Case& k : cases) {
+    Config c = Cfg("idmapbad");
+    if (k.userns) {
+      c.namespaces.push_back("user");
+      c.map_to = 300000;
+    }
+    c.mounts.push_back(k.mount);
+    RunOutput r = Run({"create", "--bundle", Bundle(c, "idmapbad"), "idmapbad"});
+    ExpectCleanFailure(r, "idmapbad");
+    EXPECT_NE(r.err.find(k.said), std::string::npos) << r.err;
+  }
+}
+
 // A process's terminal is its user's, with the devpts mount's group (runc's spec: tty, 5),
 // as runc gives it: a user other than root could not use it otherwise.
 TEST_F(Oci, ATerminalIsOwnedByItsProcesssUser) {

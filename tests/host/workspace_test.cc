@@ -6,10 +6,8 @@
 // puts in the source to hold them is gone afterwards, even after a SIGKILL (brig gc).
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/mount.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -20,7 +18,6 @@
 #include <sstream>
 #include <thread>
 
-#include "fs/idmap.h"
 #include "host/host_fixture.h"
 #include "sys/fd.h"
 
@@ -648,17 +645,6 @@ std::string ForeignSetIds(const std::string& root, uid_t uid, gid_t gid) {
     }
   }
   return out;
-}
-
-// Whether the file system under `dir` takes an id-mapped mount, as brig's mount plan asks
-// it (fs::IdMapper): overlayfs (the vm tier's root), 9p and tmpfs before Linux 6.3 do not.
-bool IdMappable(const std::string& dir) {
-  sys::UniqueFd tree(static_cast<int>(
-      syscall(SYS_open_tree, AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
-  if (!tree) return false;
-  fs::IdMapper mapper;
-  auto mapped = mapper.Map(tree.get(), fs::IdMap{1234, 2345, 1879048192, 1879048192}, dir);
-  return mapped && *mapped;
 }
 
 // The sandbox user is a host user of its own, from brig's range, neither root nor the

@@ -12,6 +12,7 @@
 
 #include "oci/rootfs.h"
 #include "oci/spec.h"
+#include "sys/id_map.h"
 
 namespace brig::oci {
 namespace {
@@ -196,15 +197,37 @@ TEST(OciRootfsPlan, AfterPivotMaskedReadOnlyRootAndPropagation) {
   EXPECT_TRUE(bare->after_pivot.empty());
 }
 
-TEST(OciRootfsPlan, AnIdMappedMountIsRefused) {
-  Spec spec = SpecOf(R"({"destination": "/d", "type": "bind", "source": "/d",
-      "uidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}],
-      "gidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}]})");
-  auto plan = PlanRootfs(spec, Options());
-  ASSERT_FALSE(plan);
-  EXPECT_EQ(plan.error().kind, ErrorKind::kBadInput);
-  EXPECT_NE(plan.error().Render().find("id-mapped mounts are not supported"), std::string::npos)
-      << plan.error().Render();
+// An id-mapped bind keeps the mount's mappings for the copy brig makes (SendMountSources);
+// runc's ridmap maps its submounts too, and idmap alone takes the container's mappings.
+TEST(OciRootfsPlan, AnIdMappedBindCarriesItsMappings) {
+  auto spec = ParseSpec(R"({"ociVersion": "1.1.0", "root": {"path": "rootfs"},
+      "process": {"args": ["sh"], "cwd": "/"}, "mounts": [
+      {"destination": "/d", "type": "bind", "source": "/d", "options": ["rbind", "ridmap"],
+       "uidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}],
+       "gidMappings": [{"containerID": 0, "hostID": 2000, "size": 3}]},
+      {"destination": "/e", "type": "bind", "source": "/e", "options": ["idmap"]},
+      {"destination": "/f", "type": "bind", "source": "/f"}],
+      "linux": {"namespaces": [{"type": "mount"}, {"type": "user"}],
+      "uidMappings": [{"containerID": 0, "hostID": 300000, "size": 65536}],
+      "gidMappings": [{"containerID": 0, "hostID": 400000, "size": 65536}]}})");
+  ASSERT_TRUE(spec) << spec.error().Render();
+  auto plan = PlanRootfs(*spec, Options());
+  ASSERT_TRUE(plan) << plan.error().Render();
+  EXPECT_TRUE(HasIdmappedSources(*plan));
+  const fs::Step& d = plan->before_pivot[0];
+  ASSERT_TRUE(d.idmap);
+  EXPECT_TRUE(d.recursive);
+  EXPECT_TRUE(d.idmap_recursive);
+  EXPECT_EQ(sys::RenderIdMap(d.idmap->uids), "0 1000 1\n");
+  EXPECT_EQ(sys::RenderIdMap(d.idmap->gids), "0 2000 3\n");
+  const fs::Step& e = plan->before_pivot[1];
+  ASSERT_TRUE(e.idmap);
+  EXPECT_FALSE(e.idmap_recursive);
+  EXPECT_EQ(sys::RenderIdMap(e.idmap->uids), "0 300000 65536\n");
+  EXPECT_EQ(sys::RenderIdMap(e.idmap->gids), "0 400000 65536\n");
+  EXPECT_FALSE(plan->before_pivot[2].idmap);
+  EXPECT_FALSE(HasIdmappedSources(
+      *PlanRootfs(SpecOf(R"({"destination": "/f", "type": "bind", "source": "/f"})"), Options())));
 }
 
 }  // namespace

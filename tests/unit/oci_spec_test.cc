@@ -175,6 +175,20 @@ INSTANTIATE_TEST_SUITE_P(
                   "bind", "source": "/srv", "uidMappings": [{"containerID": 0, "hostID":
                   1000, "size": 1}]}])"),
                 "config.json: mounts[0].gidMappings: must be given with uidMappings"},
+        Refusal{Config(kProcess, kLinux, R"(, "mounts": [{"destination": "/data", "type":
+                  "tmpfs", "source": "tmpfs", "uidMappings": [{"containerID": 0, "hostID":
+                  1000, "size": 1}], "gidMappings": [{"containerID": 0, "hostID": 1000,
+                  "size": 1}]}])"),
+                "config.json: mounts[0].uidMappings: id-mapped mounts are only supported for "
+                "bind mounts"},
+        Refusal{Config(kProcess, kLinux, R"(, "mounts": [{"destination": "/data", "type":
+                  "bind", "source": "/srv", "options": ["idmap"]}])"),
+                "config.json: mounts[0].options: idmap without uidMappings takes the "
+                "container's own user namespace's mappings, and linux.namespaces makes none"},
+        Refusal{Config(kProcess, kLinux, R"(, "mounts": [{"destination": "/data", "type":
+                  "bind", "source": "/srv", "uidMappings": [{"containerID": 0, "hostID":
+                  1000, "size": 1}], "gidMappings": [{"containerID": 0, "hostID": 1000}]}])"),
+                "config.json: mounts[0].gidMappings[0].size: must not be 0"},
         Refusal{Config(kProcess, kLinux, R"(, "hooks": {"poststart": [{"path": "/bin/true"}],
                   "prestart": [{"path": "/bin/true"}, {"path": "hook"}]})"),
                 "config.json: hooks.prestart[1].path: must be an absolute path, not 'hook'"},
@@ -805,7 +819,8 @@ TEST(OciSpec, FeaturesIsValidJsonListingWhatBrigReads) {
     MountOptions m = ParseMountOptions({o});
     EXPECT_EQ(m.data, "") << o;
     EXPECT_TRUE(m.flags || m.clear || m.propagation || m.attr_set || m.attr_clr || m.bind ||
-                m.tmpcopyup || o == "rrelatime" || o == "ratime" || o == "rnostrictatime")
+                m.idmap || m.tmpcopyup || o == "rrelatime" || o == "ratime" ||
+                o == "rnostrictatime")
         << o;
   }
   EXPECT_GE(options.size(), 60u);
@@ -823,6 +838,14 @@ TEST(OciSpec, FeaturesIsValidJsonListingWhatBrigReads) {
   EXPECT_FALSE(linux_.at("apparmor").struct_value().fields().at("enabled").bool_value());
   EXPECT_FALSE(linux_.at("selinux").struct_value().fields().at("enabled").bool_value());
   EXPECT_FALSE(linux_.at("intelRdt").struct_value().fields().at("enabled").bool_value());
+  EXPECT_TRUE(linux_.at("mountExtensions")
+                  .struct_value()
+                  .fields()
+                  .at("idmap")
+                  .struct_value()
+                  .fields()
+                  .at("enabled")
+                  .bool_value());
   EXPECT_TRUE(linux_.at("cgroup").struct_value().fields().at("v1").bool_value());
   EXPECT_EQ(f.fields()
                 .at("annotations")
