@@ -307,7 +307,7 @@ std::vector<Groups::Noted> Groups::ToMake(std::vector<std::vector<std::string>>*
   std::vector<Noted> noted;
   for (const auto& g : groups_) {
     std::vector<std::string> m = Missing(g);
-    if (!g.owned || sandbox_) {
+    if (!g.owned || sandbox_ || (adopted_ && m.empty())) {
       noted.push_back({g.dir, g.owned});
     } else {
       for (const auto& d : m) noted.push_back({d, true});
@@ -353,9 +353,15 @@ Status Groups::MakeAll(const Note& note, const std::set<std::string>& want) {
 }
 
 Result<std::unique_ptr<Groups>> Groups::Create(const std::string& path, const oci::Resources& r,
-                                               const Note& note) {
+                                               const Note& note, bool adopt) {
   Layout layout = BRIG_TRY_CTX(ProbeLayout(), "cgroup");
   std::unique_ptr<Groups> cg = Lay(layout, path, IsV1Controller);
+  if (adopt) {
+    cg->adopted_ = true;
+    for (Group& g : cg->groups_) {
+      g.owned = true;
+    }
+  }
   // Refused before anything is made: what the host cannot honour.
   BRIG_TRY(cg->PlanCreate(r));
   BRIG_TRY(cg->CheckJoined());

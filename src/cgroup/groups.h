@@ -56,9 +56,12 @@ class Groups {
   };
   using Note = std::function<brig::Status(const std::vector<Noted>&)>;
   // Until Keep(), the groups Create (or ForSandbox) made are destroyed (Destroy) when they
-  // go: a create that fails leaves none.
+  // go: a create that fails leaves none. With `adopt`, the groups at `clean_path` that
+  // exist are the container's own all the same, as made: a systemd scope made for it
+  // (cgroup/systemd.h), delegated to brig.
   static Result<std::unique_ptr<Groups>> Create(const std::string& clean_path,
-                                                const oci::Resources& r, const Note& note);
+                                                const oci::Resources& r, const Note& note,
+                                                bool adopt = false);
   // brig run's sandbox `id`'s groups under `plan`'s parent in `layout`, limited to `limits`
   // (FitLimits fitted them to `plan`; ResourcesOf makes them the Resources written). Each
   // group is new: one that exists already is refused, never joined. A v1 memory group gets
@@ -202,6 +205,7 @@ class Groups {
   std::string v2_mount_;  // the v2 hierarchy's mount point, if there is one
   sys::UniqueFd v2_fd_, oom_event_;
   bool sandbox_ = false;  // brig run's sandbox (ForSandbox), not an OCI container
+  bool adopted_ = false;  // Create's `adopt`
   bool made_ = false;     // by Create, and not kept or destroyed yet
 };
 

@@ -43,7 +43,8 @@ const std::vector<GlobalFlag>& Table() {
          g.root = v;
          return {};
        }},
-      {"--systemd-cgroup", nullptr, "refused: brig has no systemd cgroup driver",
+      {"--systemd-cgroup", nullptr,
+       "cgroupsPath is 'slice:prefix:name': a systemd scope (where systemd is init)",
        [](GlobalFlags& g, const std::string&) -> Status {
          g.systemd_cgroup = true;
          return {};

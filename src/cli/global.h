@@ -15,7 +15,7 @@ struct GlobalFlags {
   std::string log_path;   // --log FILE: instead of stderr
   log::Format log_format = log::Format::kText;  // --log-format text|json
   std::string root;       // --root DIR: the OCI containers' state (default /run/brig/oci)
-  bool systemd_cgroup = false;  // --systemd-cgroup: refused by the OCI verbs (no driver)
+  bool systemd_cgroup = false;  // --systemd-cgroup: the OCI verbs' systemd cgroup driver
 };
 
 // Parses the global options at the front of `args`; returns the index of the verb (or of

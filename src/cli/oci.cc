@@ -16,6 +16,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "cgroup/systemd.h"
 #include "cli/flags.h"
 #include "cli/oci.h"
 #include "container/command.h"
@@ -402,10 +403,10 @@ Result<int> OciList(OciRequest& r) {
 }
 
 int OciMain(const Verb& verb, const GlobalFlags& global, const std::vector<std::string>& args) {
-  if (global.systemd_cgroup) {
+  if (global.systemd_cgroup && !cgroup::systemd::Booted()) {
     return Refuse(BadInput("--systemd-cgroup", "",
-                           "brig has no systemd cgroup driver; give cgroupsPath as a path "
-                           "(the cgroupfs driver)"),
+                           "this host's init is not systemd (no /run/systemd/system); give "
+                           "cgroupsPath as a path (the cgroupfs driver)"),
                   verb);
   }
   auto r = Parse(verb, args);
@@ -415,6 +416,7 @@ int OciMain(const Verb& verb, const GlobalFlags& global, const std::vector<std::
     return 0;
   }
   r->root = global.root.empty() ? oci::kDefaultRoot : global.root;
+  r->create.systemd_cgroup = global.systemd_cgroup;
   auto rc = verb.act(*r);
   if (!rc) return Refuse(rc.error(), verb);
   return *rc;

@@ -22,7 +22,7 @@ Result<std::string> CleanCgroupsPath(const std::string& path, const std::string&
   if (path[0] != '/' && path.find('/') == std::string::npos &&
       std::count(path.begin(), path.end(), ':') == 2) {
     return BadInput(prop, path,
-                    "systemd cgroup paths need --systemd-cgroup, and this host has no systemd");
+                    "a systemd cgroup path ('slice:prefix:name') needs --systemd-cgroup");
   }
   std::string out = path[0] == '/' ? "/" : "";
   for (auto part : Split(path, '/')) {
@@ -37,9 +37,10 @@ Result<std::string> CleanCgroupsPath(const std::string& path, const std::string&
   return out;
 }
 Result<std::unique_ptr<cgroup::Groups>> CreateCgroups(const Spec& spec, const std::string& id,
-                                                      const cgroup::Groups::Note& note) {
-  std::string path = BRIG_TRY(CleanCgroupsPath(spec.linux().cgroups_path(), id));
-  return cgroup::Groups::Create(path, spec.linux().resources(), note);
+                                                      const cgroup::Groups::Note& note,
+                                                      const std::string* scope) {
+  std::string path = scope ? *scope : BRIG_TRY(CleanCgroupsPath(spec.linux().cgroups_path(), id));
+  return cgroup::Groups::Create(path, spec.linux().resources(), note, scope != nullptr);
 }
 
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c) {

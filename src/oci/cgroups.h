@@ -18,14 +18,17 @@ namespace brig::oci {
 
 // linux.cgroupsPath checked and tidied ("." components and repeated or trailing slashes
 // dropped): absolute ("/a/b") or relative ("a/b"); empty is "/brig/ID". Refused: ".."
-// components, control characters, and a systemd "slice:prefix:name" (brig has no systemd
-// driver).
+// components, control characters, and a systemd "slice:prefix:name" (which needs
+// --systemd-cgroup: cgroup/systemd.h ParsePath reads it then).
 Result<std::string> CleanCgroupsPath(const std::string& path, const std::string& id);
 
 // The groups of `spec`'s cgroupsPath, made or joined, with its linux.resources written
-// (cgroup::Groups::Create; `note` writes the directories into the record first).
+// (cgroup::Groups::Create; `note` writes the directories into the record first). With
+// `scope`, the path is that of the systemd scope made for the container, whose groups are
+// its own.
 Result<std::unique_ptr<cgroup::Groups>> CreateCgroups(const Spec& spec, const std::string& id,
-                                                      const cgroup::Groups::Note& note);
+                                                      const cgroup::Groups::Note& note,
+                                                      const std::string* scope = nullptr);
 // The groups a record names, for verbs after create.
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c);
 

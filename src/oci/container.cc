@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "cgroup/systemd.h"
 #include "log/log.h"
 #include "oci/cgroups.h"
 #include "oci/hooks.h"
@@ -101,6 +102,7 @@ Status Delete(const std::string& root, const std::string& id, bool force) {
     // die first, which ends what waits on them, and the lock is tried once more.
     if (auto rec = ContainerDir::Peek(root, id)) {
       (void)CgroupsOf(*rec)->Destroy();
+      if (!rec->systemd_unit().empty()) (void)cgroup::systemd::Stop(rec->systemd_unit());
       if (std::optional<sys::UniqueFd> pidfd = OpenProcess(*rec)) {
         (void)sys::PidfdSendSignal(pidfd->get(), SIGKILL);
       }
@@ -124,6 +126,7 @@ Status Delete(const std::string& root, const std::string& id, bool force) {
     AwaitExit(pidfd->get());
   }
   BRIG_TRY_CTX(c.cgroups->Destroy(), "cgroups");
+  if (!c.rec.systemd_unit().empty()) BRIG_TRY(cgroup::systemd::Stop(c.rec.systemd_unit()));
   std::string state = StateJson(c.rec, ContainerStatus::kStopped);
   RunHooksWarning(c.rec.config().hooks().poststop(), "hooks.poststop", state);
   return c.dir.Remove();
@@ -157,6 +160,9 @@ Status Update(const std::string& root, const std::string& id, const Resources& r
     return NotIn(id, c.status, "cannot be updated: it has stopped");
   }
   BRIG_TRY(c.cgroups->Update(r));
+  // systemd's own copy of what it knows, which a daemon-reload writes to the scope again.
+  if (!c.rec.systemd_unit().empty())
+    BRIG_TRY(cgroup::systemd::SetProperties(c.rec.systemd_unit(), r));
   c.rec.mutable_config()->mutable_linux()->mutable_resources()->MergeFrom(r);
   return c.dir.Write(c.rec);
 }

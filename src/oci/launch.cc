@@ -57,6 +57,7 @@
 #include <bitset>
 #include <memory>
 
+#include "cgroup/systemd.h"
 #include "container/launch.h"
 #include "log/log.h"
 #include "oci/cgroups.h"
@@ -152,11 +153,22 @@ Status WriteIdMaps(pid_t pid, const Spec& spec) {
 // it all goes again, the process first (design.md, invariant 6).
 struct Making {
   std::optional<ContainerDir> dir;
+  // --systemd-cgroup: the scope unit, stopped again (after the groups are destroyed) unless
+  // kept, and its holder until init is in it.
+  struct Unit {
+    std::string name;
+    bool kept = false;
+    ~Unit() {
+      if (!name.empty() && !kept) (void)cgroup::systemd::Stop(name);
+    }
+  } unit;
+  std::optional<cgroup::systemd::Scope> scope;
   std::unique_ptr<cgroup::Groups> cgroups;
   container::Launched init;  // container/launch.h
 
   void Keep() {
     dir->Keep();
+    unit.kept = true;
     cgroups->Keep();
     init.init.Release();
   }
@@ -352,7 +364,11 @@ Status CheckPreserved(int n) {
 Result<CreatePlan> PlanCreate(const CreateOptions& o) {
   Bundle b = BRIG_TRY(ReadBundle(o));
   CreatePlan p;
-  std::string path = BRIG_TRY(CleanCgroupsPath(b.spec.linux().cgroups_path(), o.id));
+  // With --systemd-cgroup, the groups of the scope systemd would make.
+  std::string path =
+      o.systemd_cgroup
+          ? BRIG_TRY(cgroup::systemd::ParsePath(b.spec.linux().cgroups_path(), o.id)).path
+          : BRIG_TRY(CleanCgroupsPath(b.spec.linux().cgroups_path(), o.id));
   p.cgroups = BRIG_TRY(cgroup::Groups::Plan(path, b.spec.linux().resources()));
   p.rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, FsOptions(b, o, p.cgroups.dirs)));
   p.spec = std::move(b.spec);
@@ -372,14 +388,25 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
   rec.set_rootfs(b.rootfs);
   rec.set_created(log::Timestamp(log::Now()));
   *rec.mutable_config() = b.spec;
+  std::optional<cgroup::systemd::UnitPath> unit;
+  if (o.systemd_cgroup) {
+    unit = BRIG_TRY(cgroup::systemd::ParsePath(b.spec.linux().cgroups_path(), o.id));
+    rec.set_systemd_unit(unit->unit);
+  }
   BRIG_TRY(mk.dir->Write(rec));
-  mk.cgroups =
-      BRIG_TRY(CreateCgroups(b.spec, o.id, [&](const std::vector<cgroup::Groups::Noted>& dirs) {
+  if (unit) {
+    mk.unit.name = unit->unit;
+    mk.scope = BRIG_TRY(cgroup::systemd::Scope::Start(*unit, b.spec.linux().resources()));
+  }
+  mk.cgroups = BRIG_TRY(CreateCgroups(
+      b.spec, o.id,
+      [&](const std::vector<cgroup::Groups::Noted>& dirs) {
         for (const auto& d : dirs) {
           *(d.owned ? rec.add_cgroups() : rec.add_joined_cgroups()) = d.dir;
         }
         return mk.dir->Write(rec);
-      }));
+      },
+      unit ? &unit->path : nullptr));
   log::Debug("record and cgroups made: ", rec.cgroups_size(), " made, ", rec.joined_cgroups_size(),
              " joined");
   return {};
@@ -461,6 +488,8 @@ Result<pid_t> Create(const CreateOptions& o) {
         args.sync_fd = sync_fd;
         ContainerInit(args);
       }));
+  // Init is in the scope's group now: its holder goes.
+  if (mk.scope) mk.scope->Release();
   fds.fifo.Reset();
   fds.console.Reset();
   sources_child.Reset();

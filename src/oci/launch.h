@@ -25,6 +25,8 @@ struct CreateOptions {
   int preserve_fds = 0;        // --preserve-fds: fds 3 .. 3+N-1 pass to the container
   bool no_pivot = false;       // --no-pivot: MS_MOVE and chroot instead of pivot_root
   bool no_new_keyring = false;  // --no-new-keyring: keep the caller's session keyring
+  // --systemd-cgroup: cgroupsPath names a scope unit systemd makes (cgroup/systemd.h).
+  bool systemd_cgroup = false;
 };
 
 // First thing in main, before brig opens anything: which fds above 2 brig was started

@@ -32,8 +32,8 @@ TEST(OciCgroupsPath, SystemdSliceIsRefusedInOneLine) {
   auto p = CleanCgroupsPath("system.slice:docker:abc", "x");
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().Render(),
-            "linux.cgroupsPath 'system.slice:docker:abc': systemd cgroup paths need "
-            "--systemd-cgroup, and this host has no systemd");
+            "linux.cgroupsPath 'system.slice:docker:abc': a systemd cgroup path "
+            "('slice:prefix:name') needs --systemd-cgroup");
 }
 
 TEST(OciCgroupsStats, JsonHasRuncsShape) {

@@ -26,14 +26,14 @@ std::string Report(int passed, int failed = 0) {
 }
 
 constexpr char kFuzzLog[] = "{\"name\": \"fuzz_dns\", \"result\": \"OK\"}\n";
+// The tiers with a report of their own in the build directory.
+constexpr const char* kTiers[] = {"unit", "host", "vm", "vm-systemd", "engine", "k8s"};
 
 class TestSummary : public ::testing::Test {
  protected:
   // Every tier tools/test runs, each with a passing report.
   void SetUp() override {
-    for (const char* tier : {"unit", "host", "vm", "engine"}) {
-      dir_.Write(std::string(tier) + ".xml", Report(2));
-    }
+    for (const char* tier : kTiers) dir_.Write(std::string(tier) + ".xml", Report(2));
     log_ = dir_.Write("testlog.json", kFuzzLog);
   }
   RunOutput Summary() {
@@ -53,11 +53,11 @@ class TestSummary : public ::testing::Test {
 TEST_F(TestSummary, EveryTierRanAndPassed) {
   auto r = Summary();
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(Total(r), "9 passed, 0 failed, 0 skipped") << r.out;
+  EXPECT_EQ(Total(r), "13 passed, 0 failed, 0 skipped") << r.out;
 }
 
 TEST_F(TestSummary, ATierWithNoReportIsAFailureNamingIt) {
-  for (const char* tier : {"unit", "host", "vm", "engine"}) {
+  for (const char* tier : kTiers) {
     SCOPED_TRACE(tier);
     std::string report = dir_.path() + "/" + tier + ".xml";
     ASSERT_EQ(unlink(report.c_str()), 0);
@@ -66,7 +66,7 @@ TEST_F(TestSummary, ATierWithNoReportIsAFailureNamingIt) {
     EXPECT_NE(r.out.find(std::string("  ") + tier + ": did not run (no " + report + ")"),
               std::string::npos)
         << r.out;
-    EXPECT_EQ(Total(r), "7 passed, 1 failed, 0 skipped") << r.out;
+    EXPECT_EQ(Total(r), "11 passed, 1 failed, 0 skipped") << r.out;
     dir_.Write(std::string(tier) + ".xml", Report(2));
   }
 }
@@ -82,7 +82,7 @@ TEST_F(TestSummary, AReportThatDoesNotParseOrHoldsNoTestIsATierThatDidNotRun) {
   EXPECT_NE(r.out.find("  engine: did not run (no test in " + dir_.path() + "/engine.xml)"),
             std::string::npos)
       << r.out;
-  EXPECT_EQ(Total(r), "5 passed, 2 failed, 0 skipped") << r.out;
+  EXPECT_EQ(Total(r), "9 passed, 2 failed, 0 skipped") << r.out;
 }
 
 TEST_F(TestSummary, AFuzzTierWithNoLogOrAnEmptyOneDidNotRun) {
@@ -91,7 +91,7 @@ TEST_F(TestSummary, AFuzzTierWithNoLogOrAnEmptyOneDidNotRun) {
   auto r = Summary();
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("  fuzz: did not run ("), std::string::npos) << r.out;
-  EXPECT_EQ(Total(r), "8 passed, 1 failed, 0 skipped") << r.out;
+  EXPECT_EQ(Total(r), "12 passed, 1 failed, 0 skipped") << r.out;
 
   log_ = dir_.Write("testlog.json", "");
   r = Summary();
@@ -104,7 +104,23 @@ TEST_F(TestSummary, AFailedTestFailsTheSummary) {
   auto r = Summary();
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("  host: 1 passed, 1 failed, 0 skipped"), std::string::npos) << r.out;
-  EXPECT_EQ(Total(r), "8 passed, 1 failed, 0 skipped") << r.out;
+  EXPECT_EQ(Total(r), "12 passed, 1 failed, 0 skipped") << r.out;
+}
+
+// The k8s tier needs the k8s-kit, which is not part of brig: where it is absent, its report
+// says the tier was skipped and why, which is named and not a failure; no other tier may
+// say so.
+TEST_F(TestSummary, OnlyTheK8sTierMaySayItWasSkipped) {
+  const std::string skipped = "<testsuites name=\"k8s\" skipped=\"no k8s-kit at /x\"/>";
+  dir_.Write("k8s.xml", skipped);
+  auto r = Summary();
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("  k8s: skipped: no k8s-kit at /x"), std::string::npos) << r.out;
+  EXPECT_EQ(Total(r), "11 passed, 0 failed, 0 skipped") << r.out;
+  dir_.Write("engine.xml", skipped);
+  r = Summary();
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("  engine: did not run (no test in "), std::string::npos) << r.out;
 }
 
 }  // namespace
