@@ -24,6 +24,12 @@ Result<int64_t> Number(const std::string& flag, const std::string& v) {
   return n;
 }
 
+// A memory size as runc's update takes it: 512M, 1G, bytes, or -1 (no limit).
+Result<int64_t> MemoryValue(const std::string& v) {
+  if (v == "-1") return -1;
+  return static_cast<int64_t>(BRIG_TRY(util::ParseMemory(v)));
+}
+
 // The OCI verbs' flags, in runc's spelling and meaning, but --help: every verb takes that
 // one, and the front end has it (cli/oci.cc).
 constexpr OciFlag kFlags[] = {
@@ -174,30 +180,28 @@ constexpr OciFlag kFlags[] = {
        r.resources_file = v;
        return {};
      }},
-    {"--memory", "BYTES", "memory limit",
+    {"--memory", "BYTES", "memory limit (-1: unlimited)",
      [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_memory()->set_limit(static_cast<int64_t>(BRIG_TRY(util::ParseMemory(v))));
+       r.update.mutable_memory()->set_limit(BRIG_TRY(MemoryValue(v)));
        r.update_set = true;
        return {};
      }},
     {"--memory-swap", "BYTES", "memory plus swap limit (-1: unlimited)",
      [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_memory()->set_swap(
-           v == "-1" ? -1 : static_cast<int64_t>(BRIG_TRY(util::ParseMemory(v))));
+       r.update.mutable_memory()->set_swap(BRIG_TRY(MemoryValue(v)));
        r.update_set = true;
        return {};
      }},
-    {"--memory-reservation", "BYTES", "memory soft limit",
+    {"--memory-reservation", "BYTES", "memory soft limit (-1: none)",
      [](OciRequest& r, const std::string& v) -> Status {
-       r.update.mutable_memory()->set_reservation(
-           static_cast<int64_t>(BRIG_TRY(util::ParseMemory(v))));
+       r.update.mutable_memory()->set_reservation(BRIG_TRY(MemoryValue(v)));
        r.update_set = true;
        return {};
      }},
-    {"--cpu-shares", "N", "CPU shares (relative weight)",
+    {"--cpu-share", "N", "CPU shares (relative weight)",
      [](OciRequest& r, const std::string& v) -> Status {
        r.update.mutable_cpu()->set_shares(
-           static_cast<uint64_t>(BRIG_TRY(Number("--cpu-shares", v))));
+           static_cast<uint64_t>(BRIG_TRY(Number("--cpu-share", v))));
        r.update_set = true;
        return {};
      }},
@@ -273,7 +277,7 @@ constexpr const OciFlag* kEventsFlags[] = {Named("--stats"), Named("--interval")
 constexpr const OciFlag* kSpecFlags[] = {Named("--bundle"), Named("--rootless")};
 constexpr const OciFlag* kUpdateFlags[] = {
     Named("--resources"),          Named("--memory"),      Named("--memory-swap"),
-    Named("--memory-reservation"), Named("--cpu-shares"),  Named("--cpu-quota"),
+    Named("--memory-reservation"), Named("--cpu-share"),   Named("--cpu-quota"),
     Named("--cpu-period"),         Named("--cpuset-cpus"), Named("--cpuset-mems"),
     Named("--pids-limit"),         Named("--blkio-weight")};
 

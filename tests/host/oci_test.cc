@@ -1024,6 +1024,11 @@ TEST_F(Oci, MemoryAndPidsLimitsAreInItsCgroups) {
   RunOutput before = Run({"update", "--pids-limit", "44", "res"});
   EXPECT_EQ(before.exit_code, 0) << before.err;
   EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/pids.max")), "44");
+  // runc's -1: no memory limit any more.
+  RunOutput unlimited = Run({"update", "--memory", "-1", "res"});
+  EXPECT_EQ(unlimited.exit_code, 0) << unlimited.err;
+  std::string limit = Trim(ReadFileOrEmpty(mem + (v1 ? "/memory.limit_in_bytes" : "/memory.max")));
+  EXPECT_TRUE(limit == "max" || limit == "9223372036854771712") << limit;
   std::string procs = ReadFileOrEmpty(mem + "/cgroup.procs");
   EXPECT_EQ(Trim(procs), std::to_string(pid)) << "the container is not in its memory cgroup";
   EXPECT_EQ(Trim(ReadFileOrEmpty(pids + "/cgroup.procs")), std::to_string(pid));
