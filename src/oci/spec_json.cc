@@ -195,7 +195,7 @@ std::string FeaturesJson() {
   w.List("hooks", HookNames()).List("mountOptions", Names(kMountOptions));
   w.Open("linux", '{').List("namespaces", Names(kNamespaces));
   w.List("capabilities", Names(kCapabilities));
-  w.Open("cgroup", '{').Raw("v1", "true").Raw("v2", "true").Raw("systemd", "false");
+  w.Open("cgroup", '{').Raw("v1", "true").Raw("v2", "true").Raw("systemd", "true");
   w.Raw("systemdUser", "false").Raw("rdma", "false").Close();
   w.Open("seccomp", '{').Raw("enabled", "true");
   w.List("actions", EnumNames(v1::SeccompAction_descriptor()));

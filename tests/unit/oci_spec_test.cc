@@ -847,6 +847,7 @@ TEST(OciSpec, FeaturesIsValidJsonListingWhatBrigReads) {
                   .at("enabled")
                   .bool_value());
   EXPECT_TRUE(linux_.at("cgroup").struct_value().fields().at("v1").bool_value());
+  EXPECT_TRUE(linux_.at("cgroup").struct_value().fields().at("systemd").bool_value());
   EXPECT_EQ(f.fields()
                 .at("annotations")
                 .struct_value()
