@@ -5,8 +5,6 @@
 // process of brig, and only containers of --systemd-cgroup use it.
 #include "cgroup/systemd.h"
 
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <systemd/sd-bus.h>
 #include <time.h>
@@ -24,7 +22,6 @@
 
 #include "cgroup/resources.h"
 #include "sys/library.h"
-#include "sys/syscalls.h"
 #include "util/parse.h"
 
 namespace brig::cgroup::systemd {
@@ -203,9 +200,35 @@ int AppendResources(sd_bus_message* m, const oci::Resources& r) {
   return e;
 }
 
-// Calls `method` on the manager with the message `fill` completes, and waits for the job it
-// returns to be removed: "done" is success, anything else the job's failure.
-// With `missing_ok`, a unit systemd does not have is no error: there is nothing to do.
+// Calls `method` on the manager with the message `fill` completes; its reply goes to
+// `reply` where one is asked for. With `missing_ok`, a unit systemd does not have is no
+// error: there is nothing to do, and the answer is false.
+template <typename Fill>
+Result<bool> CallManager(sd_bus* bus, const char* method, const std::string& unit, const Fill& fill,
+                         Message* reply, bool missing_ok) {
+  sd_bus_message* raw = nullptr;
+  int r = lib->new_method_call(bus, &raw, kDest, kPath, kManager, method);
+  Message call(raw);
+  if (r >= 0) r = fill(call.get());
+  if (r < 0) return BusError(r, method, unit, nullptr);
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  sd_bus_message* raw_reply = nullptr;
+  r = lib->call(bus, call.get(), kJobTimeoutUs, &error, &raw_reply);
+  Message got(raw_reply);
+  if (r < 0) {
+    bool missing =
+        error.name && std::string_view(error.name) == "org.freedesktop.systemd1.NoSuchUnit";
+    Error e = BusError(r, method, unit, &error);
+    lib->error_free(&error);
+    if (missing && missing_ok) return false;
+    return e;
+  }
+  if (reply) *reply = std::move(got);
+  return true;
+}
+
+// CallManager for a method that returns a job, and waits until the job is removed: "done"
+// is success, anything else the job's failure.
 template <typename Fill>
 Status RunJob(const char* method, const std::string& unit, const Fill& fill,
               bool missing_ok = false) {
@@ -227,23 +250,8 @@ Status RunJob(const char* method, const std::string& unit, const Fill& fill,
       &removed);
   Slot slot(raw_slot);
   if (r < 0) return BusError(r, "watch jobs", unit, nullptr);
-  sd_bus_message* raw = nullptr;
-  r = lib->new_method_call(bus.get(), &raw, kDest, kPath, kManager, method);
-  Message call(raw);
-  if (r >= 0) r = fill(call.get());
-  if (r < 0) return BusError(r, method, unit, nullptr);
-  sd_bus_error error = SD_BUS_ERROR_NULL;
-  sd_bus_message* raw_reply = nullptr;
-  r = lib->call(bus.get(), call.get(), kJobTimeoutUs, &error, &raw_reply);
-  Message reply(raw_reply);
-  if (r < 0) {
-    bool missing =
-        error.name && std::string_view(error.name) == "org.freedesktop.systemd1.NoSuchUnit";
-    Error e = BusError(r, method, unit, &error);
-    lib->error_free(&error);
-    if (missing && missing_ok) return {};
-    return e;
-  }
+  Message reply;
+  if (!BRIG_TRY(CallManager(bus.get(), method, unit, fill, &reply, missing_ok))) return {};
   const char* job = nullptr;
   r = lib->read(reply.get(), "o", &job);
   if (r < 0) return BusError(r, method, unit, nullptr);
@@ -269,22 +277,11 @@ Status RunJob(const char* method, const std::string& unit, const Fill& fill,
   }
 }
 
-// Calls `method` on the manager for `unit`, no job.
+// CallManager on a connection of its own, for a method that returns no job.
 template <typename Fill>
 Status Call(const char* method, const std::string& unit, const Fill& fill) {
   Bus bus = BRIG_TRY(Connect());
-  sd_bus_message* raw = nullptr;
-  int r = lib->new_method_call(bus.get(), &raw, kDest, kPath, kManager, method);
-  Message call(raw);
-  if (r >= 0) r = fill(call.get());
-  if (r < 0) return BusError(r, method, unit, nullptr);
-  sd_bus_error error = SD_BUS_ERROR_NULL;
-  r = lib->call(bus.get(), call.get(), kJobTimeoutUs, &error, nullptr);
-  if (r < 0) {
-    Error e = BusError(r, method, unit, &error);
-    lib->error_free(&error);
-    return e;
-  }
+  BRIG_TRY(CallManager(bus.get(), method, unit, fill, nullptr, false));
   return {};
 }
 
@@ -362,12 +359,8 @@ bool Booted() {
 }
 
 Result<Scope> Scope::Start(const UnitPath& u, const oci::Resources& r) {
-  int pidfd = -1;
-  pid_t pid = BRIG_TRY_CTX(sys::Clone3(sys::CloneArgs::Held(0, &pidfd)), "systemd scope");
-  if (pid == 0) {
-    for (;;) pause();  // held until brig kills it (sys::Child)
-  }
-  Scope scope(sys::Child(pid, sys::UniqueFd(pidfd)));
+  Scope scope(BRIG_TRY(sys::Holder(0, "systemd scope")));
+  const pid_t pid = scope.holder_.pid();
   BRIG_TRY(RunJob("StartTransientUnit", u.unit, [&](sd_bus_message* m) {
     int e = lib->append(m, "ss", u.unit.c_str(), "fail");
     if (e >= 0) e = lib->open_container(m, 'a', "(sv)");

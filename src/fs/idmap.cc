@@ -5,8 +5,6 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sched.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -20,17 +18,22 @@ namespace {
 
 // A user namespace of `maps`, as an fd.
 Result<sys::UniqueFd> UserNamespace(const sys::IdMaps& maps) {
-  int pidfd = -1;
-  pid_t pid = BRIG_TRY_CTX(sys::Clone3(sys::CloneArgs::Held(CLONE_NEWUSER, &pidfd)), "id map");
-  if (pid == 0) {
-    for (;;) pause();  // held until the parent kills it (sys::Child)
-  }
-  sys::Child holder(pid, sys::UniqueFd(pidfd));
-  const std::string proc = "/proc/" + std::to_string(pid) + "/";
-  BRIG_TRY_CTX(sys::WriteIdMaps(pid, maps), "id map");
+  sys::Child holder = BRIG_TRY(sys::Holder(CLONE_NEWUSER, "id map"));
+  const std::string proc = "/proc/" + std::to_string(holder.pid()) + "/";
+  BRIG_TRY_CTX(sys::WriteIdMaps(holder.pid(), maps), "id map");
   sys::UniqueFd ns(open((proc + "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
   if (!ns) return SysError("open", proc + "ns/user").Wrap("id map");
   return ns;
+}
+
+// mount_setattr(MOUNT_ATTR_IDMAP) of `tree` through the user namespace `ns`: false where
+// the tree's file system (or one mounted under it) cannot be id-mapped, or already is.
+Result<bool> SetIdmap(int tree, unsigned flags, int ns, const std::string& subject) {
+  if (auto s = sys::MountSetIdmap(tree, flags, ns, subject); !s) {
+    if (s.error().err != EINVAL && s.error().err != EOPNOTSUPP) return std::move(s).error();
+    return false;
+  }
+  return true;
 }
 
 // The directory `path`, or its nearest ancestor that exists (a cache not made yet is made
@@ -96,11 +99,7 @@ Result<bool> IdMapper::Map(int tree, const IdMap& map, const std::string& subjec
                                      .gids = {{.inside = map.from_gid, .host = map.to_gid}}})));
     ns = namespaces_.back().second.get();
   }
-  if (auto s = sys::MountSetIdmap(tree, AT_RECURSIVE, ns, subject); !s) {
-    if (s.error().err != EINVAL && s.error().err != EOPNOTSUPP) return std::move(s).error();
-    return false;
-  }
-  return true;
+  return SetIdmap(tree, AT_RECURSIVE, ns, subject);
 }
 
 Result<sys::UniqueFd> IdmappedClone(const std::string& path, bool recursive,
@@ -109,9 +108,7 @@ Result<sys::UniqueFd> IdmappedClone(const std::string& path, bool recursive,
   sys::UniqueFd tree = BRIG_TRY_CTX(
       sys::OpenTree(AT_FDCWD, path, OPEN_TREE_CLONE | (recursive ? AT_RECURSIVE : 0)), subject);
   sys::UniqueFd ns = BRIG_TRY_CTX(UserNamespace(maps), subject);
-  if (auto s = sys::MountSetIdmap(tree.get(), map_recursive ? AT_RECURSIVE : 0, ns.get(), path);
-      !s) {
-    if (s.error().err != EINVAL && s.error().err != EOPNOTSUPP) return std::move(s).error();
+  if (!BRIG_TRY(SetIdmap(tree.get(), map_recursive ? AT_RECURSIVE : 0, ns.get(), path))) {
     return Fail(subject, path,
                 "its file system cannot be mounted id-mapped on this kernel, or it already is");
   }

@@ -294,6 +294,14 @@ Result<NamespaceSet> CheckNamespaces(const Linux& lnx) {
   return set;
 }
 
+// No mapping of `maps` (named `path`) is empty.
+Status CheckSizes(const RepeatedPtrField<IdMapping>& maps, const std::string& path) {
+  for (int i = 0; i < maps.size(); ++i) {
+    if (maps[i].size() == 0) return Bad(Field(Index(path, i), "size"), "must not be 0");
+  }
+  return {};
+}
+
 Status CheckIdMappings(const RepeatedPtrField<IdMapping>& maps, const std::string& path,
                        const NamespaceSet& ns) {
   if (maps.empty()) {
@@ -301,10 +309,7 @@ Status CheckIdMappings(const RepeatedPtrField<IdMapping>& maps, const std::strin
     return {};
   }
   if (!(ns.named & CLONE_NEWUSER)) return Bad(path, "needs a user namespace in linux.namespaces");
-  for (int i = 0; i < maps.size(); ++i) {
-    if (maps[i].size() == 0) return Bad(Field(Index(path, i), "size"), "must not be 0");
-  }
-  return {};
+  return CheckSizes(maps, path);
 }
 
 Status CheckDevices(const Linux& lnx) {
@@ -501,13 +506,8 @@ Status CheckIdmappedMounts(Spec* spec, const NamespaceSet& ns) {
       *m.mutable_uid_mappings() = spec->linux().uid_mappings();
       *m.mutable_gid_mappings() = spec->linux().gid_mappings();
     }
-    for (const char* field : {"uidMappings", "gidMappings"}) {
-      const auto& maps = field[0] == 'u' ? m.uid_mappings() : m.gid_mappings();
-      for (int j = 0; j < maps.size(); ++j) {
-        if (maps[j].size() == 0)
-          return Bad(Field(Index(Field(base, field), j), "size"), "must not be 0");
-      }
-    }
+    BRIG_TRY(CheckSizes(m.uid_mappings(), Field(base, "uidMappings")));
+    BRIG_TRY(CheckSizes(m.gid_mappings(), Field(base, "gidMappings")));
   }
   return {};
 }

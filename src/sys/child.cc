@@ -75,4 +75,13 @@ std::optional<UniqueFd> OpenProcessStartedAt(pid_t pid, uint64_t start_time) {
   return std::move(*pidfd);
 }
 
+Result<Child> Holder(uint64_t namespaces, const std::string& subject) {
+  int pidfd = -1;
+  pid_t pid = BRIG_TRY_CTX(Clone3(CloneArgs::Held(namespaces, &pidfd)), subject);
+  if (pid == 0) {
+    for (;;) pause();
+  }
+  return Child(pid, UniqueFd(pidfd));
+}
+
 }  // namespace brig::sys

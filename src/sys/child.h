@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -57,6 +58,12 @@ class Child {
   pid_t pid_ = 0;
   UniqueFd pidfd_;
 };
+
+// A child that only waits until its owner kills it, cloned with `namespaces` (CLONE_NEW*):
+// what holds a thing that needs a process to exist (a user namespace while its maps are
+// written and it is opened, a systemd scope until the process meant for it is in it).
+// Errors name `subject`.
+Result<Child> Holder(uint64_t namespaces, const std::string& subject);
 
 // Field 22 of /proc/PID/stat (the start time in clock ticks since boot). Pure; the command
 // name in parentheses may hold spaces and parentheses.
