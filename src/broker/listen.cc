@@ -9,40 +9,18 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "net/netns.h"
 #include "sys/syscalls.h"
 
 namespace brig::broker {
 namespace {
 
 constexpr int kBacklog = 128;
-
-// Enters a network namespace for as long as it lives, then returns to brig's own.
-class InNetns {
- public:
-  static Result<InNetns> Enter(pid_t pid) {
-    InNetns n;
-    n.home_.Reset(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
-    if (!n.home_) return SysError("open", "/proc/self/ns/net");
-    std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
-    sys::UniqueFd there(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!there) return SysError("open", path);
-    if (setns(there.get(), CLONE_NEWNET) < 0) return SysError("setns", path);
-    return n;
-  }
-  InNetns(InNetns&&) = default;
-  // brig cannot go on in the sandbox's namespace: every later socket would be made there.
-  ~InNetns() {
-    if (home_ && setns(home_.get(), CLONE_NEWNET) < 0) abort();
-  }
-
- private:
-  InNetns() = default;
-  sys::UniqueFd home_;
-};
 
 }  // namespace
 
@@ -96,7 +74,8 @@ Status ListenTcp(const std::vector<Config>& brokers, pid_t pid, Listeners& out) 
   bool any = false;
   for (const Config& c : brokers) any |= c.port != 0;
   if (!any) return {};
-  InNetns in = BRIG_TRY(InNetns::Enter(pid));
+  std::optional<net::InNetns> in;
+  if (pid > 0) in.emplace(BRIG_TRY(net::InNetns::Enter(pid)));
   for (size_t i = 0; i < brokers.size(); ++i) {
     const Config& c = brokers[i];
     if (c.port == 0) continue;

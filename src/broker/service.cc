@@ -16,6 +16,7 @@
 #include "egress/relay.h"
 #include "egress/traffic.h"
 #include "http/framing.h"
+#include "net/upstream_socket.h"
 #include "sys/syscalls.h"
 
 namespace brig::broker {
@@ -257,7 +258,8 @@ void Service::Impl::Connect(Conn& c) {
   const Config& b = brokers_[c.b];
   while (c.next_addr < b.addresses.size()) {
     const Address& a = b.addresses[c.next_addr++];
-    sys::UniqueFd s(socket(a.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sys::UniqueFd s(
+        net::UpstreamSocket(a.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!s) continue;
     if (connect(s.get(), reinterpret_cast<const sockaddr*>(&a.sa), a.len) < 0 &&
         errno != EINPROGRESS) {

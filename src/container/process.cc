@@ -12,14 +12,21 @@
 namespace brig::container {
 namespace {
 
-// Whether the filter loads before the credentials: only where they leave no_new_privs off.
+bool HasFilter(const ProcessSpec& p) { return p.seccomp || p.profile_seccomp; }
+
+// Whether the filters load before the credentials: only where they leave no_new_privs off.
 bool FilterFirst(const ProcessSpec& p) {
-  return p.seccomp && p.credentials && !p.credentials->no_new_privs;
+  return HasFilter(p) && p.credentials && !p.credentials->no_new_privs;
 }
 
-// The filter, and its listener, if it has one, handed over at once: the next notified
-// syscall waits until an agent holds it.
+// The filters, and a listener, if the process's own has one, handed over at once: the next
+// notified syscall waits until an agent holds it.
 Status LoadFilter(const ProcessSpec& p) {
+  if (p.profile_seccomp) {
+    int none = BRIG_TRY(security::LoadSeccomp(*p.profile_seccomp));
+    if (none >= 0) close(none);
+  }
+  if (!p.seccomp) return {};
   int listener = BRIG_TRY(security::LoadSeccomp(*p.seccomp));
   if (listener < 0) return {};
   if (p.listener_to < 0) {
@@ -61,14 +68,15 @@ Status TakeOn(const ProcessSpec& p) {
 }
 
 Status LoadFilterNow(ProcessSpec& p) {
-  if (!p.seccomp || FilterFirst(p)) return {};
+  if (!HasFilter(p) || FilterFirst(p)) return {};
   BRIG_TRY(LoadFilter(p));
   p.seccomp.reset();
+  p.profile_seccomp.reset();
   return {};
 }
 
 Error Exec(const ProcessSpec& p, const std::string& path) {
-  if (p.seccomp && !FilterFirst(p)) {
+  if (HasFilter(p) && !FilterFirst(p)) {
     if (auto s = LoadFilter(p); !s) return std::move(s).error();
   }
   std::vector<char*> argv = ExecArray(p.args), envp = ExecArray(p.env);

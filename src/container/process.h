@@ -30,6 +30,9 @@ struct ProcessSpec {
   std::optional<mode_t> umask;
   std::optional<int> oom_score_adj;
   std::optional<security::SeccompProgram> seccomp;
+  // A runtime handler's profile filter (pod/harden.h), loaded just before `seccomp`: both
+  // hold, and the stricter answer wins.
+  std::optional<security::SeccompProgram> profile_seccomp;
   // Where the filter's listener goes the moment it is loaded, if it has one (an OCI
   // process's that notifies): the sync socket, whose parent hands it to the container's
   // seccomp agent (sync.h HandOverListener). Set in the child.

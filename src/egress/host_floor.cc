@@ -1,10 +1,16 @@
 #include "egress/host_floor.h"
 
+#include <optional>
+
 #include "egress/loop.h"
+#include "net/netns.h"
 
 namespace brig::egress {
 
-Status HostFloor::Open() {
+Status HostFloor::Open(int host_netns) {
+  std::optional<net::InNetns> in;
+  if (host_netns >= 0)
+    in.emplace(BRIG_TRY(net::InNetns::EnterFd(host_netns, "the host's network namespace")));
   local_ = BRIG_TRY(net::LocalRoutes::Open());
   return {};
 }

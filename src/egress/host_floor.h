@@ -17,7 +17,9 @@ namespace brig::egress {
 class HostFloor {
  public:
   explicit HostFloor(net::Subnet bridge) : bridge_(bridge) {}
-  Status Open();
+  // `host_netns`: the namespace whose own addresses are the host's (an nsfs descriptor; -1:
+  // the one brig runs in). A pod's supervisor runs in the pod's and names the node's.
+  Status Open(int host_netns = -1);
   // "ADDR: why" if `a` is the host's own; "" if not.
   std::string Refuses(uint32_t a);
   // The addresses of `addrs` that are not the host's own now; `floor` says why the first

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "egress/tls.h"
+#include "net/upstream_socket.h"
 
 namespace brig::egress {
 namespace {
@@ -71,7 +72,7 @@ void Proxy::Accept(bool tls) {
     sys::UniqueFd fd(accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len,
                              SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd) return;
-    if (ntohl(peer.sin_addr.s_addr) != sandbox_) continue;  // not this sandbox's: closed
+    if (sandbox_ && ntohl(peer.sin_addr.s_addr) != sandbox_) continue;  // not this sandbox's
     uint64_t id = loop_.NewId();
     Conn& c = conns_[id];
     c.id = id;
@@ -254,7 +255,7 @@ void Proxy::TryConnect(Conn& c) {
       ++c.host_addrs;
       continue;
     }
-    sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sys::UniqueFd s(net::UpstreamSocket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!s) break;
     sockaddr_in to = Sockaddr(a, c.port);
     if (connect(s.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) < 0 && errno != EINPROGRESS) {

@@ -36,7 +36,8 @@ namespace brig::egress {
 
 class Proxy {
  public:
-  // Everything given must outlive the proxy; `sandbox` is the one address served.
+  // Everything given must outlive the proxy; `sandbox` is the one address served (0: any,
+  // service.h).
   Proxy(const Policy& policy, const net::Listeners& listeners, uint32_t sandbox,
         const NamePool& pool, HostFloor& host_floor, UpstreamClient& upstream, Loop& loop,
         Traffic& traffic, Budget* budget);

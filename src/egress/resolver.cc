@@ -58,7 +58,7 @@ void Resolver::ReadUdp() {
     socklen_t len = sizeof from;
     ssize_t got = recvfrom(l_.dns_udp(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
     if (got < 0) return;
-    if (ntohl(from.sin_addr.s_addr) != sandbox_) continue;  // not this sandbox's
+    if (sandbox_ && ntohl(from.sin_addr.s_addr) != sandbox_) continue;  // not this sandbox's
     Waiter w{Waiter::kUdp};
     w.from = from;
     w.start = Clock::now();
@@ -73,7 +73,9 @@ void Resolver::AcceptClients() {
     sys::UniqueFd fd(accept4(l_.dns_tcp(), reinterpret_cast<sockaddr*>(&peer), &len,
                              SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd) return;
-    if (ntohl(peer.sin_addr.s_addr) != sandbox_ || clients_.size() >= kMaxDnsTcpClients) continue;
+    if ((sandbox_ && ntohl(peer.sin_addr.s_addr) != sandbox_) ||
+        clients_.size() >= kMaxDnsTcpClients)
+      continue;
     uint64_t id = loop_.NewId();
     Client& c = clients_[id];
     c.id = id;

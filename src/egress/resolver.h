@@ -27,7 +27,8 @@ namespace brig::egress {
 
 class Resolver {
  public:
-  // Everything given must outlive the resolver; `sandbox` is the one address served.
+  // Everything given must outlive the resolver; `sandbox` is the one address served (0: any,
+  // service.h).
   Resolver(const Policy& policy, const net::Listeners& listeners, uint32_t sandbox,
            NamePool& pool, HostFloor& host_floor, UpstreamClient& upstream, Loop& loop,
            Traffic& traffic);

@@ -34,7 +34,7 @@ class Service::Impl {
         proxy_(policy_, l, sandbox, pool_, host_floor_, upstream_, loop_, traffic_, budget),
         l_(l) {}
 
-  Status Init();
+  Status Init(int host_netns);
   int fd() const { return loop_.fd(); }
   void Handle();
   void Close() {
@@ -59,9 +59,9 @@ class Service::Impl {
   sys::UniqueFd timer_;
 };
 
-Status Service::Impl::Init() {
+Status Service::Impl::Init(int host_netns) {
   proxy_.FitDescriptors();
-  BRIG_TRY(host_floor_.Open());
+  BRIG_TRY(host_floor_.Open(host_netns));
   BRIG_TRY(loop_.Open());
   timer_.Reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   if (!timer_) return SysError("timerfd_create", "egress");
@@ -120,13 +120,13 @@ Service::~Service() = default;
 
 Result<std::unique_ptr<Service>> Service::Start(Policy policy, const net::Listeners& listeners,
                                                 uint32_t sandbox, net::Subnet bridge,
-                                                AuditSink audit, Budget* budget) {
+                                                AuditSink audit, Budget* budget, int host_netns) {
   if (policy.upstreams.empty()) {
     return Fail("resolver upstream", "", "none given", ErrorKind::kInternal);
   }
   auto impl = std::make_unique<Impl>(std::move(policy), listeners, sandbox, bridge,
                                      std::move(audit), budget);
-  BRIG_TRY(impl->Init());
+  BRIG_TRY(impl->Init(host_netns));
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }
 

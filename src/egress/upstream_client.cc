@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "egress/pool.h"
+#include "net/upstream_socket.h"
 
 namespace brig::egress {
 namespace {
@@ -31,7 +32,7 @@ UpstreamClient::UpstreamClient(const Policy& policy, Loop& loop, Budget* budget)
 }
 
 Status UpstreamClient::Open() {
-  udp_.Reset(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  udp_.Reset(net::UpstreamSocket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK));
   if (!udp_) return SysError("socket", "resolver upstream");
   sockaddr_in any = Sockaddr(INADDR_ANY, 0);
   if (bind(udp_.get(), reinterpret_cast<sockaddr*>(&any), sizeof any) < 0) {
@@ -144,7 +145,7 @@ void UpstreamClient::ReadUdp() {
 
 void UpstreamClient::StartTcp(Entry& e) {
   const Upstream& u = policy_.upstreams[e.upstream];
-  e.tcp.Reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  e.tcp.Reset(net::UpstreamSocket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK));
   sockaddr_in to = Sockaddr(u.addr, u.port);
   if (!e.tcp || (connect(e.tcp.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) < 0 &&
                  errno != EINPROGRESS)) {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -173,6 +174,25 @@ std::vector<NetnsKey> GoneOf(const std::vector<NetnsKey>& keys) {
     }
   }
   return s.Gone();
+}
+
+Result<InNetns> InNetns::EnterFd(int fd, const std::string& what) {
+  InNetns n;
+  n.home_.Reset(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!n.home_) return SysError("open", "/proc/thread-self/ns/net");
+  if (setns(fd, CLONE_NEWNET) < 0) return SysError("setns", what);
+  return n;
+}
+
+Result<InNetns> InNetns::Enter(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+  sys::UniqueFd there(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!there) return SysError("open", path);
+  return EnterFd(there.get(), path);
+}
+
+InNetns::~InNetns() {
+  if (home_ && setns(home_.get(), CLONE_NEWNET) < 0) abort();
 }
 
 }  // namespace brig::net

@@ -13,6 +13,7 @@
 #include "log/log.h"
 #include "oci/cgroups.h"
 #include "oci/hooks.h"
+#include "pod/supervisor.h"
 #include "sys/syscalls.h"
 
 namespace brig::oci {
@@ -103,6 +104,7 @@ Status Delete(const std::string& root, const std::string& id, bool force) {
     if (auto rec = ContainerDir::Peek(root, id)) {
       (void)CgroupsOf(*rec)->Destroy();
       if (!rec->systemd_unit().empty()) (void)cgroup::systemd::Stop(rec->systemd_unit());
+      (void)pod::Stop({rec->supervisor_pid(), rec->supervisor_start_time()});
       if (std::optional<sys::UniqueFd> pidfd = OpenProcess(*rec)) {
         (void)sys::PidfdSendSignal(pidfd->get(), SIGKILL);
       }
@@ -127,6 +129,7 @@ Status Delete(const std::string& root, const std::string& id, bool force) {
   }
   BRIG_TRY_CTX(c.cgroups->Destroy(), "cgroups");
   if (!c.rec.systemd_unit().empty()) BRIG_TRY(cgroup::systemd::Stop(c.rec.systemd_unit()));
+  BRIG_TRY(pod::Stop({c.rec.supervisor_pid(), c.rec.supervisor_start_time()}));
   std::string state = StateJson(c.rec, ContainerStatus::kStopped);
   RunHooksWarning(c.rec.config().hooks().poststop(), "hooks.poststop", state);
   return c.dir.Remove();

@@ -25,6 +25,7 @@
 #include "oci/seccomp_agent.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "pod/harden.h"
 #include "supervise/attend.h"
 #include "sys/child.h"
 #include "sys/syscalls.h"
@@ -187,9 +188,13 @@ Result<int> Exec(const ExecOptions& o) {
   Target t = BRIG_TRY(OpenTarget(o));
   const Container& rec = t.rec;
   Process p = BRIG_TRY(ExecProcess(o, rec.config().process()));
+  // A runtime handler's pod: held to its profile as its container was at create.
+  std::optional<pod::Held> held = BRIG_TRY(pod::HeldBy(o.root, rec.config()));
+  if (held) pod::HardenProcess(p);
   std::optional<brig::v1::SeccompPolicy> policy;
   if (rec.config().linux().has_seccomp()) policy = rec.config().linux().seccomp();
   container::ProcessSpec prep = BRIG_TRY(PrepareProcess(p, policy));
+  if (held) prep.profile_seccomp = BRIG_TRY(pod::ProfileFilter(*held));
   prep.preserved_fds = o.preserve_fds;
   sys::UniqueFd console, relay;
   if (p.terminal() && !o.console_socket.empty()) {

@@ -67,6 +67,8 @@
 #include "oci/seccomp_agent.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "pod/harden.h"
+#include "pod/supervisor.h"
 #include "sys/child.h"
 #include "sys/fd.h"
 #include "sys/id_map.h"
@@ -164,11 +166,20 @@ struct Making {
   } unit;
   std::optional<cgroup::systemd::Scope> scope;
   std::unique_ptr<cgroup::Groups> cgroups;
+  // A pod sandbox's supervisor (pod/supervisor.h), ended again unless kept.
+  struct Supervisor {
+    pod::SupervisorRef ref;
+    bool kept = false;
+    ~Supervisor() {
+      if (!kept) (void)pod::Stop(ref);
+    }
+  } supervisor;
   container::Launched init;  // container/launch.h
 
   void Keep() {
     dir->Keep();
     unit.kept = true;
+    supervisor.kept = true;
     cgroups->Keep();
     init.init.Release();
   }
@@ -263,6 +274,7 @@ struct Bundle {
   std::string rootfs;  // root.path, resolved
   Namespaces ns;
   container::ProcessSpec process;
+  std::optional<pod::Held> pod;  // a runtime handler's pod (pod/harden.h)
 };
 
 // The id and --preserve-fds checked, then the bundle read: the first step of Create and
@@ -272,6 +284,8 @@ Result<Bundle> ReadBundle(const CreateOptions& o) {
   BRIG_TRY(CheckPreserved(o.preserve_fds));
   Bundle b;
   b.spec = BRIG_TRY(LoadSpec(o.bundle));
+  b.pod = BRIG_TRY(pod::HeldBy(o.root, b.spec));
+  if (b.pod) BRIG_TRY(pod::HardenSpec(b.spec));
   const Spec& spec = b.spec;
   if (!spec.has_process()) return BadInput("config.json", "process", "missing");
   std::string root_path = spec.root().path();
@@ -288,6 +302,7 @@ Result<Bundle> ReadBundle(const CreateOptions& o) {
   std::optional<brig::v1::SeccompPolicy> policy;
   if (spec.linux().has_seccomp()) policy = spec.linux().seccomp();
   b.process = BRIG_TRY(PrepareProcess(spec.process(), policy));
+  if (b.pod) b.process.profile_seccomp = BRIG_TRY(pod::ProfileFilter(*b.pod));
   b.process.preserved_fds = o.preserve_fds;
   log::Debug("config.json read, process prepared");
   if (spec.process().terminal() && o.console_socket.empty() && o.console_fd < 0) {
@@ -445,6 +460,12 @@ Result<pid_t> Create(const CreateOptions& o) {
   Making mk;
   Container rec;
   BRIG_TRY(MakeRecordAndCgroups(b, o, mk, rec));
+  if (b.pod && b.pod->plan.pod.sandbox) {
+    mk.supervisor.ref = BRIG_TRY(pod::Start(b.pod->plan, b.pod->sb, pod::NetnsPath(b.spec)));
+    rec.set_supervisor_pid(mk.supervisor.ref.pid);
+    rec.set_supervisor_start_time(mk.supervisor.ref.start_time);
+    BRIG_TRY(mk.dir->Write(rec));
+  }
   InitFds fds = BRIG_TRY(OpenInitFds(mk, b.spec, o));
   if (!ns.pid_path.empty()) {
     sys::UniqueFd pidns(open(ns.pid_path.c_str(), O_RDONLY | O_CLOEXEC));

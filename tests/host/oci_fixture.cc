@@ -184,6 +184,13 @@ std::string Config::Json() const {
   }
   o << "],";
   if (!hooks_json.empty()) o << "\"hooks\":" << hooks_json << ",";
+  if (!annotations.empty()) {
+    o << "\"annotations\":{";
+    for (auto it = annotations.begin(); it != annotations.end(); ++it) {
+      o << (it == annotations.begin() ? "" : ",") << Q(it->first) << ":" << Q(it->second);
+    }
+    o << "},";
+  }
   o << "\"linux\":" << LinuxJson(*this) << "}";
   return o.str();
 }

@@ -68,6 +68,7 @@ struct Config {
   std::string seccomp_json;    // linux.seccomp as a JSON object; empty: none
   std::string hooks_json;      // hooks as a JSON object; empty: none
   std::map<std::string, std::string> sysctl;
+  std::map<std::string, std::string> annotations;
   uint32_t map_to = 0;  // with a "user" namespace: ids 0..65535 map to map_to..
 };
 

@@ -1,0 +1,289 @@
+#include "pod/supervisor.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "audit/audit.h"
+#include "broker/listen.h"
+#include "broker/service.h"
+#include "egress/budget.h"
+#include "egress/service.h"
+#include "egress/upstream.h"
+#include "net/listeners.h"
+#include "net/loopback.h"
+#include "net/nft.h"
+#include "net/upstream_socket.h"
+#include "pod/rules.h"
+#include "state/record.h"
+#include "supervise/loop.h"
+#include "sys/child.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+#include "util/files.h"
+
+extern char** environ;
+
+namespace brig::pod {
+namespace {
+
+constexpr int kReadyMs = 30000;
+constexpr int kStopMs = 5000;
+constexpr char kReady[] = "ok";
+
+// A broker's credential is a node file only root may read (a Secret the node's agent
+// mounts there), never one a pod's user could.
+Status CheckCredentialFiles(const config::Sandbox& sb) {
+  for (const broker::Config& b : sb.brokers) {
+    for (const auto& h : b.headers) {
+      if (h.from.rfind("file:", 0) != 0) continue;
+      std::string path = h.from.substr(5);
+      struct stat st;
+      if (stat(path.c_str(), &st) < 0) return SysError("stat", "broker " + b.name + " " + path);
+      if (st.st_uid != 0 || (st.st_mode & 077) != 0) {
+        return Fail("broker " + b.name, path,
+                    "a credential file must be root's and readable by root only (chmod 600)",
+                    ErrorKind::kBadInput);
+      }
+    }
+  }
+  return {};
+}
+
+// Everything the supervisor holds, made in this order and released in reverse.
+class Supervisor {
+ public:
+  Supervisor(const Plan& plan, const config::Sandbox& sb) : plan_(plan), sb_(sb) {}
+  ~Supervisor() { TearDown(); }
+
+  Status Prepare(const std::string& netns);
+  Status Serve(int ready_fd);
+
+ private:
+  void Audit(v1::AuditEvent e);
+  void TearDown();
+
+  const Plan& plan_;
+  const config::Sandbox& sb_;
+  std::string id_ = RecordId(plan_.pod.sandbox_id);
+  supervise::HeldSignals signals_;
+  state::Record record_;
+  sys::UniqueFd node_ns_;
+  std::optional<net::Listeners> listeners_;
+  bool rules_ = false, started_ = false;
+  std::unique_ptr<egress::Budget> budget_;
+  std::unique_ptr<egress::Service> egress_;
+  std::unique_ptr<broker::Service> brokers_;
+};
+
+void Supervisor::Audit(v1::AuditEvent e) {
+  v1::PodIdentity* p = e.mutable_pod();
+  p->set_namespace_(plan_.pod.ns);
+  p->set_name(plan_.pod.name);
+  p->set_uid(plan_.pod.uid);
+  (void)audit::Append(plan_.audit_path, id_, std::move(e), plan_.pod.Label());
+}
+
+Status Supervisor::Prepare(const std::string& netns) {
+  signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
+  record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, id_));
+  char started[32];
+  time_t now = time(nullptr);
+  struct tm tm;
+  strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+  const std::pair<const char*, std::string> about[] = {{"name", plan_.pod.Label()},
+                                                       {"profile", sb_.profile},
+                                                       {"posture", sb_.posture_name},
+                                                       {"pid", std::to_string(getpid())},
+                                                       {"brig_pid", std::to_string(getpid())},
+                                                       {"started", started},
+                                                       {"pod_uid", plan_.pod.uid},
+                                                       {"audit", plan_.audit_path}};
+  for (const auto& [key, value] : about) {
+    BRIG_TRY(record_.Add(state::kAboutKind, std::string(key) + "=" + value));
+  }
+  // The node's namespace, where the floor's own addresses are asked, then the pod's.
+  node_ns_.Reset(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!node_ns_) return SysError("open", "/proc/self/ns/net");
+  sys::UniqueFd pod(open(netns.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!pod) return SysError("open", "linux.namespaces network " + netns);
+  struct stat mine, theirs;
+  if (fstat(node_ns_.get(), &mine) < 0 || fstat(pod.get(), &theirs) < 0) {
+    return SysError("fstat", netns);
+  }
+  if (mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino) {
+    return BadInput("linux.namespaces network", netns,
+                    "is the node's own: a pod of a brig runtime handler needs a network "
+                    "namespace of its own (no hostNetwork)");
+  }
+  if (setns(pod.get(), CLONE_NEWNET) < 0) return SysError("setns", netns);
+  BRIG_TRY_CTX(net::BringUpLoopback(), "the pod's loopback");
+  std::optional<net::ListenerPorts> ports;
+  if (sb_.network) {
+    listeners_ = BRIG_TRY(net::Listeners::Open(net::Ipv4{INADDR_LOOPBACK}));
+    ports = listeners_->ports();
+  }
+  // Whatever a sandbox of this namespace left is replaced, in the same transaction.
+  rules_ = true;
+  BRIG_TRY_CTX(
+      net::RunNft("add table inet brig\ndelete table inet brig\n" + PodRules(ports, plan_.direct)),
+      "the pod's rules");
+  net::SetUpstreamMark(kMark);
+  std::string dir = plan_.audit_path.substr(0, plan_.audit_path.rfind('/'));
+  BRIG_TRY(util::MakeDirs(dir));
+  return {};
+}
+
+Status Supervisor::Serve(int ready_fd) {
+  auto audit = [this](v1::AuditEvent e) { Audit(std::move(e)); };
+  signal(SIGPIPE, SIG_IGN);
+  budget_ = std::make_unique<egress::Budget>(sb_.egress_budget.value_or(0), audit);
+  if (sb_.network) {
+    egress_ = BRIG_TRY(egress::Service::Start(sb_.egress, *listeners_, 0, *sb_.network, audit,
+                                              budget_.get(), node_ns_.get()));
+  }
+  if (!sb_.brokers.empty()) {
+    broker::Listeners bl;
+    BRIG_TRY_CTX(broker::ListenTcp(sb_.brokers, 0, bl), "brokers");
+    brokers_ = BRIG_TRY(
+        broker::Service::Start(sb_.brokers, std::move(bl), id_ + "/1", audit, budget_.get()));
+  }
+  v1::AuditEvent start;
+  v1::SandboxStart* s = start.mutable_sandbox_start();
+  s->set_profile(sb_.profile);
+  s->set_isolated(true);
+  s->set_posture(sb_.posture);
+  s->set_seccomp_policy(sb_.seccomp_policy);
+  for (const auto& h : sb_.loaded_profile.network().allow_hosts()) s->add_allow_hosts(h);
+  for (const auto& h : plan_.run.allow_hosts) s->add_allow_hosts(h);
+  Audit(std::move(start));
+  started_ = true;
+  auto loop = BRIG_TRY(supervise::Loop::Create());
+  if (egress_) BRIG_TRY(loop.Watch(egress_->fd(), [this] { egress_->Handle(); }));
+  if (brokers_) BRIG_TRY(loop.Watch(brokers_->fd(), [this] { brokers_->Handle(); }));
+  BRIG_TRY(loop.Watch(signals_, [&loop](int) { loop.Stop(); }));
+  (void)!write(ready_fd, kReady, sizeof kReady - 1);
+  close(ready_fd);
+  malloc_trim(0);
+  return loop.Run();
+}
+
+void Supervisor::TearDown() {
+  if (egress_) egress_->Close();
+  if (brokers_) brokers_->Close();
+  brokers_.reset();
+  egress_.reset();
+  if (rules_) (void)net::RunNft("delete table inet brig\n");
+  if (started_) {
+    v1::AuditEvent end;
+    end.mutable_sandbox_exit();
+    Audit(std::move(end));
+  }
+  record_.Remove();
+}
+
+// The child: on its own, holding nothing of create's but `ready_fd`.
+[[noreturn]] void RunChild(const Plan& plan, const config::Sandbox& sb, const std::string& netns,
+                           int ready_fd) {
+  setsid();
+  prctl(PR_SET_NAME, "brig-pod");
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0 || dup2(ready_fd, 3) < 0) _exit(1);
+  for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+  if (syscall(SYS_close_range, 4, ~0U, 0) < 0) _exit(1);
+  bool ready = false;
+  Status st;
+  {
+    Supervisor sup(plan, sb);
+    st = sup.Prepare(netns);
+    if (st) {
+      ready = true;
+      st = sup.Serve(3);
+    }
+  }
+  if (!st && !ready) {
+    std::string text = st.error().Render();
+    (void)!write(3, text.data(), text.size());
+  }
+  _exit(st ? 0 : 1);
+}
+
+}  // namespace
+
+std::string RecordId(const std::string& sandbox_id) {
+  return "brig-pod-" + sandbox_id.substr(0, 12);
+}
+
+Result<SupervisorRef> Start(const Plan& plan, const config::Sandbox& sb, const std::string& netns) {
+  if (netns.empty()) {
+    return BadInput("linux.namespaces network", "",
+                    "a pod of a brig runtime handler needs a network namespace of its own "
+                    "(no hostNetwork)");
+  }
+  config::Sandbox served = sb;
+  if (served.network && served.egress.upstreams.empty()) {
+    served.egress.upstreams = BRIG_TRY_CTX(egress::HostUpstreams(), "the pod's resolver");
+  }
+  BRIG_TRY(CheckCredentialFiles(served));
+  for (broker::Config& b : served.brokers)
+    BRIG_TRY_CTX(broker::Resolve(b, environ), "broker " + b.name);
+  sys::FdPair pipe = BRIG_TRY(sys::FdPair::Pipe(true, "pod supervisor"));
+  pid_t pid = fork();
+  if (pid < 0) return SysError("fork", "pod supervisor");
+  if (pid == 0) {
+    sys::UniqueFd out = pipe.TakeChildEnd();
+    RunChild(plan, served, netns, out.get());
+  }
+  sys::UniqueFd in = pipe.TakeParentEnd();
+  pipe.TakeChildEnd().Reset();
+  std::string said;
+  char buf[512];
+  for (;;) {
+    pollfd p = {in.get(), POLLIN, 0};
+    int r = poll(&p, 1, kReadyMs);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    ssize_t n = read(in.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    said.append(buf, static_cast<size_t>(n));
+  }
+  if (said == kReady) {
+    std::optional<uint64_t> start = sys::StartTimeOf(pid);
+    if (start) return SupervisorRef{pid, *start};
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return Fail("pod supervisor", plan.pod.Label(),
+              said.empty() || said == kReady ? "ended before it served" : said);
+}
+
+Status Stop(const SupervisorRef& s) {
+  if (s.pid <= 0) return {};
+  auto fd = sys::PidfdOpen(s.pid, "pod supervisor");
+  if (!fd) return {};                                      // gone
+  if (sys::StartTimeOf(s.pid) != s.start_time) return {};  // the pid is another's now
+  for (int sig : {SIGTERM, SIGKILL}) {
+    if (!sys::PidfdSendSignal(fd->get(), sig)) return {};
+    pollfd p = {fd->get(), POLLIN, 0};
+    int r;
+    while ((r = poll(&p, 1, kStopMs)) < 0 && errno == EINTR) {
+    }
+    if (r > 0) return {};
+  }
+  return Fail("pod supervisor", std::to_string(s.pid), "did not end on SIGKILL");
+}
+
+}  // namespace brig::pod
