@@ -343,5 +343,34 @@ TEST_F(Pod, AKilledSupervisorLeavesThePodClosedAndDeleteStillEndsIt) {
   EXPECT_FALSE(Exists(RecordPath()));
 }
 
+// The floor's "the node's own addresses" are the node's, though the supervisor serves from
+// inside the pod's namespace: brig runs in the world here (the node, as brig runs in a
+// node's namespace), which gains a public address with a service of its own; a name that
+// resolves to it is refused, and nothing reaches the service.
+TEST_F(Pod, TheNodesOwnAddressesStayInTheFloorFromInsideThePodsNamespace) {
+  ASSERT_EQ(world_.InWorld({"ip", "addr", "add", "11.0.0.1/32", "dev", "pw0"}).exit_code, 0);
+  ASSERT_NE(world_.ServeHttp(TestWorld::kWorld, "11.0.0.1", 80, "the node's own\n"), nullptr);
+  world_.Dns().SetA("node.allowed.test", {"11.0.0.1"});
+  std::string err = scratch_.path() + "/create.err";
+  pid_t create =
+      SpawnQuiet({"nsenter", "--net=" + world_.NsPath(TestWorld::kWorld), BrigBinary(), "--root",
+                  root_, "create", "--bundle", Bundle(PodCfg(kSandboxId, "sandbox")), kSandboxId},
+                 err);
+  ASSERT_GT(create, 0);
+  ASSERT_EQ(WaitExit(create), 0) << ReadFileOrEmpty(err);
+  EXPECT_EQ(Lookup("node.allowed.test"), "");
+  EXPECT_EQ(Lookup("allowed.test").rfind("198.1", 0), 0u) << "the resolver works";
+  RunOutput r = InPod({"curl", "-sS", "-m", "10", "http://11.0.0.1/"});
+  EXPECT_FALSE(Contains(r.out, "the node's own")) << r.out;
+  EXPECT_EQ(Run({"delete", "--force", kSandboxId}).exit_code, 0);
+  bool floor = false;
+  for (const auto& e : ReadAuditEvents(AuditPath())) {
+    floor |= e.has_dns_query() && e.dns_query().name() == "node.allowed.test" &&
+             e.dns_query().reason() == "floor";
+  }
+  EXPECT_TRUE(floor) << ReadFileOrEmpty(AuditPath());
+  for (const auto& hit : world_.AllHits()) EXPECT_FALSE(Contains(hit, "11.0.0.1:80")) << hit;
+}
+
 }  // namespace
 }  // namespace brig::testing::oci
