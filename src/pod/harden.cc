@@ -23,7 +23,7 @@ Result<std::optional<Held>> HeldBy(const std::string& root, const oci::Spec& spe
   std::string dir = config::ResolvePolicyDir("");
   std::string name = BRIG_TRY(ChooseProfile(*h, spec.annotations()));
   config::LoadedProfile loaded =
-      BRIG_TRY_CTX(config::LoadProfileFile(dir, name), "runtime handler " + h->name());
+      BRIG_TRY_CTX(config::LoadProfileFile(dir, name, config::kProfileCacheDir), "runtime handler " + h->name());
   Held held;
   held.plan = BRIG_TRY(PlanPod(*h, loaded.profile, spec.annotations()));
   held.plan.run.policy_dir = dir;
