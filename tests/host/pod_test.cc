@@ -275,6 +275,10 @@ TEST_F(Pod, ItsContainersAreHeldToTheProfileWhateverTheirSpecAsks) {
   c.readonly = false;
   c.no_new_privileges = false;
   c.bounding = c.effective = c.permitted = {"CAP_NET_ADMIN", "CAP_SYS_ADMIN", "CAP_CHOWN"};
+  // The pod's own filter refuses uname(2) and allows the rest; the profile's refuses
+  // unshare(2): both hold.
+  c.seccomp_json = R"({"defaultAction":"SCMP_ACT_ALLOW","architectures":["SCMP_ARCH_X86_64"],)"
+                   R"("syscalls":[{"names":["uname"],"action":"SCMP_ACT_ERRNO"}]})";
   c.args = {"sh", "-c",
             "grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp_filters)' /proc/self/status; "
             "touch /x && echo wrote-root; sleep 1000000"};
@@ -285,6 +289,13 @@ TEST_F(Pod, ItsContainersAreHeldToTheProfileWhateverTheirSpecAsks) {
   EXPECT_TRUE(Contains(status, "CapPrm:\t0000000000000000")) << status;
   EXPECT_TRUE(Contains(status, "NoNewPrivs:\t1")) << status;
   EXPECT_TRUE(Contains(status, "Seccomp:\t2")) << status;
+  EXPECT_TRUE(Contains(status, "Seccomp_filters:\t2")) << status;
+  RunOutput uname = Run({"exec", "app", "uname"});
+  EXPECT_FALSE(Contains(uname.out, "Linux")) << "the pod's own filter: " << uname.out;
+  RunOutput userns = Run({"exec", "app", "unshare", "-U", "true"});
+  EXPECT_NE(userns.exit_code, 0) << "the profile's filter: " << userns.out;
+  RunOutput plain = Run({"exec", "app", "true"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
   // An exec that asks for a capability gets none either.
   RunOutput e =
       Run({"exec", "--cap", "CAP_NET_ADMIN", "app", "grep", "CapEff", "/proc/self/status"});
