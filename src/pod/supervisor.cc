@@ -22,6 +22,7 @@
 #include "egress/budget.h"
 #include "egress/service.h"
 #include "egress/upstream.h"
+#include "log/log.h"
 #include "net/listeners.h"
 #include "net/loopback.h"
 #include "net/nft.h"
@@ -199,10 +200,14 @@ void Supervisor::TearDown() {
                            int ready_fd) {
   setsid();
   prctl(PR_SET_NAME, "brig-pod");
+  // create's log (--log: the shim's file) is closed with the rest, and nothing may write to
+  // its number once a socket takes it: the supervisor logs to its stderr, /dev/null.
+  (void)log::Configure(false, "", log::Format::kText);
+  int pipe = fcntl(ready_fd, F_DUPFD_CLOEXEC, 10);
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0 || dup2(ready_fd, 3) < 0) _exit(1);
+  if (pipe < 0 || null < 0) _exit(1);
   for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
-  if (syscall(SYS_close_range, 4, ~0U, 0) < 0) _exit(1);
+  if (dup2(pipe, 3) < 0 || syscall(SYS_close_range, 4, ~0U, 0) < 0) _exit(1);
   bool ready = false;
   Status st;
   {

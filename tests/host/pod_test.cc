@@ -161,8 +161,12 @@ class Pod : public Oci {
 };
 
 TEST_F(Pod, ItsEgressIsHeldToTheHandlersProfileAndItsAuditIsWrittenOnTheNode) {
-  pid_t pause = Create(PodCfg(kSandboxId, "sandbox", {{"brig/brokers", "model"}}), kSandboxId);
-  ASSERT_GT(pause, 0);
+  // As containerd's shim runs brig: --log FILE --log-format json (and --debug).
+  std::string log = scratch_.path() + "/log.json";
+  RunOutput created =
+      Run({"--log", log, "--log-format", "json", "--debug", "create", "--bundle",
+           Bundle(PodCfg(kSandboxId, "sandbox", {{"brig/brokers", "model"}})), kSandboxId});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
   ASSERT_TRUE(Exists(RecordPath())) << "the supervisor is in brig's records";
   RunOutput list = RunBrig({"list"});
   EXPECT_TRUE(Contains(list.out, "brig-pod-5a1d0c0ffee0")) << list.out;
