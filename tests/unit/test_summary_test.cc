@@ -27,8 +27,8 @@ std::string Report(int passed, int failed = 0) {
 
 constexpr char kFuzzLog[] = "{\"name\": \"fuzz_dns\", \"result\": \"OK\"}\n";
 // The tiers with a report of their own in the build directory.
-constexpr const char* kTiers[] = {"unit",   "host", "vm", "vm-systemd", "vm-systemd-engine",
-                                  "engine", "k8s"};
+constexpr const char* kTiers[] = {"unit",   "host", "vm",      "vm-systemd", "vm-systemd-engine",
+                                  "engine", "k8s",  "k8s-pods"};
 
 class TestSummary : public ::testing::Test {
  protected:
