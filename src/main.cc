@@ -12,6 +12,7 @@
 #include "cli/global.h"
 #include "container/init.h"
 #include "log/log.h"
+#include "pod/supervisor.h"
 
 namespace {
 
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
   // A caller's SIGCHLD left ignored would have the kernel reap brig's children before brig
   // waits for them (waitid: ECHILD), and brig waits for every process it starts.
   signal(SIGCHLD, SIG_DFL);
+  // A pod's supervisor, which brig create starts as a fresh image of brig's.
+  if (argc >= 1 && brig::pod::IsSupervisorImage(argv[0])) return brig::pod::SupervisorMain();
   brig::container::RecordProcessArgs(argc, argv);
   std::vector<std::string> all(argv + 1, argv + argc);
   brig::cli::GlobalFlags global;

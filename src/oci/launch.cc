@@ -461,7 +461,7 @@ Result<pid_t> Create(const CreateOptions& o) {
   Container rec;
   BRIG_TRY(MakeRecordAndCgroups(b, o, mk, rec));
   if (b.pod && b.pod->plan.pod.sandbox) {
-    mk.supervisor.ref = BRIG_TRY(pod::Start(b.pod->plan, b.pod->sb, pod::NetnsPath(b.spec)));
+    mk.supervisor.ref = BRIG_TRY(pod::Start(*b.pod, b.spec.annotations(), pod::NetnsPath(b.spec)));
     rec.set_supervisor_pid(mk.supervisor.ref.pid);
     rec.set_supervisor_start_time(mk.supervisor.ref.start_time);
     BRIG_TRY(mk.dir->Write(rec));

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,6 +20,7 @@
 #include "audit/audit.h"
 #include "broker/listen.h"
 #include "broker/service.h"
+#include "config/resolve.h"
 #include "egress/budget.h"
 #include "egress/service.h"
 #include "egress/upstream.h"
@@ -41,6 +43,9 @@ namespace brig::pod {
 namespace {
 
 constexpr int kReadyMs = 30000;
+// The supervisor's image: its argv[0] and name, and the descriptors create hands it.
+constexpr char kImageName[] = "brig-pod";
+constexpr int kPlanFd = 3, kReadyFd = 4;
 constexpr int kStopMs = 5000;
 constexpr char kReady[] = "ok";
 
@@ -195,34 +200,22 @@ void Supervisor::TearDown() {
   record_.Remove();
 }
 
-// The child: on its own, holding nothing of create's but `ready_fd`.
-[[noreturn]] void RunChild(const Plan& plan, const config::Sandbox& sb, const std::string& netns,
-                           int ready_fd) {
-  setsid();
-  prctl(PR_SET_NAME, "brig-pod");
-  // create's log (--log: the shim's file) is closed with the rest, and nothing may write to
-  // its number once a socket takes it: the supervisor logs to its stderr, /dev/null.
-  (void)log::Configure(false, "", log::Format::kText);
-  int pipe = fcntl(ready_fd, F_DUPFD_CLOEXEC, 10);
-  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (pipe < 0 || null < 0) _exit(1);
-  for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
-  if (dup2(pipe, 3) < 0 || syscall(SYS_close_range, 4, ~0U, 0) < 0) _exit(1);
-  bool ready = false;
-  Status st;
-  {
-    Supervisor sup(plan, sb);
-    st = sup.Prepare(netns);
-    if (st) {
-      ready = true;
-      st = sup.Serve(3);
-    }
+// The plan and the profile resolved again, in the supervisor's own image, from what create
+// handed over, then what only the node can say: the nameservers (without dns_upstream),
+// that credentials are root's alone, the brokers' header values and targets.
+Result<std::pair<Plan, config::Sandbox>> Replan(const v1::PodSupervisor& m) {
+  Plan plan = BRIG_TRY(PlanPod(m.handler(), m.profile(), m.annotations()));
+  plan.run.policy_dir = m.policy_dir();
+  config::Sandbox sb = BRIG_TRY(config::Resolve(m.profile(), plan.run));
+  sb.profile_path = m.profile_path();
+  if (sb.network && sb.egress.upstreams.empty()) {
+    sb.egress.upstreams = BRIG_TRY_CTX(egress::HostUpstreams(), "the pod's resolver");
   }
-  if (!st && !ready) {
-    std::string text = st.error().Render();
-    (void)!write(3, text.data(), text.size());
+  BRIG_TRY(CheckCredentialFiles(sb));
+  for (broker::Config& b : sb.brokers) {
+    BRIG_TRY_CTX(broker::Resolve(b, environ), "broker " + b.name);
   }
-  _exit(st ? 0 : 1);
+  return std::pair(std::move(plan), std::move(sb));
 }
 
 }  // namespace
@@ -231,26 +224,77 @@ std::string RecordId(const std::string& sandbox_id) {
   return "brig-pod-" + sandbox_id.substr(0, 12);
 }
 
-Result<SupervisorRef> Start(const Plan& plan, const config::Sandbox& sb, const std::string& netns) {
+bool IsSupervisorImage(const char* argv0) {
+  std::string_view a = argv0 ? argv0 : "";
+  return a == kImageName;
+}
+
+int SupervisorMain() {
+  setsid();
+  prctl(PR_SET_NAME, kImageName);
+  bool ready = false;
+  Status st = [&]() -> Status {
+    std::string bytes = BRIG_TRY(util::ReadFd(kPlanFd, 0));
+    close(kPlanFd);
+    v1::PodSupervisor m;
+    if (!m.ParseFromString(bytes)) {
+      return Fail("pod supervisor", "", "cannot read its plan", ErrorKind::kInternal);
+    }
+    auto [plan, sb] = BRIG_TRY(Replan(m));
+    Supervisor sup(plan, sb);
+    BRIG_TRY(sup.Prepare(m.netns()));
+    ready = true;
+    return sup.Serve(kReadyFd);
+  }();
+  if (!st && !ready) {
+    std::string text = st.error().Render();
+    (void)!write(kReadyFd, text.data(), text.size());
+  }
+  return st ? 0 : 1;
+}
+
+Result<SupervisorRef> Start(const Held& held, const Annotations& annotations,
+                            const std::string& netns) {
   if (netns.empty()) {
     return BadInput("linux.namespaces network", "",
                     "a pod of a brig runtime handler needs a network namespace of its own "
                     "(no hostNetwork)");
   }
-  config::Sandbox served = sb;
-  if (served.network && served.egress.upstreams.empty()) {
-    served.egress.upstreams = BRIG_TRY_CTX(egress::HostUpstreams(), "the pod's resolver");
+  v1::PodSupervisor m;
+  *m.mutable_handler() = held.handler;
+  *m.mutable_profile() = held.sb.loaded_profile;
+  m.set_profile_path(held.sb.profile_path);
+  m.set_policy_dir(held.plan.run.policy_dir);
+  *m.mutable_annotations() = annotations;
+  m.set_netns(netns);
+  sys::UniqueFd plan_fd(static_cast<int>(syscall(SYS_memfd_create, "brig-pod-plan", MFD_CLOEXEC)));
+  if (!plan_fd) return SysError("memfd_create", "pod supervisor");
+  std::string bytes = m.SerializeAsString();
+  if (write(plan_fd.get(), bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
+    return SysError("write", "pod supervisor's plan");
   }
-  BRIG_TRY(CheckCredentialFiles(served));
-  for (broker::Config& b : served.brokers)
-    BRIG_TRY_CTX(broker::Resolve(b, environ), "broker " + b.name);
   sys::FdPair pipe = BRIG_TRY(sys::FdPair::Pipe(true, "pod supervisor"));
   pid_t pid = fork();
   if (pid < 0) return SysError("fork", "pod supervisor");
   if (pid == 0) {
-    sys::UniqueFd out = pipe.TakeChildEnd();
-    RunChild(plan, served, netns, out.get());
+    // Nothing of create's but the plan and the pipe, each at its number, into a fresh image
+    // of brig's: none of create's memory (its parsed bundle, its stack) stays the
+    // supervisor's for the pod's life.
+    int ready = fcntl(pipe.TakeChildEnd().Release(), F_DUPFD_CLOEXEC, 10);
+    int plan = fcntl(plan_fd.get(), F_DUPFD_CLOEXEC, 10);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (ready < 0 || plan < 0 || null < 0) _exit(127);
+    for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+    if (dup2(plan, kPlanFd) < 0 || dup2(ready, kReadyFd) < 0 || lseek(kPlanFd, 0, SEEK_SET) < 0 ||
+        syscall(SYS_close_range, kReadyFd + 1, ~0U, 0) < 0) {
+      _exit(127);
+    }
+    const char* argv[] = {kImageName, nullptr};
+    const char* envp[] = {nullptr};
+    execve("/proc/self/exe", const_cast<char**>(argv), const_cast<char**>(envp));
+    _exit(127);
   }
+  plan_fd.Reset();
   sys::UniqueFd in = pipe.TakeParentEnd();
   pipe.TakeChildEnd().Reset();
   std::string said;
@@ -271,7 +315,7 @@ Result<SupervisorRef> Start(const Plan& plan, const config::Sandbox& sb, const s
   }
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  return Fail("pod supervisor", plan.pod.Label(),
+  return Fail("pod supervisor", held.plan.pod.Label(),
               said.empty() || said == kReady ? "ended before it served" : said);
 }
 

@@ -4,9 +4,10 @@
 // broker/service.h) with no workload of its own to launch: the pod's containers join the
 // network namespace it serves.
 //
-//   brig create (sandbox container)              the supervisor (forked)
+//   brig create (sandbox container)              the supervisor (brig's image afresh)
 //   handler and annotations planned
-//   fork ────────────────────────────────────▶   setsid; every fd but its pipe closed;
+//   fork, exec ──── the plan (a memfd) ──────▶   setsid; the pod planned again from the
+//                                                handler, profile and annotations;
 //                                                its record (brig list, brig gc);
 //                                                the node's netns held for the floor;
 //                                                setns into the pod's (CNI's, named in
@@ -32,6 +33,7 @@
 #include "brig/result.h"
 #include "config/sandbox.h"
 #include "pod/handler.h"
+#include "pod/harden.h"
 
 namespace brig::pod {
 
@@ -44,10 +46,17 @@ struct SupervisorRef {
 // 12 hex digits of the sandbox container's id.
 std::string RecordId(const std::string& sandbox_id);
 
-// Forks the supervisor and waits until it serves or has failed (its error, nothing left).
-// `sb`: config::Resolve's plan of the pod's profile with `plan.run`; `netns`: the network
-// namespace config.json names.
-Result<SupervisorRef> Start(const Plan& plan, const config::Sandbox& sb, const std::string& netns);
+// Starts the supervisor and waits until it serves or has failed (its error; nothing left):
+// a fresh image of brig's (/proc/self/exe, argv[0] "brig-pod"), handed the handler, the
+// profile as loaded and the pod's annotations, from which it plans the pod again; `netns`:
+// the network namespace config.json names.
+Result<SupervisorRef> Start(const Held& held, const Annotations& annotations,
+                            const std::string& netns);
+
+// main()'s first question: is this process the supervisor's image (argv[0])? Then
+// SupervisorMain is all it runs.
+bool IsSupervisorImage(const char* argv0);
+int SupervisorMain();
 
 // Ends the supervisor if it is still that process: SIGTERM, and SIGKILL if it has not gone
 // within a few seconds. One already gone is not an error.
