@@ -122,18 +122,10 @@ Session::~Session() {
 
 // What `brig list` shows of the sandbox while it runs (state/record.h, kAboutKind).
 Status Session::Describe() {
-  char started[32];
-  time_t now = time(nullptr);
-  struct tm tm;
-  strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-  const std::pair<const char*, std::string> about[] = {{"name", sb_.name},
-                                                       {"profile", sb_.profile},
-                                                       {"posture", sb_.posture_name},
-                                                       {"brig_pid", std::to_string(getpid())},
-                                                       {"started", started}};
-  for (const auto& [key, value] : about) {
-    BRIG_TRY(record_.Add(state::kAboutKind, std::string(key) + "=" + value));
-  }
+  BRIG_TRY(record_.Describe({{"name", sb_.name},
+                             {"profile", sb_.profile},
+                             {"posture", sb_.posture_name},
+                             {"brig_pid", std::to_string(getpid())}}));
   if (!sb_.isolated) return {};
   // What brig exec takes to join the sandbox (exec_record.h).
   char cwd[PATH_MAX];

@@ -105,21 +105,13 @@ void Supervisor::Audit(v1::AuditEvent e) {
 Status Supervisor::Prepare(const std::string& netns) {
   signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
   record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, id_));
-  char started[32];
-  time_t now = time(nullptr);
-  struct tm tm;
-  strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-  const std::pair<const char*, std::string> about[] = {{"name", plan_.pod.Label()},
-                                                       {"profile", sb_.profile},
-                                                       {"posture", sb_.posture_name},
-                                                       {"pid", std::to_string(getpid())},
-                                                       {"brig_pid", std::to_string(getpid())},
-                                                       {"started", started},
-                                                       {"pod_uid", plan_.pod.uid},
-                                                       {"audit", plan_.audit_path}};
-  for (const auto& [key, value] : about) {
-    BRIG_TRY(record_.Add(state::kAboutKind, std::string(key) + "=" + value));
-  }
+  BRIG_TRY(record_.Describe({{"name", plan_.pod.Label()},
+                             {"profile", sb_.profile},
+                             {"posture", sb_.posture_name},
+                             {"pid", std::to_string(getpid())},
+                             {"brig_pid", std::to_string(getpid())},
+                             {"pod_uid", plan_.pod.uid},
+                             {"audit", plan_.audit_path}}));
   // The node's namespace, where the floor's own addresses are asked, then the pod's.
   node_ns_.Reset(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!node_ns_) return SysError("open", "/proc/self/ns/net");

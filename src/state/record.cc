@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 
 #include "util/files.h"
 #include "util/parse.h"
@@ -73,6 +74,15 @@ Status Record::Add(std::string_view kind, std::string_view value) {
     return SysError("write", path_);
   }
   return {};
+}
+
+Status Record::Describe(const std::vector<std::pair<std::string, std::string>>& about) {
+  for (const auto& [key, value] : about) BRIG_TRY(Add(kAboutKind, key + "=" + value));
+  char started[32];
+  time_t now = time(nullptr);
+  struct tm tm;
+  strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+  return Add(kAboutKind, std::string("started=") + started);
 }
 
 void Record::Keep() {

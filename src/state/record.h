@@ -47,6 +47,9 @@ class Record {
   // Notes a resource before it is created. The kind holds no space or newline; the value
   // may hold anything but NUL (it is escaped in the file, and ParseRecord gives it back).
   Status Add(std::string_view kind, std::string_view value);
+  // What `brig list` shows of a sandbox: an about line "KEY=VALUE" for each of `about`,
+  // then "started=" the time now (UTC, to the second).
+  Status Describe(const std::vector<std::pair<std::string, std::string>>& about);
   // The sandbox is gone and everything in it was removed: unlink, then unlock.
   void Remove();
   // The sandbox is gone but not all of it could be removed: unlock and leave the record
