@@ -131,11 +131,7 @@ Status CheckSysctlsStayInside(const Spec& spec, const Namespaces& ns) {
     std::optional<int> owner = SysctlNamespace(key);
     for (const auto& [flag, path] : ns.joins) {
       if (!owner || flag != *owner) continue;
-      std::string own = "/proc/self/ns/" + std::string(NamespaceProcName(flag));
-      struct stat joined, mine;
-      if (stat(path.c_str(), &joined) < 0) return SysError("stat", "linux.namespaces " + path);
-      if (stat(own.c_str(), &mine) < 0) return SysError("stat", own);
-      if (joined.st_dev == mine.st_dev && joined.st_ino == mine.st_ino) {
+      if (BRIG_TRY(sys::IsOwnNamespace(path, NamespaceProcName(flag)))) {
         return BadInput("linux.sysctl", key,
                         "its namespace " + path + " is the host's, whose value it would set");
       }

@@ -5,14 +5,18 @@
 #include "config/profile.h"
 #include "config/resolve.h"
 #include "security/seccomp_cache.h"
+#include "sys/syscalls.h"
 
 namespace brig::pod {
 namespace {
 
-bool HasNamespace(const oci::Spec& spec, const std::string& type) {
-  const auto& all = spec.linux().namespaces();
-  return std::any_of(all.begin(), all.end(),
-                     [&](const oci::Namespace& n) { return n.type() == type; });
+// The namespace of `type` config.json gives the container, if any: "" for a new one, its
+// path for one joined.
+std::optional<std::string> NamespaceOf(const oci::Spec& spec, const std::string& type) {
+  for (const oci::Namespace& n : spec.linux().namespaces()) {
+    if (n.type() == type) return n.path();
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -22,8 +26,8 @@ Result<std::optional<Held>> HeldBy(const std::string& root, const oci::Spec& spe
   if (!h) return std::optional<Held>();
   std::string dir = config::ResolvePolicyDir("");
   std::string name = BRIG_TRY(ChooseProfile(*h, spec.annotations()));
-  config::LoadedProfile loaded =
-      BRIG_TRY_CTX(config::LoadProfileFile(dir, name, config::kProfileCacheDir), "runtime handler " + h->name());
+  config::LoadedProfile loaded = BRIG_TRY_CTX(
+      config::LoadProfileFile(dir, name, config::kProfileCacheDir), "runtime handler " + h->name());
   Held held;
   held.plan = BRIG_TRY(PlanPod(*h, loaded.profile, spec.annotations()));
   held.plan.run.policy_dir = dir;
@@ -35,10 +39,13 @@ Result<std::optional<Held>> HeldBy(const std::string& root, const oci::Spec& spe
 }
 
 Status HardenSpec(oci::Spec& spec) {
-  const std::pair<const char*, const char*> own[] = {
-      {"network", "hostNetwork"}, {"pid", "hostPID"}, {"ipc", "hostIPC"}};
-  for (const auto& [type, host] : own) {
-    if (!HasNamespace(spec, type)) {
+  struct {
+    const char *type, *proc, *host;
+  } const own[] = {
+      {"network", "net", "hostNetwork"}, {"pid", "pid", "hostPID"}, {"ipc", "ipc", "hostIPC"}};
+  for (const auto& [type, proc, host] : own) {
+    std::optional<std::string> ns = NamespaceOf(spec, type);
+    if (!ns || (!ns->empty() && BRIG_TRY(sys::IsOwnNamespace(*ns, proc)))) {
       return BadInput("linux.namespaces", type,
                       std::string("a pod of a brig runtime handler has a ") + type +
                           " namespace of its own (no " + host + ")");

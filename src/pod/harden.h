@@ -9,7 +9,7 @@
 //                     (containerd's RuntimeDefault, a localhost profile) after it; the
 //                     kernel runs both and the stricter answer wins
 //   host namespaces   refused: a pod of a handler has network, pid and ipc namespaces of its
-//                     own (no hostNetwork, hostPID, hostIPC)
+//                     own (no hostNetwork, hostPID, hostIPC), new or joined, never the node's
 //   privileged        refused: host devices (linux.devices) or a read-write /sys
 #pragma once
 

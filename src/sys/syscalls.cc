@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -344,6 +345,14 @@ void EpollInterest(int ep, int fd, uint64_t token, uint32_t& current, uint32_t w
   ev.data.u64 = token;
   int op = current == 0 ? EPOLL_CTL_ADD : want == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
   if (epoll_ctl(ep, op, fd, &ev) == 0) current = want;
+}
+
+Result<bool> IsOwnNamespace(const std::string& path, std::string_view proc_name) {
+  std::string own = "/proc/self/ns/" + std::string(proc_name);
+  struct ::stat joined, mine;
+  if (::stat(path.c_str(), &joined) < 0) return SysError("stat", "linux.namespaces " + path);
+  if (::stat(own.c_str(), &mine) < 0) return SysError("stat", own);
+  return joined.st_dev == mine.st_dev && joined.st_ino == mine.st_ino;
 }
 
 }  // namespace brig::sys

@@ -71,6 +71,10 @@ Status MountSetIdmap(int tree, unsigned flags, int userns_fd, const std::string&
 // CVE-2024-21626). Errors name `subject`.
 Status EnterDirInRoot(const std::string& path, const std::string& subject);
 Status PidfdSendSignal(int pidfd, int sig);
+// Whether `path`, a namespace file, is the namespace brig runs in of the kind /proc/self/ns/
+// names `proc_name` ("net", "ipc"...): the host's, for a namespace a container would join.
+// An error if either cannot be looked at.
+Result<bool> IsOwnNamespace(const std::string& path, std::string_view proc_name);
 Result<UniqueFd> PidfdOpen(pid_t pid, const std::string& subject);
 // waitid(P_PIDFD, ...): `info.si_pid` stays 0 if, with WNOHANG, nothing is waitable.
 Status WaitidPidfd(int pidfd, siginfo_t& info, int options);

@@ -332,6 +332,13 @@ TEST_F(Pod, AnAnnotationThatWidensTheHandlerIsRefusedAndNothingIsLeft) {
   RunOutput r = Run({"create", "--bundle", Bundle(host, "h"), id});
   EXPECT_TRUE(Contains(r.err, "hostNetwork")) << r.err;
   ExpectRefused(r, id);
+  // So is a container that joins the node's own namespace by path, which containerd never
+  // writes but a config.json can.
+  Config joined = PodCfg("app", "container");
+  joined.namespaces = {"pid", "ipc=/proc/" + std::to_string(getpid()) + "/ns/ipc", "uts", "mount", "network=" + pod_ns_, "cgroup"};
+  RunOutput j = Run({"create", "--bundle", Bundle(joined, "j"), "app"});
+  EXPECT_TRUE(Contains(j.err, "hostIPC")) << j.err;
+  ExpectRefused(j, "app");
 }
 
 TEST_F(Pod, AKilledSupervisorLeavesThePodClosedAndDeleteStillEndsIt) {
