@@ -208,27 +208,21 @@ Status Session::AnswerIdMap() {
   return {};
 }
 
-// The resolver, proxy and brokers serve from before the workload's first packet.
-// splice(2) has no MSG_NOSIGNAL; ignoring SIGPIPE only now keeps the workload's
-// disposition default.
+// The resolver, proxy and brokers serve from before the workload's first packet; the
+// brokers' TCP ports are made in the sandbox's network namespace now that init has brought
+// loopback up.
 Status Session::StartServices() {
-  auto audit = [this](v1::AuditEvent e) { AuditEvent(std::move(e)); };
-  if (net_ || !sb_.brokers.empty()) signal(SIGPIPE, SIG_IGN);
-  budget_ = std::make_unique<egress::Budget>(sb_.egress_budget.value_or(0), audit);
+  supervise::Services::Where where{.brokers = std::move(broker_listeners_),
+                                   .broker_netns_of = child_.pid(),
+                                   .attribution = sb_.id + "/" + std::to_string(sb_.attempt)};
   if (net_) {
-    egress_ = BRIG_TRY(egress::Service::Start(sb_.egress, net_->listeners(),
-                                              net_->address().addr.v, net_->address().subnet,
-                                              audit, budget_.get()));
-    log::Debug("egress: resolver and proxy serving");
+    where.listeners = &net_->listeners();
+    where.peer = net_->address().addr.v;
+    where.subnet = net_->address().subnet;
   }
-  if (sb_.brokers.empty()) return {};
-  // Their TCP ports are made in the sandbox's network namespace now that init has brought
-  // loopback up.
-  BRIG_TRY_CTX(broker::ListenTcp(sb_.brokers, child_.pid(), broker_listeners_), "brokers");
-  brokers_ = BRIG_TRY(broker::Service::Start(sb_.brokers, std::move(broker_listeners_),
-                                             sb_.id + "/" + std::to_string(sb_.attempt), audit,
-                                             budget_.get()));
-  log::Debug("brokers: ", sb_.brokers.size(), " serving");
+  services_ = BRIG_TRY(supervise::Services::Start(
+      {.egress = sb_.egress, .budget = sb_.egress_budget.value_or(0), .brokers = sb_.brokers},
+      std::move(where), [this](v1::AuditEvent e) { AuditEvent(std::move(e)); }));
   return {};
 }
 
@@ -276,8 +270,7 @@ Status Session::Watch(supervise::Loop& loop) {
     if (!HandleSyncMessage()) loop.Unwatch(sync_.fd());
   }));
   BRIG_TRY(loop.Watch(stdio_->fd(), [this] { stdio_->Handle(); }));
-  if (egress_) BRIG_TRY(loop.Watch(egress_->fd(), [this] { egress_->Handle(); }));
-  if (brokers_) BRIG_TRY(loop.Watch(brokers_->fd(), [this] { brokers_->Handle(); }));
+  BRIG_TRY(services_.Watch(loop));
   return {};
 }
 
@@ -352,24 +345,12 @@ Outcome Session::Collect() {
 // The host resources in teardown order (session.h), each one's failure a warning that
 // leaves the record for brig gc. The workload's outcome stands whatever fails here.
 void Session::TearDown() {
-  // Every broker connection, both sides, ends with the sandbox.
-  if (brokers_) brokers_->Close();
-  // The network first: closing brig's netfilter socket at exit waits for the kernel to
-  // retire this last transaction (an RCU grace period), which the cgroup's removal and
-  // the result's writing then overlap.
-  if (egress_) {
-    egress_->Close();
-    out_.network = egress_->Summary();
-  }
-  if (brokers_) {
-    if (!out_.network) out_.network.emplace();
-    for (v1::BrokerTraffic& t : brokers_->Summary()) *out_.network->add_brokers() = std::move(t);
-  }
-  if (out_.network && budget_) {
-    out_.network->set_egress_budget(budget_->limit());
-    out_.network->set_egress_bytes(budget_->sent());
-    out_.network->set_budget_exceeded(budget_->exceeded());
-  }
+  // Every connection, both sides, ends with the sandbox. The network goes first: closing
+  // brig's netfilter socket at exit waits for the kernel to retire this last transaction
+  // (an RCU grace period), which the cgroup's removal and the result's writing then
+  // overlap.
+  services_.Close();
+  out_.network = services_.Summary();
   auto left = [this](std::string_view what, Status s) {
     log::Debug("teardown: ", what, s ? "" : ": ", s ? "" : s.error().Render());
     if (s) return;

@@ -17,13 +17,11 @@
 #include <memory>
 
 #include "broker/listen.h"
-#include "broker/service.h"
 #include "cgroup/groups.h"
 #include "config/sandbox.h"
 #include "container/channel.h"
 #include "container/launch.h"
 #include "container/outcome.h"
-#include "egress/service.h"
 #include "fs/mount_plan.h"
 #include "manifest/manifest.h"
 #include "net/network.h"
@@ -31,6 +29,7 @@
 #include "security/seccomp.h"
 #include "state/record.h"
 #include "supervise/loop.h"
+#include "supervise/services.h"
 #include "supervise/stdio.h"
 #include "sys/child.h"
 #include "sys/fd.h"
@@ -118,9 +117,7 @@ class Session {
   std::unique_ptr<supervise::Stdio> stdio_;
   Channel sync_;  // brig's end of the sync socket
   // Shared by the proxy and the brokers, which hold it: made before them, gone after.
-  std::unique_ptr<egress::Budget> budget_;
-  std::unique_ptr<egress::Service> egress_;
-  std::unique_ptr<broker::Service> brokers_;
+  supervise::Services services_;
   sys::Child child_;  // brig init, or the unconfined command
 };
 

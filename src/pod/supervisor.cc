@@ -18,11 +18,8 @@
 #include <optional>
 
 #include "audit/audit.h"
-#include "broker/listen.h"
-#include "broker/service.h"
+#include "broker/spec.h"
 #include "config/resolve.h"
-#include "egress/budget.h"
-#include "egress/service.h"
 #include "egress/upstream.h"
 #include "log/log.h"
 #include "net/listeners.h"
@@ -32,6 +29,7 @@
 #include "pod/rules.h"
 #include "state/record.h"
 #include "supervise/loop.h"
+#include "supervise/services.h"
 #include "sys/child.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -89,9 +87,7 @@ class Supervisor {
   sys::UniqueFd node_ns_;
   std::optional<net::Listeners> listeners_;
   bool rules_ = false, started_ = false;
-  std::unique_ptr<egress::Budget> budget_;
-  std::unique_ptr<egress::Service> egress_;
-  std::unique_ptr<broker::Service> brokers_;
+  supervise::Services services_;
 };
 
 void Supervisor::Audit(v1::AuditEvent e) {
@@ -145,19 +141,15 @@ Status Supervisor::Prepare(const std::string& netns) {
 }
 
 Status Supervisor::Serve(int ready_fd) {
-  auto audit = [this](v1::AuditEvent e) { Audit(std::move(e)); };
-  signal(SIGPIPE, SIG_IGN);
-  budget_ = std::make_unique<egress::Budget>(sb_.egress_budget.value_or(0), audit);
+  supervise::Services::Where where{.attribution = id_ + "/1"};
   if (sb_.network) {
-    egress_ = BRIG_TRY(egress::Service::Start(sb_.egress, *listeners_, 0, *sb_.network, audit,
-                                              budget_.get(), node_ns_.get()));
+    where.listeners = &*listeners_;
+    where.subnet = *sb_.network;
+    where.host_netns = node_ns_.get();
   }
-  if (!sb_.brokers.empty()) {
-    broker::Listeners bl;
-    BRIG_TRY_CTX(broker::ListenTcp(sb_.brokers, 0, bl), "brokers");
-    brokers_ = BRIG_TRY(
-        broker::Service::Start(sb_.brokers, std::move(bl), id_ + "/1", audit, budget_.get()));
-  }
+  services_ = BRIG_TRY(supervise::Services::Start(
+      {.egress = sb_.egress, .budget = sb_.egress_budget.value_or(0), .brokers = sb_.brokers},
+      std::move(where), [this](v1::AuditEvent e) { Audit(std::move(e)); }));
   v1::AuditEvent start;
   v1::SandboxStart* s = start.mutable_sandbox_start();
   s->set_profile(sb_.profile);
@@ -169,8 +161,7 @@ Status Supervisor::Serve(int ready_fd) {
   Audit(std::move(start));
   started_ = true;
   auto loop = BRIG_TRY(supervise::Loop::Create());
-  if (egress_) BRIG_TRY(loop.Watch(egress_->fd(), [this] { egress_->Handle(); }));
-  if (brokers_) BRIG_TRY(loop.Watch(brokers_->fd(), [this] { brokers_->Handle(); }));
+  BRIG_TRY(services_.Watch(loop));
   BRIG_TRY(loop.Watch(signals_, [&loop](int) { loop.Stop(); }));
   (void)!write(ready_fd, kReady, sizeof kReady - 1);
   close(ready_fd);
@@ -179,10 +170,8 @@ Status Supervisor::Serve(int ready_fd) {
 }
 
 void Supervisor::TearDown() {
-  if (egress_) egress_->Close();
-  if (brokers_) brokers_->Close();
-  brokers_.reset();
-  egress_.reset();
+  services_.Close();
+  services_ = {};
   if (rules_) (void)net::RunNft("delete table inet brig\n");
   if (started_) {
     v1::AuditEvent end;
