@@ -97,7 +97,13 @@ void Proxy::Admit(Conn& c) {
   if (c.port == 0) {
     return Refuse(c, "not_from_resolver", "the connection was not redirected by brig's rules");
   }
-  loop_.Interest(c.client.get(), c.id << 2 | kClient, c.client_events, EPOLLIN);
+  // The client writes as soon as its connect() returns, so its first bytes are often here
+  // already: they are read now, not after a round through epoll.
+  uint64_t id = c.id;
+  ReadFirstBytes(c, 0);
+  if (auto it = conns_.find(id); it != conns_.end() && it->second.state == Conn::kReading) {
+    loop_.Interest(it->second.client.get(), id << 2 | kClient, it->second.client_events, EPOLLIN);
+  }
 }
 
 void Proxy::OnClient(uint64_t id, uint32_t events) {
