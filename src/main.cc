@@ -13,6 +13,7 @@
 #include "container/init.h"
 #include "log/log.h"
 #include "pod/supervisor.h"
+#include "util/dirs.h"
 
 namespace {
 
@@ -66,6 +67,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "brig %s: brig needs root (%s; run it with sudo)\n", args[0].c_str(),
             verb->why_root);
     return verb->RefusedStatus();
+  }
+  if (verb && (verb->why_root || verb->rootless) && !AsksHelp(verb_args)) {
+    if (auto s = brig::util::ChooseDirs(environ); !s) {
+      fprintf(stderr, "brig %s: %s\n", args[0].c_str(), s.error().Render().c_str());
+      return verb->RefusedStatus();
+    }
   }
   if (verb) verb->BeforeOpening(verb_args);
   if (auto s = brig::log::Configure(global.debug, global.log_path, global.log_format); !s) {

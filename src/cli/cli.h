@@ -61,6 +61,10 @@ struct Verb {
   // Why the verb acts as root, for the one line a caller who is not root gets before
   // anything (a log file included) is created; nullptr: anyone may run it.
   const char* why_root = nullptr;
+  // Whether an ordinary user may run it (why_root is then nullptr), with its state and
+  // caches under the user's own directories (util/dirs.h) and what root alone can make
+  // left out.
+  bool rootless = false;
   // For a name that brig's own verb and an OCI verb share: whether `brig NAME ARGS`, under
   // these global options, is this row's verb. nullptr: the name's row for every other call.
   bool (*chosen)(const GlobalFlags& global, const std::vector<std::string>& args) = nullptr;

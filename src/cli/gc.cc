@@ -73,10 +73,10 @@ Status CheckOne(const std::string& id) {
   if (id.find('/') != std::string::npos || id[0] == '.' || id.size() > 255) {
     return BadInput("brig gc", id, "not a sandbox id");
   }
-  switch (BRIG_TRY(state::StateOf(state::kSandboxDir, id))) {
+  switch (BRIG_TRY(state::StateOf(state::SandboxDir(), id))) {
     case state::RecordState::kMissing:
       return BadInput("brig gc", id,
-                      std::string("no such sandbox (no record in ") + state::kSandboxDir + ")");
+                      std::string("no such sandbox (no record in ") + state::SandboxDir() + ")");
     case state::RecordState::kLive:
       return BadInput("brig gc", id,
                       "still running (its brig holds its record); stop that brig first");

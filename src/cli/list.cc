@@ -133,7 +133,7 @@ int ListMain(const std::vector<std::string>& args) {
     fputs(Usage().c_str(), stdout);
     return 0;
   }
-  auto live = state::ListLive(state::kSandboxDir);
+  auto live = state::ListLive(state::SandboxDir());
   if (!live) {
     fprintf(stderr, "brig: %s\n", live.error().Render().c_str());
     return kExitRefused;

@@ -415,7 +415,7 @@ int OciMain(const Verb& verb, const GlobalFlags& global, const std::vector<std::
     fputs(Usage(verb).c_str(), stdout);
     return 0;
   }
-  r->root = global.root.empty() ? oci::kDefaultRoot : global.root;
+  r->root = global.root.empty() ? oci::DefaultRoot() : global.root;
   r->create.systemd_cgroup = global.systemd_cgroup;
   auto rc = verb.act(*r);
   if (!rc) return Refuse(rc.error(), verb);

@@ -150,7 +150,7 @@ Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
   net::NetnsKey here = BRIG_TRY(net::CurrentNetns());
   Reclaimer r(mode, here);
   auto collected = BRIG_TRY(state::CollectStale(
-      state::kSandboxDir,
+      state::SandboxDir(),
       [&](const std::string& id, const std::vector<state::Entry>& entries) {
         return r.Clean(id, entries);
       },
@@ -170,7 +170,7 @@ Result<Reclaimed> Reclaim(ReclaimMode mode, const std::string& only) {
     // The host ids' files of brigs that are gone, once their sandboxes are too
     // (security/sandbox_ids.h).
     std::vector<std::string> ids;
-    if (auto dropped = security::DropLeft(security::kIdsDir, &ids); !dropped) {
+    if (auto dropped = security::DropLeft(security::IdsDir(), &ids); !dropped) {
       out.failed.push_back(std::move(dropped).error());
     }
     for (const auto& path : ids) {

@@ -344,7 +344,7 @@ Result<config::Sandbox> PlanRun(const RunRequest& req, char** host_environ) {
   }
   BRIG_TRY(ReadEnvFiles(req, host_environ, run));
   config::LoadedProfile profile = BRIG_TRY(config::LoadProfileFile(
-      run.policy_dir, run.profile, run.dry_run ? "" : config::kProfileCacheDir));
+      run.policy_dir, run.profile, run.dry_run ? "" : config::ProfileCacheDir()));
   config::Sandbox sb = BRIG_TRY(config::Resolve(profile.profile, run));
   sb.profile_path = profile.path;
   sb.profile_text = std::move(profile.text);

@@ -64,6 +64,14 @@ Apply Parsed(const char* flag, std::optional<T> config::Overrides::*field, Parse
   };
 }
 
+// A limit's flag, which also takes "none": the profile's limit is not wanted.
+Apply OrNone(Apply set, bool config::Overrides::*none) {
+  return [=](RunRequest& r, const std::string& v) -> Status {
+    r.*none = v == "none";
+    return r.*none ? Status() : set(r, v);
+  };
+}
+
 Status SetWorkspaceMode(RunRequest& r, const std::string& v) {
   if (v == "ro") {
     r.workspace_mode = fs::WorkspaceMode::kReadOnly;
@@ -222,13 +230,19 @@ const std::vector<Flag>& Flags() {
        "stack DIR on the --rootfs with overlayfs (repeatable; the last one is on top)", AddLayer},
       {"--tmp-size", "SIZE", "size cap of /tmp and of /dev/shm (profile default 1G)",
        Parsed("--tmp-size", &config::Overrides::tmp_size, util::ParseSize)},
-      {"--memory", "SIZE", "memory limit of the whole sandbox; past it, 137 (oom_killed)",
-       Parsed("--memory", &config::Overrides::memory, util::ParseMemory)},
+      {"--memory", "SIZE",
+       "memory limit of the whole sandbox; past it, 137 (oom_killed); none: no memory limit",
+       OrNone(Parsed("--memory", &config::Overrides::memory, util::ParseMemory),
+              &config::Overrides::no_memory)},
       {"--swap", "SIZE", "swap allowed beyond --memory: 0 (the default), SIZE or unlimited",
        Parsed("--swap", &config::Overrides::swap, util::ParseSizeLimit)},
-      {"--pids", "N", "most tasks the sandbox may hold at once, brig init included", SetPids},
-      {"--cpus", "N", "CPU time as a number of CPUs, fractional (0.5: half of one CPU)",
-       Parsed("--cpus", &config::Overrides::cpu_milli, util::ParseCpus)},
+      {"--pids", "N",
+       "most tasks the sandbox may hold at once, brig init included; none: no such limit",
+       OrNone(SetPids, &config::Overrides::no_pids)},
+      {"--cpus", "N",
+       "CPU time as a number of CPUs, fractional (0.5: half of one CPU); none: no CPU limit",
+       OrNone(Parsed("--cpus", &config::Overrides::cpu_milli, util::ParseCpus),
+              &config::Overrides::no_cpu)},
       {"--cgroup-parent", "PATH",
        "create the sandbox's cgroups under PATH in each hierarchy (default: brig's own)",
        SetCgroupParent},

@@ -314,7 +314,7 @@ bool ExecFlagTakesValue(const std::string& flag) {
 // Whether an OCI container `id` is under the default --root.
 bool NamesAContainer(const std::string& id) {
   if (!oci::CheckId(id)) return false;
-  auto ids = oci::ListIds(oci::kDefaultRoot);
+  auto ids = oci::ListIds(oci::DefaultRoot());
   return ids && std::find(ids->begin(), ids->end(), id) != ids->end();
 }
 
@@ -336,17 +336,18 @@ bool NamesASandbox(const GlobalFlags& global, const std::vector<std::string>& ar
   return help;
 }
 
-// Why a verb needs root, in the line a caller who is not root gets. `run` and `list` say
-// the same whichever of their verbs the call is.
+// Why a verb needs root, in the line a caller who is not root gets. `list` says the same
+// whichever of its verbs the call is; of `run`'s, only the OCI one needs root.
 constexpr char kRunNeedsRoot[] = "it creates namespaces, cgroups and nftables tables as root";
 constexpr char kListNeedsRoot[] = "it tells a live sandbox by the lock on its record in /run/brig";
 constexpr char kOciNeedsRoot[] = "it makes and acts on containers as root";
 
 // Every verb, in `brig --help`'s order.
 constexpr Verb kVerbs[] = {
-    // brig's own (brig(1)). `brig policy` reads files only, and works for anyone, so that a
-    // reviewer needs no root to read a policy.
-    {.name = "run", .why_root = kRunNeedsRoot, .holds_signals = true, .main = RunMain},
+    // brig's own (brig(1)). `brig run` works without root too (brig(1), WITHOUT ROOT).
+    // `brig policy` reads files only, and works for anyone, so that a reviewer needs no root
+    // to read a policy.
+    {.name = "run", .rootless = true, .holds_signals = true, .main = RunMain},
     {.name = "policy", .main = PolicyMain},
     {.name = "check",
      .why_root = "its probes make namespaces, mounts and nftables tables as root",

@@ -50,6 +50,8 @@ struct Overrides {
   std::optional<uint64_t> tmp_size, disk_size, rlimit_nofile, rlimit_nproc, rlimit_core,
       output_limit, egress_budget;
   std::optional<uint64_t> memory, swap, pids, cpu_milli;
+  // --memory none, --pids none, --cpus none: the profile's limit is not wanted.
+  bool no_memory = false, no_pids = false, no_cpu = false;
   std::string cgroup_parent;
   std::optional<net::Subnet> subnet;
   std::vector<std::string> allow_hosts;          // added to the profile's allowlist

@@ -17,6 +17,7 @@
 #include "fs/outputs.h"
 #include "security/caps.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -129,7 +130,8 @@ Status ProbeMountSource(const Sandbox& sb, fs::NamedMount& m) {
   if (lstat(m.source.c_str(), &st) < 0) return SysError(flag, given).WithKind(ErrorKind::kBadInput);
   if (S_ISLNK(st.st_mode)) return BadInput(flag, given, "a symlink; name the directory itself");
   BRIG_TRY(CheckDir(m.source, "--mount"));
-  for (const char* own : {"/run/brig", fs::kCacheDir, "/proc", "/sys", "/dev"}) {
+  for (const std::string& own : {util::RunDir(), util::CacheDir(), std::string("/proc"),
+                                 std::string("/sys"), std::string("/dev")}) {
     if (util::PathWithin(m.source, own) || util::PathWithin(own, m.source)) {
       return BadInput(flag, given,
                       std::string("overlaps ") + own + ", which is brig's or the kernel's");
@@ -204,9 +206,41 @@ Status ProbeBrokers(Sandbox& sb, char** environ) {
   return {};
 }
 
+// brig without root makes no cgroups: a limit that only a cgroup can hold is refused, never
+// dropped, unless the profile marks it optional or the run says it is not wanted
+// (--memory none). The sandbox ends with its pid namespace: brig init is its pid 1.
+Status NoCgroups(Sandbox& sb) {
+  if (!sb.cgroup_parent.empty()) {
+    return BadInput("--cgroup-parent", sb.cgroup_parent, "brig without root makes no cgroups");
+  }
+  cgroup::Limits& l = sb.limits;
+  struct Held {
+    std::optional<uint64_t>& limit;
+    bool optional;
+    const char* field;
+    const char* flag;
+  };
+  for (Held h : {Held{l.memory, l.memory_optional, "limits.memory", "--memory none"},
+                 Held{l.pids, l.pids_optional, "limits.pids", "--pids none"},
+                 Held{l.cpu_milli, l.cpu_optional, "limits.cpus", "--cpus none"}}) {
+    if (!h.limit) continue;
+    if (!h.optional) {
+      return Fail(h.field, sb.profile,
+                  std::string("brig without root has no cgroup to hold it; say it is not "
+                              "wanted with ") +
+                      h.flag + " (brig-run(1), Limits without root)",
+                  ErrorKind::kSetup);
+    }
+    h.limit.reset();
+  }
+  if (!l.memory) l.swap.reset();
+  return {};
+}
+
 // The host's cgroups, the path each controller takes under --cgroup-parent, and the limits
 // that can hold there (an optional one without its controller is dropped).
 Status FitCgroups(Sandbox& sb) {
+  if (util::Rootless()) return NoCgroups(sb);
   sb.cgroup_layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
   sb.cgroup_plan = cgroup::PlanFor(sb.cgroup_layout, sb.cgroup_parent);
   return cgroup::FitLimits(sb.cgroup_plan, sb.limits);
@@ -222,6 +256,12 @@ supervise::TerminalCodeset TerminalCodesetOf(char** environ) {
 }
 
 Status ProbeHost(Sandbox& sb, char** environ) {
+  if (util::Rootless() && sb.network) {
+    return Fail("network.posture", sb.profile,
+                "brig without root runs only profiles with posture none so far; run this one "
+                "as root",
+                ErrorKind::kSetup);
+  }
   sb.terminal_codeset = TerminalCodesetOf(environ);
   if (sb.network && sb.egress.upstreams.empty()) {
     sb.egress.upstreams = BRIG_TRY(egress::HostUpstreams());

@@ -8,6 +8,7 @@
 
 #include "brig/result.h"
 #include "proto/brig.pb.h"
+#include "util/dirs.h"
 
 namespace brig::config {
 
@@ -54,7 +55,7 @@ struct LoadedProfile {
 Result<LoadedProfile> LoadProfileFile(const std::string& dir, const std::string& name_or_path,
                                       const std::string& cache_dir = "");
 // brig run's profile cache (not --dry-run's, which writes nothing).
-inline constexpr const char* kProfileCacheDir = "/run/brig/profiles";
+inline std::string ProfileCacheDir() { return util::RunDir() + "/profiles"; }
 // The built-in defaults of Limits (limits.h), filled into unset fields.
 void FillDefaults(v1::Profile& profile);
 

@@ -24,6 +24,7 @@
 #include "security/ucounts.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 #include "util/files.h"
 
 namespace brig::container {
@@ -217,7 +218,13 @@ Status Setup(const InitArgs& a) {
 Status StartAsBrigsChild(int sync_fd) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");
   if (sys::PeerClosed(sync_fd)) _exit(125);
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_DUMPABLE");
+  // Without root brig runs as the caller's own uid and must open init's /proc files to
+  // write its id maps, which a process that is not dumpable keeps root's: init stays
+  // dumpable until the maps are written (TakeIdsFromMap). Until then it is no more open
+  // to the caller's processes than brig itself is.
+  if (!util::Rootless() && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+    return SysError("prctl", "PR_SET_DUMPABLE");
+  }
   (void)prctl(PR_SET_NAME, "brig-init", 0, 0, 0);
   ScrubProcessArgs();
   sigset_t none;
@@ -230,6 +237,9 @@ Status TakeIdsFromMap(int sync_fd, const security::Credentials* ids) {
   BRIG_TRY(SendMessage(sync_fd, Msg::kNeedIdMap));
   BRIG_TRY_CTX(Expect(sync_fd, Msg::kIdMapDone, kSetupStepTimeoutMs), "wait for id map");
   log::Debug("id map written by the parent");
+  if (util::Rootless() && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+    return SysError("prctl", "PR_SET_DUMPABLE");
+  }
   if (!ids) return {};
   BRIG_TRY(security::ApplyCredentials(*ids));
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return SysError("prctl", "PR_SET_PDEATHSIG");

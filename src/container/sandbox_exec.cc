@@ -106,7 +106,7 @@ struct Joining {
 
 // The sandbox `target` names, its init checked and its groups open.
 Result<Joining> Find(const std::string& target) {
-  std::vector<state::LiveRecord> live = BRIG_TRY(state::ListLive(state::kSandboxDir));
+  std::vector<state::LiveRecord> live = BRIG_TRY(state::ListLive(state::SandboxDir()));
   const state::LiveRecord* found = BRIG_TRY(FindSandbox(live, target));
   Joining j;
   j.rec = BRIG_TRY(ReadExecRecord(*found));
@@ -124,7 +124,7 @@ Result<Joining> Find(const std::string& target) {
 }  // namespace
 
 bool NamesASandbox(const std::string& target) {
-  auto live = state::ListLive(state::kSandboxDir);
+  auto live = state::ListLive(state::SandboxDir());
   return live && !Matching(*live, target).empty();
 }
 

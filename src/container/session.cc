@@ -16,14 +16,15 @@
 #include "audit/audit.h"
 #include "container/channel.h"
 #include "container/exec_record.h"
-#include "container/launch.h"
 #include "container/init.h"
+#include "container/launch.h"
 #include "fs/export.h"
 #include "log/log.h"
 #include "security/init_filter.h"
 #include "security/seccomp_cache.h"
 #include "sys/id_map.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 
 namespace brig::container {
 namespace {
@@ -53,14 +54,15 @@ Session::Session(const config::Sandbox& sb)
 Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   std::unique_ptr<Session> s(new Session(sb));
   if (sb.isolated) {
-    s->seccomp_ = BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy,
-                                                        security::kSeccompCacheDir));
-    s->init_filter_ = BRIG_TRY(security::CompileInitFilter(security::kSeccompCacheDir));
+    s->seccomp_ =
+        BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy, security::SeccompCacheDir()));
+    s->init_filter_ = BRIG_TRY(security::CompileInitFilter(security::SeccompCacheDir()));
     log::Debug("seccomp: '", sb.seccomp_policy, "' and init's filter compiled");
   }
   s->signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
-  s->record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, sb.id));
+  s->record_ = BRIG_TRY(state::Record::Create(state::SandboxDir(), sb.id));
   BRIG_TRY(s->Describe());
+  if (sb.isolated && util::Rootless()) BRIG_TRY(sys::EnterOwnUserNamespace());
   if (sb.isolated) {
     s->ids_ = BRIG_TRY(TakeSandboxIds());
     log::Debug("host ids: uid ", s->ids_.uid(), ", gid ", s->ids_.gid());
@@ -80,6 +82,7 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
 }
 
 Result<security::SandboxIds> TakeSandboxIds() {
+  if (util::Rootless()) return security::SandboxIds::Caller();
   security::IdRange range = BRIG_TRY(security::ReadIdRange());
   return security::SandboxIds::Take(range);
 }
@@ -158,12 +161,17 @@ bool Session::Failed(Error e) {
 }
 
 // Brig init, cloned (container/launch.h) into the sandbox's namespaces, which belong to its
-// own host uid, not to root, and into its v2 group.
+// own host uid, not to root, and into its v2 group. Without root brig is that uid already.
 Result<Launched> Session::CloneInit() {
   std::vector<cgroup::TasksFile> tasks = BRIG_TRY(group_->OpenV1Tasks());
+  std::optional<uid_t> owner;
+  if (!util::Rootless()) owner = ids_.uid();
   Launched l = BRIG_TRY(container::CloneInit(
-      {.namespaces = kNamespaces, .cgroup_v2 = group_->v2_fd(), .owner = ids_.uid(),
-       .flow = Flow::kSandbox, .who = "brig init"},
+      {.namespaces = kNamespaces,
+       .cgroup_v2 = group_->v2_fd(),
+       .owner = owner,
+       .flow = Flow::kSandbox,
+       .who = "brig init"},
       [&](int sync_fd) {
         stdio_->ApplyInChild();
         InitMain(InitArgs{&sb_, &plan_, &seccomp_, &init_filter_, sync_fd,

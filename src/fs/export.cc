@@ -12,6 +12,7 @@
 
 #include "fs/export_git.h"
 #include "fs/host_marks.h"
+#include "fs/spec.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -89,7 +90,7 @@ Status Walk(int upper, int lower, int out, const std::string& rel, Changes& c) {
       // hidden one's names stay unsaid).
       char opaque[2] = {};
       if (UnderAny(*c.hidden, path)) sub_lower.Reset();
-      if (sub_lower && fgetxattr(sub.get(), "trusted.overlay.opaque", opaque, 1) == 1 &&
+      if (sub_lower && fgetxattr(sub.get(), OverlayXattr("opaque").c_str(), opaque, 1) == 1 &&
           opaque[0] == 'y') {
         std::vector<std::string> kept = util::ListDir(sub.get());
         for (const std::string& old : util::ListDir(sub_lower.get())) {

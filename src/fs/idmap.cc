@@ -12,6 +12,7 @@
 #include "sys/child.h"
 #include "sys/id_map.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 
 namespace brig::fs {
 namespace {
@@ -58,6 +59,8 @@ struct stat Seen(struct stat st, const IdMap& map) {
 }
 
 Result<SandboxUser> ChooseSandboxUser(const Spec& spec, IdMapper& mapper) {
+  // Without root the sandbox user is the caller's own uid, the one id there is to map.
+  if (util::Rootless()) return SandboxUser{spec.sandbox_uid, spec.sandbox_gid};
   struct Given {
     std::string path;
     bool workspace;
@@ -67,8 +70,7 @@ Result<SandboxUser> ChooseSandboxUser(const Spec& spec, IdMapper& mapper) {
   std::vector<Given> given;
   if (!spec.workspace.empty()) given.push_back({spec.workspace, true, 0, 0});
   for (const NamedMount& m : spec.mounts) {
-    given.push_back(
-        {m.cache ? std::string(kCacheDir) + "/" + m.name : m.source, false, m.uid, m.gid});
+    given.push_back({m.cache ? util::CacheDir() + "/" + m.name : m.source, false, m.uid, m.gid});
   }
   for (const Given& g : given) {
     sys::UniqueFd dir = BRIG_TRY(OpenNearest(g.path));
@@ -86,6 +88,9 @@ Result<SandboxUser> ChooseSandboxUser(const Spec& spec, IdMapper& mapper) {
 }
 
 Result<bool> IdMapper::Map(int tree, const IdMap& map, const std::string& subject) {
+  // An id-mapped mount takes privilege over the file system's own user namespace, which
+  // only root has for the host's file systems.
+  if (util::Rootless()) return false;
   int ns = -1;
   for (const auto& [m, fd] : namespaces_) {
     if (m.from_uid == map.from_uid && m.from_gid == map.from_gid && m.to_uid == map.to_uid &&

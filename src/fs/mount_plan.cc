@@ -19,6 +19,7 @@
 #include "fs/idmap.h"
 #include "fs/kernel_paths.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 #include "util/parse.h"
 
 namespace brig::fs {
@@ -446,14 +447,18 @@ Status AddCopyWorkspace(MountPlan& plan, const Spec& spec, state::Record& record
       lower = BRIG_TRY(reopen(src, spec.workspace, O_PATH));
       lowerdir = fd + std::to_string(lower.get());
     }
-    merged = BRIG_TRY(NewFs("overlay",
-                            {{"lowerdir", lowerdir},
-                             {"upperdir", up + "/upper"},
-                             {"workdir", up + "/work"},
-                             // Nothing that makes the overlay read more from its layers than
-                             // their own files.
-                             {"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "off"}},
-                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, what));
+    std::vector<std::pair<std::string, std::string>> opts = {
+        {"lowerdir", lowerdir},
+        {"upperdir", up + "/upper"},
+        {"workdir", up + "/work"},
+        // Nothing that makes the overlay read more from its layers than their own files.
+        {"index", "off"},
+        {"metacopy", "off"},
+        // Without root, userxattr (OverlayXattr), with which the kernel takes only
+        // nofollow: no redirect made, none followed.
+        {"redirect_dir", util::Rootless() ? "nofollow" : "off"}};
+    if (util::Rootless()) opts.emplace_back("userxattr", "");
+    merged = BRIG_TRY(NewFs("overlay", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, what));
     return {};
   }));
   plan.copy_merged.Reset(fcntl(merged.get(), F_DUPFD_CLOEXEC, 3));
@@ -673,7 +678,7 @@ Status HoldInMount(MountPlan& plan, int src, const NamedMount& m, const std::str
   return {};
 }
 
-// The profile's named mounts: a per-run directory, or a cache under kCacheDir (made on
+// The profile's named mounts: a per-run directory, or a cache under util::CacheDir() (made on
 // first use, for the sandbox user alone). Read-only ones as the read-only workspace,
 // writable ones as the read-write one: nosuid, nodev.
 Status AddNamedMounts(MountPlan& plan, const Spec& spec, IdMapper& mapper) {
@@ -681,7 +686,7 @@ Status AddNamedMounts(MountPlan& plan, const Spec& spec, IdMapper& mapper) {
     sys::UniqueFd src;
     std::string path = m.source;
     if (m.cache) {
-      std::string root = kCacheDir;
+      std::string root = util::CacheDir();
       path = root + "/" + m.name;
       size_t slash = root.rfind('/');
       sys::UniqueFd parent(open(root.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -9,7 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "util/dirs.h"
+
 namespace brig::fs {
+
+// Where overlayfs keeps its own attributes in a copy's upper layer (an opaque directory's
+// "opaque"): trusted.overlay., which takes root over the host, or, without root, user.overlay.
+// (the userxattr mount option, the only one an ordinary user's overlay may have).
+inline std::string OverlayXattr(const std::string& name) {
+  return (util::Rootless() ? "user.overlay." : "trusted.overlay.") + name;
+}
 
 // ro: bound read-only; rw: bound read-write; copy: an overlay over the source whose changes
 // stay in brig's scratch space and are discarded (or exported) at the end.
@@ -26,15 +35,12 @@ struct IdMap {
   gid_t to_gid;
 };
 
-// Where brig keeps the profiles' caches (MOUNT_CACHE), one directory per name, 0700.
-inline constexpr char kCacheDir[] = "/var/cache/brig";
-
 // One of the profile's named mounts, as this run has it.
 struct NamedMount {
   std::string name;
   std::string target;  // absolute, normalised, checked by the profile's validation
   bool writable = false;
-  bool cache = false;  // kCacheDir/name, made by the mount plan; else `source`
+  bool cache = false;  // util::CacheDir()/name, made by the mount plan; else `source`
   std::string source;  // a per-run mount's directory (canonical after the probe)
   // A cache's owner on the host: the sandbox user's host id (the probe).
   uint32_t uid = 0, gid = 0;

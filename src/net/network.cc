@@ -40,7 +40,7 @@ std::optional<uint64_t> ParseNumber(const std::string& s) {
   return std::stoull(s);
 }
 
-std::string DirOf(uint64_t ino) { return std::string(kStateDir) + "/" + std::to_string(ino); }
+std::string DirOf(uint64_t ino) { return StateDir() + "/" + std::to_string(ino); }
 
 // The cookie a state directory notes; 0 if it notes none.
 Result<uint64_t> NotedCookie(const std::string& dir) {
@@ -191,7 +191,7 @@ Result<NetEntry> ParseEntry(const std::string& value) {
     *ports[i] = static_cast<uint16_t>(std::stoul(p));
   }
   if (e.rules.port.rfind(kPortPrefix, 0) != 0 || e.rules.port.size() >= 16 ||
-      e.lease.rfind(std::string(kStateDir) + "/" + e.netns + "/addr/", 0) != 0 ||
+      e.lease.rfind(StateDir() + "/" + e.netns + "/addr/", 0) != 0 ||
       e.lease.find("/..") != std::string::npos) {
     return bad();
   }
@@ -241,7 +241,7 @@ Result<std::vector<std::string>> DropEmptyLeases(const NetnsKey& here) {
 
 std::vector<NetnsKey> StateDirs() {
   std::vector<NetnsKey> out;
-  DIR* d = opendir(kStateDir);
+  DIR* d = opendir(StateDir().c_str());
   if (!d) return out;
   while (struct dirent* de = readdir(d)) {
     std::optional<uint64_t> ino = ParseNumber(de->d_name);

@@ -16,11 +16,12 @@
 #include "net/netns.h"
 #include "net/nft.h"
 #include "state/record.h"
+#include "util/dirs.h"
 
 namespace brig::net {
 
 inline constexpr char kDefaultSubnet[] = "10.213.0.0/16";
-inline constexpr char kStateDir[] = "/run/brig/net";
+inline std::string StateDir() { return util::RunDir() + "/net"; }
 
 // What brig init needs to configure the sandbox side.
 struct SandboxAddress {
@@ -83,7 +84,7 @@ Result<std::vector<std::string>> RemoveStaleNet(const std::string& id, const std
 // record names the file. `here` is this namespace. Returns their paths.
 Result<std::vector<std::string>> DropEmptyLeases(const NetnsKey& here);
 
-// brig's per-namespace state directories (kStateDir/INODE), each with the cookie it notes
+// brig's per-namespace state directories (StateDir()/INODE), each with the cookie it notes
 // (0 if it notes none).
 std::vector<NetnsKey> StateDirs();
 // Removes the state directory of namespace `gone`, which the caller found gone, unless it

@@ -106,7 +106,7 @@ Result<container::ProcessSpec> PrepareProcess(
     // Compiling an engine's policy for three architectures costs several milliseconds of
     // every create and exec; the cache makes that once per policy and libseccomp version.
     out.seccomp = BRIG_TRY_CTX(security::CompileSeccompCached(
-                                   *seccomp, security::kSeccompCacheDir, "oci",
+                                   *seccomp, security::SeccompCacheDir(), "oci",
                                    [](const brig::v1::SeccompPolicy& s) {
                                      return security::CompileOciSeccomp(AsLibseccompResolves(s));
                                    }),

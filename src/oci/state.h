@@ -21,10 +21,11 @@
 #include "brig/result.h"
 #include "proto/oci.pb.h"
 #include "sys/fd.h"
+#include "util/dirs.h"
 
 namespace brig::oci {
 
-inline constexpr char kDefaultRoot[] = "/run/brig/oci";
+inline std::string DefaultRoot() { return util::RunDir() + "/oci"; }
 inline constexpr char kExecFifo[] = "exec.fifo";
 // The longest a verb waits for another that holds the container's directory.
 inline constexpr std::chrono::seconds kLockWait{10};

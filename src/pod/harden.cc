@@ -26,8 +26,9 @@ Result<std::optional<Held>> HeldBy(const std::string& root, const oci::Spec& spe
   if (!h) return std::optional<Held>();
   std::string dir = config::ResolvePolicyDir("");
   std::string name = BRIG_TRY(ChooseProfile(*h, spec.annotations()));
-  config::LoadedProfile loaded = BRIG_TRY_CTX(
-      config::LoadProfileFile(dir, name, config::kProfileCacheDir), "runtime handler " + h->name());
+  config::LoadedProfile loaded =
+      BRIG_TRY_CTX(config::LoadProfileFile(dir, name, config::ProfileCacheDir()),
+                   "runtime handler " + h->name());
   Held held;
   held.plan = BRIG_TRY(PlanPod(*h, loaded.profile, spec.annotations()));
   held.plan.run.policy_dir = dir;
@@ -75,7 +76,7 @@ void HardenProcess(oci::Process& p) {
 
 Result<security::SeccompProgram> ProfileFilter(const Held& held) {
   return BRIG_TRY_CTX(
-      security::CompileSeccompFile(held.sb.seccomp_policy, security::kSeccompCacheDir),
+      security::CompileSeccompFile(held.sb.seccomp_policy, security::SeccompCacheDir()),
       "runtime handler " + held.handler.name() + ": profile '" + held.sb.profile + "' seccomp");
 }
 

@@ -100,7 +100,7 @@ void Supervisor::Audit(v1::AuditEvent e) {
 
 Status Supervisor::Prepare(const std::string& netns) {
   signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
-  record_ = BRIG_TRY(state::Record::Create(state::kSandboxDir, id_));
+  record_ = BRIG_TRY(state::Record::Create(state::SandboxDir(), id_));
   BRIG_TRY(record_.Describe({{"name", plan_.pod.Label()},
                              {"profile", sb_.profile},
                              {"posture", sb_.posture_name},

@@ -1,6 +1,7 @@
 // Credentials through libcap-ng (caps.h). libcap-ng keeps one process-wide state: it is
 // staged with the sets asked, then applied a part at a time in the kernel's order.
 #include "security/caps.h"
+#include "util/dirs.h"
 
 #include <cap-ng.h>
 #include <grp.h>
@@ -60,8 +61,12 @@ Status SetGroups(const Credentials& c) {
   Error e = SysError("setgroups", Part(c, "user.additionalGids"));
   // EPERM where setgroups(2) is denied (a user namespace whose /proc/PID/setgroups says
   // deny): the process keeps the groups it has, which is as asked only if it has none and
-  // none are asked. Host groups that followed it in would stay its for good.
-  if (e.err == EPERM && c.groups.empty() && getgroups(0, nullptr) == 0) return {};
+  // none are asked. Host groups that followed it in would stay its for good, which brig
+  // without root cannot help: an ordinary user's groups follow it into every namespace it
+  // makes (brig(1), WITHOUT ROOT).
+  if (e.err == EPERM && c.groups.empty() && (getgroups(0, nullptr) == 0 || util::Rootless())) {
+    return {};
+  }
   return e;
 }
 

@@ -174,6 +174,13 @@ Result<SandboxIds> SandboxIds::Take(const IdRange& range, const std::string& dir
   return ids;
 }
 
+SandboxIds SandboxIds::Caller() {
+  SandboxIds ids;
+  ids.uid_ = geteuid();
+  ids.gid_ = getegid();
+  return ids;
+}
+
 SandboxIds::SandboxIds(SandboxIds&& o) noexcept
     : uid_(o.uid_), gid_(o.gid_), path_(std::exchange(o.path_, {})), lock_(std::move(o.lock_)) {}
 

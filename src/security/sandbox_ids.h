@@ -21,6 +21,7 @@
 
 #include "brig/result.h"
 #include "sys/fd.h"
+#include "util/dirs.h"
 
 namespace brig::security {
 
@@ -28,7 +29,7 @@ namespace brig::security {
 // systemd's foreign range (from 2147352576); far from useradd's subordinate ids (from 100000).
 inline constexpr uint32_t kDefaultFirst = 1879048192;
 inline constexpr uint32_t kDefaultCount = 65536;
-inline constexpr char kIdsDir[] = "/run/brig/ids";
+inline std::string IdsDir() { return util::RunDir() + "/ids"; }
 
 struct IdRange {
   uint32_t uid = 0, gid = 0, count = 0;  // uid..uid+count-1 and gid..gid+count-1
@@ -50,7 +51,7 @@ Result<IdRange> ReadIdRange();
 Result<std::set<uid_t>> ProcessUids();
 
 // One uid and gid of the range (the same offset in each), held for the sandbox's life as a
-// lock file kIdsDir/UID (util/slots.h): a concurrent run never gets it. A brig that ends
+// lock file IdsDir()/UID (util/slots.h): a concurrent run never gets it. A brig that ends
 // removes the file once its sandbox is reaped; a killed brig leaves it while the kernel
 // kills its sandbox (brig init's parent-death signal), and no run takes an id whose file
 // is there, so two sandboxes never share a uid, not even while one is dying. DropLeft
@@ -60,7 +61,10 @@ Result<bool> DropLeft(const std::string& dir, std::vector<std::string>* removed)
 
 class SandboxIds {
  public:
-  static Result<SandboxIds> Take(const IdRange& range, const std::string& dir = kIdsDir);
+  static Result<SandboxIds> Take(const IdRange& range, const std::string& dir = IdsDir());
+  // brig without root: the caller's own uid and gid, the only ids an ordinary user may map
+  // without a helper (user_namespaces(7)); nothing is held.
+  static SandboxIds Caller();
   SandboxIds() = default;
   SandboxIds(SandboxIds&& o) noexcept;
   SandboxIds& operator=(SandboxIds&& o) noexcept;

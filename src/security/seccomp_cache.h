@@ -11,10 +11,11 @@
 
 #include "brig/result.h"
 #include "security/seccomp.h"
+#include "util/dirs.h"
 
 namespace brig::security {
 
-inline constexpr const char* kSeccompCacheDir = "/run/brig/seccomp";
+inline std::string SeccompCacheDir() { return util::RunDir() + "/seccomp"; }
 
 // Reads the policy at `policy_path`, and returns its compiled program from `cache_dir`
 // when a valid entry exists, otherwise compiles it and stores an entry (best effort:

@@ -15,10 +15,11 @@
 
 #include "brig/result.h"
 #include "sys/fd.h"
+#include "util/dirs.h"
 
 namespace brig::state {
 
-inline constexpr char kSandboxDir[] = "/run/brig/sandboxes";
+inline std::string SandboxDir() { return util::RunDir() + "/sandboxes"; }
 // Lines of this kind say what the sandbox is ("about name=task-7"), for `brig list`; they
 // name no resource, so `brig gc` has nothing to remove for them.
 inline constexpr char kAboutKind[] = "about";

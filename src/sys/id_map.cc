@@ -1,6 +1,7 @@
 #include "sys/id_map.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "sys/fd.h"
@@ -33,6 +34,17 @@ Status WriteIdMaps(pid_t pid, const IdMaps& maps) {
   BRIG_TRY(WriteProcFile(pid, "uid_map", RenderIdMap(maps.uids)));
   if (maps.deny_setgroups) BRIG_TRY(WriteProcFile(pid, "setgroups", "deny"));
   return WriteProcFile(pid, "gid_map", RenderIdMap(maps.gids));
+}
+
+Status EnterOwnUserNamespace() {
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+    return SysError("unshare", "a user and mount namespace of brig's own");
+  }
+  return WriteIdMaps(getpid(), {.uids = {{.inside = uid, .host = uid}},
+                                .gids = {{.inside = gid, .host = gid}},
+                                .deny_setgroups = true});
 }
 
 }  // namespace brig::sys

@@ -32,4 +32,11 @@ std::string RenderIdMap(const std::vector<IdMapping>& maps);
 // write(2). Errors name the file.
 Status WriteIdMaps(pid_t pid, const IdMaps& maps);
 
+// brig without root: moves this process, which must be single-threaded, into a user
+// namespace of its own that maps its uid and gid to themselves, and a mount namespace that
+// namespace owns (mounts from the host's come in as slaves, locked together). There it
+// holds the capabilities the host-side steps need (detached mounts, the sandbox's id maps)
+// over nothing but what it makes; the sandbox's namespaces are made inside it.
+Status EnterOwnUserNamespace();
+
 }  // namespace brig::sys

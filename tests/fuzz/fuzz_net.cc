@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto e = brig::net::ParseEntry(std::string(s))) {
     FUZZ_CHECK(e->rules.port.rfind(brig::net::kPortPrefix, 0) == 0);
     FUZZ_CHECK(e->rules.port.size() < 16);
-    FUZZ_CHECK(e->lease.rfind(std::string(brig::net::kStateDir) + "/", 0) == 0);
+    FUZZ_CHECK(e->lease.rfind(brig::net::StateDir() + "/", 0) == 0);
     FUZZ_CHECK(e->lease.find("/..") == std::string::npos);
   } else {
     brig::fuzz::CheckRendersOneLine(e.error());

@@ -118,20 +118,22 @@ TEST_F(Preflight, WithoutTheMountApiOnlyNoneCanRunAndCheckFails) {
 
 // Every verb that acts as root says so in one line, exit 125, and creates nothing: not
 // its log, result or audit file, not a record under /run/brig (the fixture's residue
-// check). brig policy reads files only and works for anyone.
+// check). brig policy reads files only and works for anyone; brig run works for anyone
+// with a runtime directory of their own.
 TEST_F(Preflight, WithoutRootEveryRootVerbSaysSoInOneLine) {
   ScratchDir dir;
   ASSERT_EQ(chmod(dir.path().c_str(), 0777), 0);
   std::string log = dir.path() + "/log", result = dir.path() + "/result";
   std::string audit = dir.path() + "/audit";
-  auto nobody = [](std::vector<std::string> args) {
-    std::vector<std::string> cmd = {"setpriv", "--reuid", "65534", "--regid", "65534",
-                                    "--clear-groups", BrigBinary()};
+  auto nobody = [](std::vector<std::string> args, bool no_runtime_dir = false) {
+    std::vector<std::string> cmd = {"setpriv", "--reuid", "65534",
+                                    "--regid", "65534",   "--clear-groups"};
+    if (no_runtime_dir) cmd.insert(cmd.end(), {"env", "-u", "XDG_RUNTIME_DIR"});
+    cmd.push_back(BrigBinary());
     cmd.insert(cmd.end(), args.begin(), args.end());
     return RunCommand(cmd);
   };
   const std::pair<std::string, std::vector<std::string>> verbs[] = {
-      {"run", {"--log", log, "run", "--result", result, "--audit-log", audit, "--", "true"}},
       {"check", {"--log", log, "check"}},
       {"gc", {"--log", log, "gc"}},
       {"list", {"--log", log, "list"}},
@@ -144,6 +146,13 @@ TEST_F(Preflight, WithoutRootEveryRootVerbSaysSoInOneLine) {
     EXPECT_EQ(r.err.rfind("brig " + verb + ": brig needs root (", 0), 0u) << r.err;
     EXPECT_NE(r.err.find("run it with sudo)\n"), std::string::npos) << r.err;
   }
+  // brig run works without root (rootless_test.cc), but not without a runtime directory of
+  // the user's, which it names before it creates anything either.
+  auto run =
+      nobody({"--log", log, "run", "--result", result, "--audit-log", audit, "--", "true"}, true);
+  EXPECT_EQ(run.exit_code, 125) << run.err;
+  EXPECT_EQ(run.err.rfind("brig run: XDG_RUNTIME_DIR: not set; ", 0), 0u) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   for (const std::string& f : {log, result, audit}) {
     EXPECT_NE(access(f.c_str(), F_OK), 0) << f << " was created";
   }

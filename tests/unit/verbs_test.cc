@@ -26,12 +26,20 @@ TEST(Verbs, EveryNameHasOneRowForTheCallsNoOtherRowChooses) {
 
 // A row without a reason to need root runs for anyone: only these three, which read files
 // or write a document, may be such rows.
-TEST(Verbs, OnlyPolicySpecAndFeaturesRunWithoutRoot) {
-  std::set<std::string> without_root;
+TEST(Verbs, OnlyPolicySpecFeaturesAndBrigsOwnRunRunWithoutRoot) {
+  std::set<std::string> without_root, rootless;
   for (const Verb& verb : Verbs()) {
     if (!verb.why_root) without_root.insert(verb.name);
+    if (verb.rootless) rootless.insert(verb.name);
+    EXPECT_FALSE(verb.rootless && verb.why_root) << verb.name;
   }
-  EXPECT_EQ(without_root, (std::set<std::string>{"features", "policy", "spec"}));
+  EXPECT_EQ(without_root, (std::set<std::string>{"features", "policy", "run", "spec"}));
+  // Of the two runs, brig's own: the OCI one needs root.
+  EXPECT_EQ(rootless, (std::set<std::string>{"run"}));
+  GlobalFlags global;
+  const Verb* run = FindVerb("run", global, {"--", "true"});
+  ASSERT_NE(run, nullptr);
+  EXPECT_TRUE(run->rootless);
 }
 
 TEST(Verbs, RunIsTheOciVerbWhenItNamesABundleBeforeDashDash) {
