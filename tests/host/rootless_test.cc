@@ -41,8 +41,13 @@ class Rootless : public HostTest {
     if (userns.exit_code != 0) {
       GTEST_SKIP() << "an ordinary user cannot make a user namespace here: " << userns.err;
     }
-    runtime_ = home_.path() + "/run";
-    for (const std::string& d : {runtime_, home_.path() + "/home", home_.path() + "/ws"}) {
+    // A runtime directory is a tmpfs (/run/user/UID): records are made there with O_TMPFILE,
+    // which the vm tier's /tmp does not take.
+    char run[] = "/run/brig-rootless-test.XXXXXX";
+    ASSERT_NE(mkdtemp(run), nullptr);
+    runtime_ = run;
+    ASSERT_EQ(chown(runtime_.c_str(), uid_, uid_), 0);
+    for (const std::string& d : {home_.path() + "/home", home_.path() + "/ws"}) {
       ASSERT_EQ(mkdir(d.c_str(), 0700), 0) << d;
       ASSERT_EQ(chown(d.c_str(), uid_, uid_), 0) << d;
     }
@@ -57,6 +62,7 @@ class Rootless : public HostTest {
       EXPECT_EQ(ProcessesOf(uid_), "") << "a process of the user outlived its run";
       EXPECT_EQ(Records(), "") << "a record was left in the user's runtime directory";
     }
+    if (!runtime_.empty()) RunCommand({"rm", "-rf", "--one-file-system", runtime_});
     HostTest::TearDown();
   }
 
