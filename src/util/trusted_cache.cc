@@ -16,10 +16,11 @@ namespace {
 
 constexpr char kMagic[8] = {'B', 'R', 'I', 'G', 'C', 'A', 'C', '2'};
 
-// Only root may have written it: owned by root, not writable by group or others.
+// Only brig's own user may have written it (root, or without root the user, whose cache is
+// in its own directories: util/dirs.h): owned by that uid, not writable by group or others.
 bool Trusted(int fd) {
   struct stat st;
-  return fstat(fd, &st) == 0 && st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  return fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
 // brig's version and its executable's identity and change time: a rebuild may derive

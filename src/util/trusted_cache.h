@@ -1,10 +1,11 @@
 // What brig derives from a text and would otherwise derive again at every start (a
-// compiled seccomp filter, a parsed profile), kept in a directory that only root writes.
+// compiled seccomp filter, a parsed profile), kept in a directory that only its user writes.
 // An entry is named by a hash of the text and of what shapes the derived bytes (the kind
 // of entry, brig's version and build, a library version the caller names), and it holds
 // all of them whole: it is used only when they match byte for byte, so a hash collision
-// can never select another text's entry, nor another kind's or build's. A directory or an entry that anyone
-// but root could have written is not used.
+// can never select another text's entry, nor another kind's or build's. A directory or an
+// entry that anyone but brig's own user (root, or the ordinary user brig runs as) could
+// have written is not used.
 #pragma once
 
 #include <optional>
