@@ -47,7 +47,10 @@ Status MergeLimits(const Limits& l, const Overrides& run, Sandbox& sb) {
   if (run.swap) c.swap = run.swap;
   if (run.pids) c.pids = run.pids;
   if (run.cpu_milli) c.cpu_milli = run.cpu_milli;
-  if (run.no_memory) c.memory.reset(), c.swap.reset();
+  if (run.no_memory) {
+    c.memory.reset();
+    c.swap.reset();
+  }
   if (run.no_pids) c.pids.reset();
   if (run.no_cpu) c.cpu_milli.reset();
   // A limit the run asks for itself is never optional.

@@ -360,6 +360,24 @@ TEST(Resolve, TheRunsLimitsWinOverTheProfiles) {
   EXPECT_EQ(sb->egress_budget, 4u << 20);
 }
 
+// --memory none, --pids none, --cpus none: the profile's limit is not wanted (brig without
+// root has no cgroup to hold it). A swap limit without memory is still refused.
+TEST(Resolve, TheRunCanSayAProfilesLimitIsNotWanted) {
+  auto p = Profile("WORKSPACE_RO", "POSTURE_NONE",
+                   "limits { memory: \"1G\" swap: \"1G\" pids: 100 cpus: \"2\" }\n");
+  Overrides run = AnyRun();
+  run.no_memory = run.no_pids = run.no_cpu = true;
+  auto sb = Resolve(p, run);
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_FALSE(sb->limits.memory);
+  EXPECT_FALSE(sb->limits.swap);
+  EXPECT_FALSE(sb->limits.pids);
+  EXPECT_FALSE(sb->limits.cpu_milli);
+  run.swap = 1u << 30;
+  EXPECT_EQ(Refusal(Resolve(p, run)),
+            "--swap: needs a memory limit (--memory, or the profile's limits.memory)");
+}
+
 TEST(Resolve, ALimitTheRunAsksForIsNeverOptional) {
   auto p = Profile("WORKSPACE_RO", "POSTURE_NONE",
                    "limits { memory: \"1G\" pids: 100 cpus: \"1\" optional_limits: LIMIT_MEMORY "
