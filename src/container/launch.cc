@@ -77,8 +77,9 @@ Status TakeOver(sys::Child& init, const Message& m) {
 Result<Launched> CloneInit(const InitClone& c, const std::function<void(int)>& init_main) {
   auto [sync, child_end] = BRIG_TRY(Channel::Open(c.flow, c.who));
   child_end = BRIG_TRY(sys::MoveAbove(std::move(child_end), c.min_fd));
-  // Without root, setgroups(2) is denied in brig's own user namespace (it must be, for an
-  // ordinary user to write its gid_map): the caller's groups stay (brig(1), WITHOUT ROOT).
+  // Without root, brig dropped them on entering its own user namespace where subordinate ids
+  // let it (security::EnterCallersNamespace); where none do, setgroups(2) is denied there and
+  // the caller's groups stay (brig(1), WITHOUT ROOT).
   if (!util::Rootless()) BRIG_TRY(sys::DropSupplementaryGroups());
   if (c.staged) BRIG_TRY(sys::BecomeSubreaper());
   int pidfd = -1;

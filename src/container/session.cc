@@ -62,7 +62,11 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
   s->signals_ = BRIG_TRY(supervise::HeldSignals::Hold({SIGTERM, SIGINT, SIGHUP}));
   s->record_ = BRIG_TRY(state::Record::Create(state::SandboxDir(), sb.id));
   BRIG_TRY(s->Describe());
-  if (sb.isolated && util::Rootless()) BRIG_TRY(sys::EnterOwnUserNamespace());
+  if (sb.isolated && util::Rootless()) {
+    std::string warning;
+    BRIG_TRY(security::EnterCallersNamespace(&warning));
+    if (!warning.empty()) s->out_.warnings.push_back(warning);
+  }
   if (sb.isolated) {
     s->ids_ = BRIG_TRY(TakeSandboxIds());
     log::Debug("host ids: uid ", s->ids_.uid(), ", gid ", s->ids_.gid());

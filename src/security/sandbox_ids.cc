@@ -1,6 +1,7 @@
 #include "security/sandbox_ids.h"
 
 #include <dirent.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "sys/id_map.h"
 #include "util/files.h"
 #include "util/parse.h"
 #include "util/slots.h"
@@ -126,6 +128,65 @@ Result<IdRange> ReadIdRange() {
     if (t) *text = std::move(*t);
   }
   return ChooseIdRange(files);
+}
+
+Result<std::optional<Subordinate>> ChooseSubordinate(const IdFiles& files, std::string_view name,
+                                                     uid_t uid, gid_t gid) {
+  const std::string number = std::to_string(uid);
+  auto grant = [&](const std::string& text) -> std::optional<Grant> {
+    std::vector<Grant> grants = Grants(text);
+    const Grant* g = name.empty() ? nullptr : Find(grants, name);
+    if (!g) g = Find(grants, number);
+    if (!g) return std::nullopt;
+    return *g;
+  };
+  std::optional<Grant> u = grant(files.subuid), g = grant(files.subgid);
+  if (!u || !g) return std::optional<Subordinate>();
+  const std::pair<const char*, const Grant*> checks[] = {{"/etc/subuid", &*u},
+                                                         {"/etc/subgid", &*g}};
+  for (const auto& [file, grant] : checks) {
+    uint64_t own = grant == &*u ? uid : gid;
+    std::string what = std::string(file) + "'s entry for " + grant->name;
+    std::string span = "(" + Span(grant->first, grant->count) + ")";
+    if (grant->first == 0 || grant->first + grant->count > 0xffffffffu) {
+      return Fail("subordinate ids", what, span + " must lie within 1-4294967294");
+    }
+    if (own >= grant->first && own < grant->first + grant->count) {
+      return Fail(
+          "subordinate ids", what,
+          span + " holds the user's own " + (grant == &*u ? "uid " : "gid ") + std::to_string(own));
+    }
+  }
+  return std::optional<Subordinate>(
+      Subordinate{static_cast<uint32_t>(u->first), static_cast<uint32_t>(u->count),
+                  static_cast<uint32_t>(g->first), static_cast<uint32_t>(g->count)});
+}
+
+Status EnterCallersNamespace(std::string* warning) {
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  IdFiles files;
+  for (const auto& [path, text] :
+       {std::pair{"/etc/subuid", &files.subuid}, std::pair{"/etc/subgid", &files.subgid}}) {
+    auto t = util::ReadFile(path);
+    if (!t && t.error().err != ENOENT) return std::move(t).error().Wrap("subordinate ids");
+    if (t) *text = std::move(*t);
+  }
+  const struct passwd* pw = getpwuid(uid);
+  std::string name = pw ? pw->pw_name : "";
+  std::optional<Subordinate> sub = BRIG_TRY(ChooseSubordinate(files, name, uid, gid));
+  if (!sub) return sys::EnterOwnUserNamespace();
+  for (const char* helper : {sys::kNewUidMap, sys::kNewGidMap}) {
+    if (access(helper, X_OK) == 0) continue;
+    *warning = "/etc/subuid and /etc/subgid grant " + (name.empty() ? std::to_string(uid) : name) +
+               " subordinate ids, but " + helper +
+               " is not installed (package uidmap): the sandbox keeps the caller's "
+               "supplementary groups";
+    return sys::EnterOwnUserNamespace();
+  }
+  return sys::EnterOwnUserNamespace(
+      sys::IdMaps{.uids = {{.inside = uid, .host = uid}, {sub->uid, sub->uid, sub->uid_count}},
+                  .gids = {{.inside = gid, .host = gid}, {sub->gid, sub->gid, sub->gid_count}}});
 }
 
 Result<std::set<uid_t>> ProcessUids() {

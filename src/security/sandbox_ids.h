@@ -15,8 +15,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brig/result.h"
@@ -45,6 +47,25 @@ struct IdFiles {
 Result<IdRange> ChooseIdRange(const IdFiles& files);
 // Reads /etc/subuid, /etc/subgid, /etc/passwd and /etc/group (a missing one is empty).
 Result<IdRange> ReadIdRange();
+
+// brig without root: the caller's subordinate ids, its first entry in /etc/subuid and in
+// /etc/subgid, by name or by uid (as shadow's newuidmap and newgidmap read them).
+struct Subordinate {
+  uint32_t uid = 0, uid_count = 0, gid = 0, gid_count = 0;
+};
+
+// Pure: none unless both files grant the caller ids; an error for a grant that holds id 0,
+// runs past 4294967294, or holds the caller's own uid or gid (the maps would overlap).
+Result<std::optional<Subordinate>> ChooseSubordinate(const IdFiles& files, std::string_view name,
+                                                     uid_t uid, gid_t gid);
+
+// brig without root: moves brig into a user and mount namespace of its own
+// (sys::EnterOwnUserNamespace). Where the caller has subordinate ids and newuidmap and
+// newgidmap are installed, the namespace maps them too, through the helpers, and brig drops
+// its supplementary groups there, so the sandbox never has them; else it maps the caller's
+// uid and gid alone and the groups stay (brig(1), WITHOUT ROOT); `warning` says so if the
+// ids are granted but a helper is missing.
+Status EnterCallersNamespace(std::string* warning);
 
 // The real, effective, saved and file-system uids of every process on the host
 // (/proc/PID/status), zombies included.

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,20 @@ std::string RenderIdMap(const std::vector<IdMapping>& maps);
 Status WriteIdMaps(pid_t pid, const IdMaps& maps);
 
 // brig without root: moves this process, which must be single-threaded, into a user
-// namespace of its own that maps its uid and gid to themselves, and a mount namespace that
-// namespace owns (mounts from the host's come in as slaves, locked together). There it
-// holds the capabilities the host-side steps need (detached mounts, the sandbox's id maps)
-// over nothing but what it makes; the sandbox's namespaces are made inside it.
-Status EnterOwnUserNamespace();
+// namespace of its own and a mount namespace that namespace owns (mounts from the host's
+// come in as slaves, locked together). There it holds the capabilities the host-side steps
+// need (detached mounts, the sandbox's id maps) over nothing but what it makes; the
+// sandbox's namespaces are made inside it.
+// Without `subordinate` the namespace maps this process's uid and gid to themselves,
+// written by the process itself: setgroups(2) must then be denied (user_namespaces(7)), so
+// its supplementary groups stay. With it, the maps are `subordinate` (the caller's own ids
+// and the ranges /etc/subuid and /etc/subgid grant it), written by shadow's set-uid
+// helpers `newuidmap` and `newgidmap`, which leave setgroups allowed, and the process
+// drops its supplementary groups there.
+Status EnterOwnUserNamespace(const std::optional<IdMaps>& subordinate = std::nullopt);
+
+// Where shadow's helpers are (package uidmap); a fixed path, never the caller's PATH.
+inline constexpr char kNewUidMap[] = "/usr/bin/newuidmap";
+inline constexpr char kNewGidMap[] = "/usr/bin/newgidmap";
 
 }  // namespace brig::sys

@@ -69,14 +69,10 @@ class Rootless : public HostTest {
   // brig run ARGS as the user, with an environment of PATH, HOME and XDG_RUNTIME_DIR
   // (`xdg` false: without it).
   RunOutput RunAs(const std::vector<std::string>& args, bool xdg = true) {
-    std::vector<std::string> cmd = {"setpriv",
-                                    "--reuid=" + std::to_string(uid_),
-                                    "--regid=" + std::to_string(uid_),
-                                    "--clear-groups",
-                                    "env",
-                                    "-i",
-                                    "PATH=/usr/bin:/bin",
-                                    "HOME=" + home_.path() + "/home"};
+    std::vector<std::string> cmd = wrap_;
+    cmd.insert(cmd.end(),
+               {"setpriv", "--reuid=" + std::to_string(uid_), "--regid=" + std::to_string(uid_),
+                groups_, "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + home_.path() + "/home"});
     if (xdg) cmd.push_back("XDG_RUNTIME_DIR=" + runtime_);
     cmd.push_back(BrigBinary());
     cmd.push_back("run");
@@ -119,7 +115,40 @@ class Rootless : public HostTest {
     return left;
   }
 
+  // The user gets a name and subordinate ids: brig runs in a mount namespace of the test's
+  // where /etc/passwd, /etc/subuid and /etc/subgid are copies with the user's lines, and
+  // newuidmap and newgidmap read those; the host's files are never written. With
+  // `helpers` false, /usr/bin/newgidmap is hidden there as well.
+  void GrantSubordinateIds(bool helpers = true) {
+    for (const char* f :
+         {"/etc/subuid", "/etc/subgid", "/usr/bin/newuidmap", "/usr/bin/newgidmap"}) {
+      if (access(f, F_OK) != 0) GTEST_SKIP() << f << " is missing (package uidmap)";
+    }
+    const std::string user = "brigrl" + std::to_string(uid_);
+    const std::string line = user + ":" + std::to_string(kSubordinate) + ":65536\n";
+    home_.Write("passwd", ReadFileOrEmpty("/etc/passwd") + user + ":x:" + std::to_string(uid_) +
+                              ":" + std::to_string(uid_) + "::/nonexistent:/bin/sh\n");
+    home_.Write("subuid", line);
+    home_.Write("subgid", line);
+    std::string script =
+        "mount --bind \"$1\"/passwd /etc/passwd && mount --bind \"$1\"/subuid /etc/subuid && "
+        "mount --bind \"$1\"/subgid /etc/subgid && ";
+    if (!helpers) script += "mount --bind /dev/null /usr/bin/newgidmap && ";
+    wrap_ = {"unshare",
+             "--mount",
+             "--propagation",
+             "private",
+             "sh",
+             "-c",
+             script + "shift && exec \"$@\"",
+             "sh",
+             home_.path()};
+  }
+
+  static constexpr uint32_t kSubordinate = 3000000000u;
   ScratchDir home_;
+  std::vector<std::string> wrap_;
+  std::string groups_ = "--clear-groups";
   std::string runtime_, ws_;
   uid_t uid_ = 0;
 };
@@ -214,6 +243,45 @@ TEST_F(Rootless, TheWorkloadReachesNeitherBrigNorTheCallersFiles) {
   EXPECT_EQ(r.out.find("userns"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("the caller's"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("brig"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("alive\n"), std::string::npos) << "kill -9 -1 ended the workload's shell";
+}
+
+// The caller's supplementary groups: a file only a group of the caller's may read, in the
+// workspace, is the attacker's target. With subordinate ids brig drops the groups in its own
+// namespace (setgroups stays allowed there), so the workload has none, and the sandbox
+// still maps one uid and one gid, the caller's.
+constexpr gid_t kCallersGroup = 61999;
+constexpr char kGroupOnly[] =
+    "grep '^Groups:' /proc/self/status; cat /workspace/group-only 2>/dev/null || echo refused; "
+    "awk '{print $1, $2, $3}' /proc/self/uid_map /proc/self/gid_map";
+
+TEST_F(Rootless, WithSubordinateIdsTheCallersGroupsAreDropped) {
+  GrantSubordinateIds();
+  if (IsSkipped()) return;
+  groups_ = "--groups=" + std::to_string(kCallersGroup);
+  home_.Write("ws/group-only", "the group's\n");
+  const std::string file = ws_ + "/group-only";
+  ASSERT_EQ(chown(file.c_str(), 0, kCallersGroup), 0);
+  ASSERT_EQ(chmod(file.c_str(), 0040), 0);
+  RunOutput r = ShAs(kGroupOnly);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string own = std::to_string(uid_);
+  const std::string map = "1000 " + std::to_string(uid_) + " 1\n";
+  EXPECT_EQ(r.out, "Groups:\t \nrefused\n" + map + map);
+}
+
+TEST_F(Rootless, GrantedIdsWithoutTheHelpersAreWarnedOf) {
+  GrantSubordinateIds(false);
+  if (IsSkipped()) return;
+  groups_ = "--groups=" + std::to_string(kCallersGroup);
+  RunOutput r = ShAs("grep '^Groups:' /proc/self/status");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Groups:\t65534 \n") << "the kept group, unmapped in the sandbox";
+  EXPECT_NE(r.err.find("/usr/bin/newgidmap is not installed (package uidmap): the sandbox keeps "
+                       "the caller's supplementary groups"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -64,6 +64,51 @@ TEST(IdRange, AnOverlapWithAnotherGrantOrUserIsRefused) {
   EXPECT_NE(gid.error().Render().find("/etc/subgid's entry for carol"), std::string::npos);
 }
 
+TEST(Subordinate, TheCallersFirstGrantByNameOrUid) {
+  auto r = ChooseSubordinate(
+      {"bob:300000:10\nalice:100000:65536\nalice:900000:5\n", "1000:200000:1000\n", "", ""},
+      "alice", 1000, 1000);
+  ASSERT_TRUE(r) << r.error().Render();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->uid, 100000u);
+  EXPECT_EQ((*r)->uid_count, 65536u);
+  EXPECT_EQ((*r)->gid, 200000u) << "/etc/subgid names alice by her uid";
+  EXPECT_EQ((*r)->gid_count, 1000u);
+}
+
+TEST(Subordinate, NoneUnlessBothFilesGrantIds) {
+  for (const IdFiles& files :
+       {IdFiles{"alice:100000:65536\n", "", "", ""}, IdFiles{"", "alice:100000:65536\n", "", ""},
+        IdFiles{"bob:100000:65536\n", "bob:100000:65536\n", "", ""}}) {
+    auto r = ChooseSubordinate(files, "alice", 1000, 1000);
+    ASSERT_TRUE(r) << r.error().Render();
+    EXPECT_FALSE(r->has_value()) << files.subuid << "|" << files.subgid;
+  }
+  auto nameless = ChooseSubordinate({"alice:1:2\n", "alice:1:2\n", "", ""}, "", 1000, 1000);
+  ASSERT_TRUE(nameless);
+  EXPECT_FALSE(nameless->has_value()) << "a uid without a name matches only its number";
+}
+
+TEST(Subordinate, AGrantHoldingTheCallersOwnIdOrZeroIsRefused) {
+  auto own =
+      ChooseSubordinate({"alice:1:65536\n", "alice:100000:65536\n", "", ""}, "alice", 1000, 1000);
+  ASSERT_FALSE(own);
+  EXPECT_EQ(own.error().Render(),
+            "subordinate ids '/etc/subuid's entry for alice': (1-65536) holds the user's own uid "
+            "1000");
+  auto gid = ChooseSubordinate({"alice:100000:65536\n", "alice:100000:65536\n", "", ""}, "alice",
+                               1000, 100001);
+  ASSERT_FALSE(gid);
+  EXPECT_NE(gid.error().Render().find("own gid 100001"), std::string::npos);
+  auto zero =
+      ChooseSubordinate({"alice:0:10\n", "alice:100000:65536\n", "", ""}, "alice", 1000, 1000);
+  ASSERT_FALSE(zero);
+  EXPECT_NE(zero.error().Render().find("must lie within 1-4294967294"), std::string::npos);
+  auto past = ChooseSubordinate({"alice:4294967290:10\n", "alice:100000:65536\n", "", ""}, "alice",
+                                1000, 1000);
+  ASSERT_FALSE(past);
+}
+
 TEST(IdRange, BrigNeedsBothEntriesAndNeverRoot) {
   auto half = ChooseIdRange({"brig:300000:1000\n", "", kPasswd, kGroup});
   ASSERT_FALSE(half);
