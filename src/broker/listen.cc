@@ -69,31 +69,35 @@ Status ListenUnix(const std::vector<Config>& brokers, Listeners& out) {
   return {};
 }
 
-Status ListenTcp(const std::vector<Config>& brokers, pid_t pid, Listeners& out) {
+Status ListenTcp(const std::vector<Config>& brokers, int netns, Listeners& out) {
   out.tcp.resize(brokers.size());
   bool any = false;
   for (const Config& c : brokers) any |= c.port != 0;
   if (!any) return {};
-  std::optional<net::InNetns> in;
-  if (pid > 0) in.emplace(BRIG_TRY(net::InNetns::Enter(pid)));
-  for (size_t i = 0; i < brokers.size(); ++i) {
-    const Config& c = brokers[i];
-    if (c.port == 0) continue;
-    std::string what =
-        "broker " + c.name + ": 127.0.0.1:" + std::to_string(c.port) + " in the sandbox";
-    sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!s) return SysError("socket", what);
-    int one = 1;
-    (void)setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a = {};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(c.port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) return SysError("bind", what);
-    if (listen(s.get(), kBacklog) < 0) return SysError("listen", what);
-    out.tcp[i] = std::move(s);
-  }
-  return {};
+  auto listen_all = [&]() -> Status {
+    for (size_t i = 0; i < brokers.size(); ++i) {
+      const Config& c = brokers[i];
+      if (c.port == 0) continue;
+      std::string what =
+          "broker " + c.name + ": 127.0.0.1:" + std::to_string(c.port) + " in the sandbox";
+      sys::UniqueFd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      if (!s) return SysError("socket", what);
+      int one = 1;
+      (void)setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      sockaddr_in a = {};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(c.port);
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+        return SysError("bind", what);
+      }
+      if (listen(s.get(), kBacklog) < 0) return SysError("listen", what);
+      out.tcp[i] = std::move(s);
+    }
+    return {};
+  };
+  return netns >= 0 ? net::InNetns(netns, "the sandbox's network namespace", listen_all)
+                    : listen_all();
 }
 
 }  // namespace brig::broker

@@ -43,7 +43,7 @@ struct Listeners {
 // Before clone: every unix socket, listening, and where each goes in the sandbox.
 Status ListenUnix(const std::vector<Config>& brokers, Listeners& out);
 // After brig init is Ready (loopback is up) and before the workload starts: every TCP
-// port, in the network namespace of `pid` (0: the one brig is in, a pod's).
-Status ListenTcp(const std::vector<Config>& brokers, pid_t pid, Listeners& out);
+// port, in the network namespace `netns` names (-1: the one brig is in, a pod's).
+Status ListenTcp(const std::vector<Config>& brokers, int netns, Listeners& out);
 
 }  // namespace brig::broker

@@ -24,10 +24,12 @@
 #include "manifest/manifest.h"
 #include "oci/spec.h"
 #include "proto/brig.pb.h"
+#include "security/sandbox_ids.h"
 #include "security/seccomp.h"
 #include "security/seccomp_cache.h"
 #include "supervise/stdio.h"
 #include "util/digest.h"
+#include "util/dirs.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -289,6 +291,9 @@ Result<std::string> DryRunManifest(const config::Sandbox& sb) {
   security::SandboxIds ids;
   if (sb.isolated) {
     seccomp = BRIG_TRY(security::CompileSeccompFile(sb.seccomp_policy, ""));
+    // Without root the plan's detached trees take brig's own namespace, as a run's do.
+    std::string warning;
+    if (util::Rootless()) BRIG_TRY(security::EnterCallersNamespace(&warning));
     ids = BRIG_TRY(container::TakeSandboxIds());
     plan = BRIG_TRY(container::PlanFilesystem(sb, ids, none, listeners, true));
   }
@@ -406,8 +411,8 @@ std::string MainUsage() {
          "  exec      run a command in a running sandbox, NAME|ID -- CMD (brig exec --help)\n"
          "  gc        remove what sandboxes of a killed brig left behind, or one of them\n"
          "            (brig gc --help)\n\n"
-         "check, list, exec and gc need root; run works without it for profiles without\n"
-         "network (brig(1), WITHOUT ROOT); policy reads files only and needs none.\n\n"
+         "check, list, exec and gc need root; run works without it, but makes no cgroups\n"
+         "(brig(1), WITHOUT ROOT); policy reads files only and needs none.\n\n"
          "OCI runtime commands (runc's, on a bundle, for containerd, podman and Docker;\n"
          "brig COMMAND --help, brig-oci(1); all but spec and features need root):\n"
          "  create, start, state, kill, delete\n"

@@ -256,12 +256,6 @@ supervise::TerminalCodeset TerminalCodesetOf(char** environ) {
 }
 
 Status ProbeHost(Sandbox& sb, char** environ) {
-  if (util::Rootless() && sb.network) {
-    return Fail("network.posture", sb.profile,
-                "brig without root runs only profiles with posture none so far; run this one "
-                "as root",
-                ErrorKind::kSetup);
-  }
   sb.terminal_codeset = TerminalCodesetOf(environ);
   if (sb.network && sb.egress.upstreams.empty()) {
     sb.egress.upstreams = BRIG_TRY(egress::HostUpstreams());

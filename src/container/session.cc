@@ -20,6 +20,7 @@
 #include "container/launch.h"
 #include "fs/export.h"
 #include "log/log.h"
+#include "net/sealed_net.h"
 #include "security/init_filter.h"
 #include "security/seccomp_cache.h"
 #include "sys/id_map.h"
@@ -79,7 +80,11 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
         return {};
       }));
   log::Debug("cgroups made for ", sb.id);
-  if (sb.network) s->net_ = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, s->record_));
+  if (sb.network && util::Rootless()) {
+    s->net_ = net::SealedNet::Prepare(*sb.network);
+  } else if (sb.network) {
+    s->net_ = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, s->record_));
+  }
   if (sb.network) log::Debug("network prepared: port and lease for ", sb.id);
   s->stdio_ = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit, sb.terminal_codeset, true));
   return s;
@@ -119,7 +124,7 @@ Status Session::PrepareSandbox() {
 
 manifest::Inputs Session::ManifestInputs() const {
   return manifest::Inputs{sb_, plan_, sb_.isolated ? &seccomp_ : nullptr,
-                          net_ ? &net_->rules() : nullptr};
+                          net_ ? net_->port_rules() : nullptr};
 }
 
 Session::~Session() {
@@ -214,9 +219,14 @@ bool Session::LaunchInit() {
 // The id maps (and eth0) while init waits (it is in all its groups by then: it joined
 // the v1 ones itself before it asked).
 Status Session::AnswerIdMap() {
+  // Held from now: once init has its ids it is no longer dumpable, and without root brig
+  // may then no longer open what /proc shows of it.
+  std::string ns = "/proc/" + std::to_string(child_.pid()) + "/ns/net";
+  netns_.Reset(open(ns.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!netns_) return SysError("open", ns);
   BRIG_TRY(WriteIdMaps(child_.pid(), plan_.sandbox_uid, plan_.sandbox_gid));
   log::Debug("id map written: ", config::kSandboxUid, " -> ", plan_.sandbox_uid);
-  if (net_) BRIG_TRY(net_->Attach(child_.pid()));
+  if (net_) BRIG_TRY(net_->Attach(netns_.get()));
   return {};
 }
 
@@ -225,11 +235,11 @@ Status Session::AnswerIdMap() {
 // loopback up.
 Status Session::StartServices() {
   supervise::Services::Where where{.brokers = std::move(broker_listeners_),
-                                   .broker_netns_of = child_.pid(),
+                                   .broker_netns = netns_.get(),
                                    .attribution = sb_.id + "/" + std::to_string(sb_.attempt)};
   if (net_) {
     where.listeners = &net_->listeners();
-    where.peer = net_->address().addr.v;
+    where.peer = net_->peer();
     where.subnet = net_->address().subnet;
   }
   services_ = BRIG_TRY(supervise::Services::Start(

@@ -113,7 +113,8 @@ class Session {
   fs::MountPlan plan_;
   broker::Listeners broker_listeners_;
   std::unique_ptr<cgroup::Groups> group_;
-  std::unique_ptr<net::SandboxNet> net_;
+  std::unique_ptr<net::Network> net_;
+  sys::UniqueFd netns_;  // the sandbox's network namespace, opened while init waits
   std::unique_ptr<supervise::Stdio> stdio_;
   Channel sync_;  // brig's end of the sync socket
   // Shared by the proxy and the brokers, which hold it: made before them, gone after.

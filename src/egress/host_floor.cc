@@ -1,18 +1,16 @@
 #include "egress/host_floor.h"
 
-#include <optional>
-
 #include "egress/loop.h"
 #include "net/netns.h"
 
 namespace brig::egress {
 
 Status HostFloor::Open(int host_netns) {
-  std::optional<net::InNetns> in;
-  if (host_netns >= 0)
-    in.emplace(BRIG_TRY(net::InNetns::EnterFd(host_netns, "the host's network namespace")));
-  local_ = BRIG_TRY(net::LocalRoutes::Open());
-  return {};
+  auto open = [this]() -> Status {
+    local_ = BRIG_TRY(net::LocalRoutes::Open());
+    return {};
+  };
+  return host_netns >= 0 ? net::InNetns(host_netns, "the host's network namespace", open) : open();
 }
 
 std::string HostFloor::Refuses(uint32_t a) {

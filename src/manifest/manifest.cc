@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "net/sealed_net.h"
 #include "util/digest.h"
+#include "util/dirs.h"
 #include "util/parse.h"
 
 namespace brig::manifest {
@@ -55,6 +57,12 @@ v1::ManifestNetwork Network(const Inputs& in) {
   }
   for (const auto& a : sb.loaded_profile.network().allow_addresses()) n.add_allow_addresses(a);
   for (const auto& u : sb.egress.upstreams) n.add_dns_upstreams(u.Str());
+  if (util::Rootless()) {
+    // All of it is fixed: the dry run's is the run's.
+    n.set_nft_rules(net::SealedNet::Table());
+    n.set_address(net::SealedNet::AddressIn(*sb.network).addr.Str());
+    return n;
+  }
   n.set_nft_rules(net::BaseRules());
   if (!in.rules) {
     n.set_address(kNotAllocated);

@@ -253,11 +253,11 @@ Status CreateSandboxVeth(const std::string& host_name, int master, int netns_fd,
   Link veth(rtnl_link_veth_alloc());
   if (!veth) return Fail("netlink", host_name, "out of memory");
   rtnl_link_set_name(veth.get(), host_name.c_str());
-  rtnl_link_set_master(veth.get(), master);
+  if (master > 0) rtnl_link_set_master(veth.get(), master);
   rtnl_link_set_flags(veth.get(), IFF_UP);
   rtnl_link* peer = rtnl_link_veth_get_peer(veth.get());
   rtnl_link_set_name(peer, "eth0");
-  rtnl_link_set_ns_fd(peer, netns_fd);
+  if (netns_fd >= 0) rtnl_link_set_ns_fd(peer, netns_fd);
   std::unique_ptr<nl_addr, AddrFree> lladdr(nl_addr_build(AF_LLC, mac.data(), mac.size()));
   rtnl_link_set_addr(peer, lladdr.get());
   rtnl_link_put(peer);

@@ -46,8 +46,8 @@ Result<int> EnsureBridge(const std::string& name, const Subnet& subnet);
 // Refuses a subnet that overlaps a route of any of the host's tables (the local table's
 // own addresses included) other than the bridge's own.
 Status CheckNoRouteOverlap(const Subnet& subnet, const std::string& bridge);
-// Creates veth `host_name` (a port of bridge `master`, up) whose peer is "eth0" with
-// `mac`, directly in the network namespace `netns_fd`.
+// Creates veth `host_name` (up; a port of bridge `master` unless 0) whose peer is "eth0"
+// with `mac`, directly in the network namespace `netns_fd` (-1: this thread's).
 Status CreateSandboxVeth(const std::string& host_name, int master, int netns_fd, const Mac& mac);
 // Deletes a link if it exists (brig gc). Returns whether there was one.
 Result<bool> DeleteLinkIfExists(const std::string& name);

@@ -13,6 +13,7 @@ Result<sys::UniqueFd> Bind(Ipv4 addr, int type, uint16_t& port) {
   sockaddr_in sa = {};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(addr.v);
+  sa.sin_port = htons(port);
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) {
     return SysError("bind", addr.Str());
   }
@@ -27,8 +28,9 @@ Result<sys::UniqueFd> Bind(Ipv4 addr, int type, uint16_t& port) {
 
 }  // namespace
 
-Result<Listeners> Listeners::Open(Ipv4 gateway) {
+Result<Listeners> Listeners::Open(Ipv4 gateway, ListenerPorts ports) {
   Listeners l;
+  l.ports_ = ports;
   l.http_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.http), "listener");
   l.https_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.https), "listener");
   l.dns_tcp_ = BRIG_TRY_CTX(Bind(gateway, SOCK_STREAM, l.ports_.dns_tcp), "listener");

@@ -13,8 +13,8 @@ namespace brig::net {
 
 class Listeners {
  public:
-  // Nonblocking sockets bound to `gateway`, on ports the kernel picks.
-  static Result<Listeners> Open(Ipv4 gateway);
+  // Nonblocking sockets bound to `gateway`, on `ports` (where 0, one the kernel picks).
+  static Result<Listeners> Open(Ipv4 gateway, ListenerPorts ports = {});
   ListenerPorts ports() const { return ports_; }
   int http() const { return http_.get(); }
   int https() const { return https_.get(); }

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <set>
+#include <thread>
 
 #include "sys/fd.h"
 #include "util/files.h"
@@ -176,23 +177,12 @@ std::vector<NetnsKey> GoneOf(const std::vector<NetnsKey>& keys) {
   return s.Gone();
 }
 
-Result<InNetns> InNetns::EnterFd(int fd, const std::string& what) {
-  InNetns n;
-  n.home_.Reset(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!n.home_) return SysError("open", "/proc/thread-self/ns/net");
-  if (setns(fd, CLONE_NEWNET) < 0) return SysError("setns", what);
-  return n;
-}
-
-Result<InNetns> InNetns::Enter(pid_t pid) {
-  std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
-  sys::UniqueFd there(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!there) return SysError("open", path);
-  return EnterFd(there.get(), path);
-}
-
-InNetns::~InNetns() {
-  if (home_ && setns(home_.get(), CLONE_NEWNET) < 0) abort();
+Status InNetns(int fd, const std::string& what, const std::function<Status()>& fn) {
+  Status done;
+  std::thread([&] {
+    done = setns(fd, CLONE_NEWNET) < 0 ? Status(SysError("setns", what)) : fn();
+  }).join();
+  return done;
 }
 
 }  // namespace brig::net

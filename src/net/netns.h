@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,21 +37,10 @@ Result<NetnsKey> CurrentNetns();
 // one.
 std::vector<NetnsKey> GoneOf(const std::vector<NetnsKey>& keys);
 
-// Enters a network namespace for as long as it lives, then returns to the one brig was in:
-// the sockets made meanwhile are that namespace's. Single-threaded callers only.
-class InNetns {
- public:
-  // The namespace of process `pid`.
-  static Result<InNetns> Enter(pid_t pid);
-  // The namespace `fd` (an nsfs descriptor) names; `what` is for messages.
-  static Result<InNetns> EnterFd(int fd, const std::string& what);
-  InNetns(InNetns&&) = default;
-  // brig cannot go on in the other namespace: every later socket would be made there.
-  ~InNetns();
-
- private:
-  InNetns() = default;
-  sys::UniqueFd home_;
-};
+// Runs `fn` on a thread of its own in the network namespace `fd` names (an nsfs
+// descriptor; `what` is for messages) and waits for it: the sockets `fn` makes are that
+// namespace's, and no thread of brig's ever has to come back. (An ordinary user's brig
+// could not: entering the host's namespace takes privilege over it.)
+Status InNetns(int fd, const std::string& what, const std::function<Status()>& fn);
 
 }  // namespace brig::net

@@ -124,11 +124,8 @@ Result<std::unique_ptr<SandboxNet>> SandboxNet::Prepare(const std::string& id,
   return n;
 }
 
-Status SandboxNet::Attach(pid_t init) {
-  std::string path = "/proc/" + std::to_string(init) + "/ns/net";
-  sys::UniqueFd ns(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!ns) return SysError("open", path);
-  BRIG_TRY_CTX(CreateSandboxVeth(rules_.port, bridge_index_, ns.get(), rules_.mac), "network");
+Status SandboxNet::Attach(int netns) {
+  BRIG_TRY_CTX(CreateSandboxVeth(rules_.port, bridge_index_, netns, rules_.mac), "network");
   return {};
 }
 

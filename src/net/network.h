@@ -29,24 +29,44 @@ struct SandboxAddress {
   Subnet subnet;
 };
 
-class SandboxNet {
+// A sandbox's network as its session (container/session.h) sees it, whichever way it is
+// made: SandboxNet's veth into brig's bridge (root), or SealedNet's namespace served from
+// inside (an ordinary user; net/sealed_net.h).
+class Network {
+ public:
+  virtual ~Network() = default;
+  virtual const SandboxAddress& address() const = 0;
+  // The resolver's and proxy's listeners (for SealedNet, once attached).
+  virtual const Listeners& listeners() const = 0;
+  // The one client address the services serve (0: any that reaches the listeners).
+  virtual uint32_t peer() const = 0;
+  // After clone, while init waits: what is made in init's network namespace, `netns`.
+  virtual Status Attach(int netns) = 0;
+  // Once the sandbox has ended: what it left outside its namespace.
+  virtual Status Teardown() = 0;
+  // The sandbox's elements in brig's host tables, for the manifest (null: it has none).
+  virtual const PortRules* port_rules() const { return nullptr; }
+};
+
+class SandboxNet final : public Network {
  public:
   // Before clone. Refuses a subnet that collides with the host's routes.
   static Result<std::unique_ptr<SandboxNet>> Prepare(const std::string& id, const Subnet& subnet,
                                                      state::Record& record);
   SandboxNet(const SandboxNet&) = delete;
   SandboxNet& operator=(const SandboxNet&) = delete;
-  ~SandboxNet() { (void)Teardown(); }
+  ~SandboxNet() override { (void)Teardown(); }
 
-  const SandboxAddress& address() const { return address_; }
-  const Listeners& listeners() const { return listeners_; }
-  // The sandbox's set elements as installed (net/nft.h), for the manifest.
-  const PortRules& rules() const { return rules_; }
-  // After clone, while init waits: the veth, its sandbox end made in init's namespace.
-  Status Attach(pid_t init);
-  // Once the sandbox has ended: its rules out, its address free. The veth goes with the
-  // sandbox's network namespace. On failure the lease file stays, naming what is left.
-  Status Teardown();
+  const SandboxAddress& address() const override { return address_; }
+  const Listeners& listeners() const override { return listeners_; }
+  uint32_t peer() const override { return address_.addr.v; }
+  // The sandbox's set elements as installed (net/nft.h).
+  const PortRules* port_rules() const override { return &rules_; }
+  // The veth, its sandbox end made in init's namespace.
+  Status Attach(int netns) override;
+  // Its rules out, its address free. The veth goes with the sandbox's network namespace.
+  // On failure the lease file stays, naming what is left.
+  Status Teardown() override;
   // Its entry in the sandbox record (and its lease file):
   // "NETNS,ID,PORT,ADDR,GATEWAY,LEASE,HTTP,HTTPS,DNSTCP,DNSUDP,COOKIE", NETNS and COOKIE
   // the inode and cookie of the network namespace brig runs in (netns.h).

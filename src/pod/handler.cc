@@ -80,7 +80,7 @@ Status CheckHandler(const v1::RuntimeHandler& h, const std::string& file, const 
     }
   }
   for (const std::string& d : h.direct()) {
-    if (auto p = ParseDirect(d); !p) return bad("direct", p.error().Render());
+    if (auto p = net::ParseDirect(d); !p) return bad("direct", p.error().Render());
   }
   std::vector<broker::Config> brokers;
   for (const v1::Broker& b : h.brokers()) {
@@ -173,48 +173,6 @@ Result<Pod> IdentityOf(const Annotations& a) {
   return p;
 }
 
-Result<Direct> ParseDirect(std::string_view s) {
-  auto bad = [&](const std::string& why) {
-    return BadInput("direct", std::string(s), why + " (tcp:CIDR[:PORT] or udp:CIDR[:PORT])");
-  };
-  Direct d;
-  if (s.rfind("tcp:", 0) == 0) {
-    d.tcp = true;
-  } else if (s.rfind("udp:", 0) == 0) {
-    d.tcp = false;
-  } else {
-    return bad("no protocol");
-  }
-  std::string_view rest = s.substr(4);
-  size_t colon = rest.find(':');
-  if (colon != std::string_view::npos) {
-    std::string_view port = rest.substr(colon + 1);
-    uint64_t v = 0;
-    for (char c : port) {
-      if (c < '0' || c > '9' || (v = v * 10 + (c - '0')) > 65535) return bad("a bad port");
-    }
-    if (port.empty() || v == 0) return bad("a bad port");
-    d.port = static_cast<uint16_t>(v);
-    rest = rest.substr(0, colon);
-  }
-  size_t slash = rest.find('/');
-  auto addr = net::ParseIpv4(rest.substr(0, slash));
-  if (!addr) return bad("a bad address");
-  if (slash != std::string_view::npos) {
-    std::string_view len = rest.substr(slash + 1);
-    if (len.empty() || len.size() > 2 ||
-        !std::all_of(len.begin(), len.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return bad("a bad prefix length");
-    }
-    d.prefix = std::stoi(std::string(len));
-    if (d.prefix > 32) return bad("a bad prefix length");
-  }
-  uint32_t mask = d.prefix == 0 ? 0 : ~0u << (32 - d.prefix);
-  if ((addr->v & ~mask) != 0) return bad("host bits set in the network");
-  d.network = *addr;
-  return d;
-}
-
 Result<std::string> ChooseProfile(const v1::RuntimeHandler& h, const Annotations& a) {
   const std::string* asked = Find(a, kProfileKey);
   if (!asked || *asked == h.profile()) return h.profile();
@@ -291,7 +249,7 @@ Result<Plan> PlanPod(const v1::RuntimeHandler& h, const v1::Profile& profile,
       run.brokers.emplace_back(name, *it);
     }
   }
-  for (const std::string& d : h.direct()) plan.direct.push_back(BRIG_TRY(ParseDirect(d)));
+  for (const std::string& d : h.direct()) plan.direct.push_back(BRIG_TRY(net::ParseDirect(d)));
   std::string dir = h.audit_dir().empty() ? kDefaultAuditDir : h.audit_dir();
   plan.audit_path = dir + "/" + plan.pod.ns + "_" + plan.pod.name + "_" + plan.pod.uid + ".jsonl";
   run.audit_path = plan.audit_path;

@@ -28,6 +28,7 @@
 
 #include "brig/result.h"
 #include "config/overrides.h"
+#include "net/inside_rules.h"
 #include "net/link.h"
 #include "proto/brig.pb.h"
 
@@ -66,15 +67,6 @@ struct Pod {
 };
 Result<Pod> IdentityOf(const Annotations& annotations);
 
-// One `direct` entry: "tcp:CIDR[:PORT]" or "udp:CIDR[:PORT]"; port 0 is any.
-struct Direct {
-  bool tcp = true;
-  net::Ipv4 network;
-  int prefix = 32;  // 0..32
-  uint16_t port = 0;
-};
-Result<Direct> ParseDirect(std::string_view s);
-
 // The profile the pod runs under: brig/profile if it names one the handler permits, else
 // the handler's.
 Result<std::string> ChooseProfile(const v1::RuntimeHandler& h, const Annotations& annotations);
@@ -84,7 +76,7 @@ Result<std::string> ChooseProfile(const v1::RuntimeHandler& h, const Annotations
 // destinations, its identity and its audit file.
 struct Plan {
   config::Overrides run;
-  std::vector<Direct> direct;
+  std::vector<net::Direct> direct;
   Pod pod;
   std::string audit_path;
 };

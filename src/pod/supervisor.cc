@@ -22,11 +22,10 @@
 #include "config/resolve.h"
 #include "egress/upstream.h"
 #include "log/log.h"
+#include "net/inside_rules.h"
 #include "net/listeners.h"
-#include "net/loopback.h"
 #include "net/nft.h"
 #include "net/upstream_socket.h"
-#include "pod/rules.h"
 #include "state/record.h"
 #include "supervise/loop.h"
 #include "supervise/services.h"
@@ -123,18 +122,12 @@ Status Supervisor::Prepare(const std::string& netns) {
                     "namespace of its own (no hostNetwork)");
   }
   if (setns(pod.get(), CLONE_NEWNET) < 0) return SysError("setns", netns);
-  BRIG_TRY_CTX(net::BringUpLoopback(), "the pod's loopback");
-  std::optional<net::ListenerPorts> ports;
-  if (sb_.network) {
-    listeners_ = BRIG_TRY(net::Listeners::Open(net::Ipv4{INADDR_LOOPBACK}));
-    ports = listeners_->ports();
-  }
-  // Whatever a sandbox of this namespace left is replaced, in the same transaction.
   rules_ = true;
-  BRIG_TRY_CTX(
-      net::RunNft("add table inet brig\ndelete table inet brig\n" + PodRules(ports, plan_.direct)),
-      "the pod's rules");
-  net::SetUpstreamMark(kMark);
+  std::optional<net::ListenerPorts> ports;
+  if (sb_.network) ports.emplace();
+  listeners_ =
+      BRIG_TRY_CTX(net::SetUpInside(ports, plan_.direct, net::kMark), "the pod's namespace");
+  net::SetUpstreamMark(net::kMark);
   std::string dir = plan_.audit_path.substr(0, plan_.audit_path.rfind('/'));
   BRIG_TRY(util::MakeDirs(dir));
   return {};

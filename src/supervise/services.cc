@@ -18,7 +18,7 @@ Result<Services> Services::Start(What what, Where where,
     log::Debug("egress: resolver and proxy serving");
   }
   if (what.brokers.empty()) return s;
-  BRIG_TRY_CTX(broker::ListenTcp(what.brokers, where.broker_netns_of, where.brokers), "brokers");
+  BRIG_TRY_CTX(broker::ListenTcp(what.brokers, where.broker_netns, where.brokers), "brokers");
   s.brokers_ =
       BRIG_TRY(broker::Service::Start(what.brokers, std::move(where.brokers),
                                       std::move(where.attribution), audit, s.budget_.get()));

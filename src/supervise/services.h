@@ -33,10 +33,10 @@ class Services {
     uint32_t peer = 0;
     net::Subnet subnet;
     int host_netns = -1;
-    // The brokers' unix listeners, made with the mount plan, and the process in whose
-    // network namespace their TCP ports are made (0: this process's).
+    // The brokers' unix listeners, made with the mount plan, and the network namespace
+    // their TCP ports are made in (-1: this process's).
     broker::Listeners brokers;
-    pid_t broker_netns_of = 0;
+    int broker_netns = -1;
     // "<sandbox id>/<attempt>", named in what the brokers send upstream.
     std::string attribution;
   };

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 4096) return -1;
   static const brig::v1::RuntimeHandler handler = *brig::pod::ParseHandler(kHandler, "h", "h");
   std::string_view s(reinterpret_cast<const char*>(data), size);
-  if (auto d = brig::pod::ParseDirect(s); !d) {
+  if (auto d = brig::net::ParseDirect(s); !d) {
     brig::fuzz::CheckRendersOneLine(d.error());
   } else {
     FUZZ_CHECK(d->prefix >= 0 && d->prefix <= 32);

@@ -43,12 +43,13 @@ struct Outcome {
   }
 };
 
-class EgressReport : public HostTest {
+class EgressReport : public HostTest, public AsRootOrUser {
  protected:
   void SetUp() override {
     HostTest::SetUp();
     if (IsSkipped()) return;
     if (auto why = TestWorld::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = MakeUser(); !why.empty()) GTEST_SKIP() << why;
     for (const char* tool : {"/usr/bin/curl", "/usr/bin/getent"}) {
       if (access(tool, X_OK) != 0) GTEST_SKIP() << "no " << tool;
     }
@@ -58,6 +59,7 @@ class EgressReport : public HostTest {
   void TearDown() override {
     if (!IsSkipped()) {
       EXPECT_EQ(world_.TearDown(), "") << "the test left these in its world";
+      EXPECT_EQ(UserProcesses(), "") << "a process of the user outlived its run";
     }
     HostTest::TearDown();
   }
@@ -66,6 +68,7 @@ class EgressReport : public HostTest {
   // the fake internet's range excepted from the floor) in the world.
   Outcome RunScript(const std::string& script, const std::vector<std::string>& extra = {}) {
     ScratchDir out;
+    GiveToUser(out.path());
     std::string audit = out.path() + "/audit.jsonl", result = out.path() + "/result.json";
     std::vector<std::string> args = {
         "run",          "--profile",    SourceRoot() + "/tests/host/profiles/egress.textproto",
@@ -73,7 +76,7 @@ class EgressReport : public HostTest {
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "sh", "-c", script});
     Outcome r;
-    r.run = world_.Brig(args);
+    r.run = world_.Brig(args, As());
     std::string json = ReadFileOrEmpty(result);
     EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &r.result).ok()) << json;
     r.audit_text = ReadFileOrEmpty(audit);
@@ -92,7 +95,7 @@ class EgressReport : public HostTest {
 // An allowlisted name whose only address is in the floor (a documentation address the
 // profile does not except): the resolver refuses it, and brig says so at exit with the
 // profile knob that would except it; the result counts the refusals per reason.
-TEST_F(EgressReport, AnAllowedNameOnlyInTheFloorIsNamedAtExit) {
+TEST_P(EgressReport, AnAllowedNameOnlyInTheFloorIsNamedAtExit) {
   world_.Dns().SetA("doc.allowed.test", {"203.0.113.80"});
   Outcome r = RunScript("getent ahostsv4 doc.allowed.test; echo rc=$?");
   EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
@@ -117,7 +120,7 @@ TEST_F(EgressReport, AnAllowedNameOnlyInTheFloorIsNamedAtExit) {
 }
 
 // A name not on the allowlist: one line naming --allow-host with the name.
-TEST_F(EgressReport, ANameNotAllowedIsNamedAtExitWithItsRemedy) {
+TEST_P(EgressReport, ANameNotAllowedIsNamedAtExitWithItsRemedy) {
   world_.Dns().SetA("denied.test", {kWebHost});
   Outcome r = RunScript("getent ahostsv4 denied.test; echo rc=$?");
   EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
@@ -137,7 +140,7 @@ TEST_F(EgressReport, ANameNotAllowedIsNamedAtExitWithItsRemedy) {
 // byte (brig never writes upstream what would exceed it, so the bound is the budget itself,
 // not the budget plus a buffer); a new connection is refused with reason budget; the result
 // and the audit say so and give the bytes per host.
-TEST_F(EgressReport, AnUploadPastTheBudgetIsCutOffAndTheNextRefused) {
+TEST_P(EgressReport, AnUploadPastTheBudgetIsCutOffAndTheNextRefused) {
   constexpr uint64_t kBudget = 64 * 1024;
   RecordingServer* rec = world_.Record(kUploadHost, 80);
   ASSERT_NE(rec, nullptr);
@@ -193,7 +196,7 @@ TEST_F(EgressReport, AnUploadPastTheBudgetIsCutOffAndTheNextRefused) {
 // choose and reach that domain's name servers. With a budget of 1000 bytes, queries for
 // distinct subdomains are answered while the budget pays for them; then each is refused
 // with reason budget and the fake internet's name server sees no further query.
-TEST_F(EgressReport, DnsQueriesPastTheBudgetAreRefusedAndNeverSent) {
+TEST_P(EgressReport, DnsQueriesPastTheBudgetAreRefusedAndNeverSent) {
   constexpr uint64_t kBudget = 1000;
   constexpr int kNames = 40;
   auto name = [](int i) { return "q" + std::to_string(10 + i) + ".allowed.test"; };
@@ -239,6 +242,8 @@ TEST_F(EgressReport, DnsQueriesPastTheBudgetAreRefusedAndNeverSent) {
   EXPECT_GE(refused, kNames - paid) << r.audit_text;
   EXPECT_EQ(budget_events, 1) << r.audit_text;
 }
+
+BRIG_AS_ROOT_AND_AS_A_USER(EgressReport);
 
 }  // namespace
 }  // namespace brig::testing

@@ -142,12 +142,15 @@ bool AnyContains(const std::vector<std::string>& lines, const std::string& needl
                      [&](const std::string& l) { return Contains(Lower(l), Lower(needle)); });
 }
 
-class Egress : public HostTest {
+// Each test runs twice: brig as root, and brig as an ordinary user (issue 31: the same
+// resolver, proxy, floor and audit, served from inside the sandbox's own namespace).
+class Egress : public HostTest, public AsRootOrUser {
  protected:
   void SetUp() override {
     HostTest::SetUp();
     if (IsSkipped()) return;
     if (auto why = TestWorld::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = MakeUser(); !why.empty()) GTEST_SKIP() << why;
     for (const char* tool : {"/usr/bin/curl", "/usr/bin/openssl", "/usr/bin/git",
                              "/usr/bin/busybox", "/usr/bin/getent", "/usr/bin/python3"}) {
       if (access(tool, X_OK) != 0) GTEST_SKIP() << "no " << tool;
@@ -171,9 +174,13 @@ class Egress : public HostTest {
   void TearDown() override {
     if (!IsSkipped()) {
       EXPECT_EQ(world_.TearDown(), "") << "the test left these in its world";
+      EXPECT_EQ(UserProcesses(), "") << "a process of the user outlived its run";
     }
     HostTest::TearDown();
   }
+
+  // brig ARGS in the world, as root or as the user.
+  RunOutput Brig(const std::vector<std::string>& args) { return world_.Brig(args, As()); }
 
   // Runs `steps` (name, shell command) in one sandbox of `profile` in the world, with the
   // fake internet's DNS server as the resolver's upstream.
@@ -183,6 +190,7 @@ class Egress : public HostTest {
     std::string script = kStepScript;
     for (const auto& [name, cmd] : steps) script += "step " + name + " " + Quote(cmd) + "\n";
     ScratchDir out;
+    GiveToUser(out.path());
     std::string audit = out.path() + "/audit.jsonl", result = out.path() + "/result.json";
     std::vector<std::string> args = {"run", "--profile", profile, "--workspace", ws_.path()};
     args.insert(args.end(), {"--dns-upstream", kDnsHost, "--audit-log", audit, "--result", result});
@@ -190,7 +198,7 @@ class Egress : public HostTest {
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "sh", "-c", script});
     Sandbox sb;
-    sb.run = world_.Brig(args);
+    sb.run = Brig(args);
     EXPECT_EQ(sb.run.exit_code, 0) << sb.run.err << sb.run.out;
     sb.steps = ParseSteps(sb.run.out);
     for (const auto& [name, cmd] : steps) {
@@ -242,7 +250,7 @@ class Egress : public HostTest {
 // answers and writes down what it is asked, the web servers serve the test CA's
 // certificates and the git repository, and none of it reaches the world's catch-all
 // servers on the same ports. The tests below stand on this.
-TEST_F(Egress, TheFakeInternetAnswersTheWorld) {
+TEST_P(Egress, TheFakeInternetAnswersTheWorld) {
   auto ns = [&](const std::string& name) {
     return world_.InWorld({"busybox", "nslookup", "-type=a", name, kDnsHost});
   };
@@ -302,7 +310,7 @@ TEST_F(Egress, TheFakeInternetAnswersTheWorld) {
       << "the catch-all servers took the fake internet's traffic";
 }
 
-TEST_F(Egress, AnAllowedHostWorksEndToEndWithItsOwnCertificate) {
+TEST_P(Egress, AnAllowedHostWorksEndToEndWithItsOwnCertificate) {
   auto sb = RunSteps({
       {"resolve", "getent hosts allowed.test"},
       {"curl", "curl -sS -m 60 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
@@ -360,7 +368,7 @@ TEST_F(Egress, AnAllowedHostWorksEndToEndWithItsOwnCertificate) {
   }
 }
 
-TEST_F(Egress, ADeniedNameGetsNxdomainAndNeverReachesTheUpstream) {
+TEST_P(Egress, ADeniedNameGetsNxdomainAndNeverReachesTheUpstream) {
   auto sb = RunSteps({
       {"allowed", "getent hosts allowed.test"},
       {"getent", "getent hosts denied.test"},
@@ -388,7 +396,7 @@ TEST_F(Egress, ADeniedNameGetsNxdomainAndNeverReachesTheUpstream) {
   EXPECT_TRUE(sb.Connections().empty()) << sb.ConnectionText();
 }
 
-TEST_F(Egress, AnAllowedNameWithAPrivateAddressIsRefused) {
+TEST_P(Egress, AnAllowedNameWithAPrivateAddressIsRefused) {
   auto sb = RunSteps({
       {"getent", "getent hosts private.allowed.test"},
       {"curl", "curl -sS -m 60 --cacert /workspace/ca.crt https://private.allowed.test/"},
@@ -416,7 +424,7 @@ TEST_F(Egress, AnAllowedNameWithAPrivateAddressIsRefused) {
   EXPECT_EQ(Lines(world_.AllHits()), "");
 }
 
-TEST_F(Egress, AnAllowedSniSentToAnotherAddressIsRefused) {
+TEST_P(Egress, AnAllowedSniSentToAnotherAddressIsRefused) {
   const std::string s_client =
       "timeout 60 openssl s_client -CAfile /workspace/ca.crt -verify_return_error ";
   auto sb = RunSteps({
@@ -466,7 +474,7 @@ TEST_F(Egress, AnAllowedSniSentToAnotherAddressIsRefused) {
   EXPECT_EQ(fronting, 2) << sb.ConnectionText();
 }
 
-TEST_F(Egress, MissingSniIsRefused) {
+TEST_P(Egress, MissingSniIsRefused) {
   auto sb = RunSteps({
       {"s_client", "timeout 60 openssl s_client -connect $(addr allowed.test):443 -noservername"},
       // curl sends no SNI for an address.
@@ -503,7 +511,7 @@ s.sendall(b"\x16\x03\x01" + struct.pack(">H", len(hs)) + hs)
 print(s.recv(7).hex()[:14])
 )py";
 
-TEST_F(Egress, EchIsRefusedEvenForAnAllowedName) {
+TEST_P(Egress, EchIsRefusedEvenForAnAllowedName) {
   ws_.Write("ech.py", kEchHello);
   auto sb = RunSteps({{"ech", "python3 /workspace/ech.py $(addr allowed.test)"}});
   EXPECT_STEP_OK(sb, "ech");
@@ -517,7 +525,7 @@ TEST_F(Egress, EchIsRefusedEvenForAnAllowedName) {
   EXPECT_EQ(Lines(world_.WebLog()), "");
 }
 
-TEST_F(Egress, NonTlsBytesOnPort443AreRefused) {
+TEST_P(Egress, NonTlsBytesOnPort443AreRefused) {
   auto sb = RunSteps({
       {"http", "curl -sS -m 60 http://allowed.test:443/hello.txt"},
       {"garbage",
@@ -537,7 +545,7 @@ TEST_F(Egress, NonTlsBytesOnPort443AreRefused) {
   EXPECT_EQ(Lines(world_.AllHits()), "");
 }
 
-TEST_F(Egress, PlainHttpWithAnAllowedAndADeniedHost) {
+TEST_P(Egress, PlainHttpWithAnAllowedAndADeniedHost) {
   const std::string code = "curl -sS -m 60 -o /dev/null -w '%{http_code}' ";
   auto sb = RunSteps({
       {"allowed", "curl -sS -m 60 http://allowed.test/hello.txt"},
@@ -587,7 +595,7 @@ constexpr char kRecorderHost[] = "198.51.100.22";
 // Transfer-Encoding carries a second request for a denied name in what one reader takes for
 // its body and another for the next request. The proxy refuses the first head with a 400,
 // and nothing, smuggled or not, reaches the upstream.
-TEST_F(Egress, AClTeSmuggledRequestNeverReachesTheUpstream) {
+TEST_P(Egress, AClTeSmuggledRequestNeverReachesTheUpstream) {
   RecordingServer* rec = world_.Record(kRecorderHost, 80);
   ASSERT_NE(rec, nullptr);
   world_.Dns().SetA("rec.allowed.test", {kRecorderHost});
@@ -610,7 +618,7 @@ TEST_F(Egress, AClTeSmuggledRequestNeverReachesTheUpstream) {
 // Virtual-host confusion (issue 14, item 3): a connection admitted for rec.allowed.test
 // carries a second request for denied.test. The first is answered; the second gets a 400
 // and the connection closes; the upstream never sees the second.
-TEST_F(Egress, ASecondRequestForAnotherHostOnAKeptAliveConnectionIsRefused) {
+TEST_P(Egress, ASecondRequestForAnotherHostOnAKeptAliveConnectionIsRefused) {
   RecordingServer* rec = world_.Record(kRecorderHost, 80);
   ASSERT_NE(rec, nullptr);
   world_.Dns().SetA("rec.allowed.test", {kRecorderHost});
@@ -630,7 +638,7 @@ TEST_F(Egress, ASecondRequestForAnotherHostOnAKeptAliveConnectionIsRefused) {
   EXPECT_EQ(got[0], "GET /first HTTP/1.1\r\nHost: rec.allowed.test\r\n\r\n");
 }
 
-TEST_F(Egress, ATunnellingAttemptReachesNoUpstream) {
+TEST_P(Egress, ATunnellingAttemptReachesNoUpstream) {
   // 50 questions, each a 60-character random label under a denied apex.
   std::mt19937 rng(std::random_device{}());
   const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -664,7 +672,7 @@ TEST_F(Egress, ATunnellingAttemptReachesNoUpstream) {
   EXPECT_GE(denied + static_cast<int>(sb.result.network().rate_limited()), 50) << sb.audit_text;
 }
 
-TEST_F(Egress, AnIpv6LiteralIsRefusedAtOnce) {
+TEST_P(Egress, AnIpv6LiteralIsRefusedAtOnce) {
   auto sb = RunSteps({
       {"literal", "curl -sS -m 60 -g 'https://[2001:db8::1]/'"},
       {"six", "curl -6 -sS -m 60 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
@@ -689,7 +697,7 @@ TEST_F(Egress, AnIpv6LiteralIsRefusedAtOnce) {
   EXPECT_EQ(Lines(world_.AllHits()), "");
 }
 
-TEST_F(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
+TEST_P(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
   const std::string code = "curl -sS -m 60 -o /dev/null -w '%{http_code}' ";
   auto sb = RunSteps(
       {
@@ -735,13 +743,12 @@ TEST_F(Egress, TheMetadataAddressIsRefusedEvenInOpen) {
   const std::string field = "allow_addresses: \"198.51.100.0/24\"";
   ASSERT_NE(profile.find(field), std::string::npos) << profile;
   profile.replace(profile.find(field), field.size(), "allow_addresses: \"169.254.0.0/16\"");
-  auto r =
-      world_.Brig({"run", "--profile", dir.Write("metadata.textproto", profile), "--", "true"});
+  auto r = Brig({"run", "--profile", dir.Write("metadata.textproto", profile), "--", "true"});
   EXPECT_EQ(r.exit_code, 125) << r.err;
   EXPECT_TRUE(Contains(r.err, "169.254.0.0/16")) << r.err;
 }
 
-TEST_F(Egress, TrickyNamesAgainstTheList) {
+TEST_P(Egress, TrickyNamesAgainstTheList) {
   const std::string curl = "curl -sS -m 60 --cacert /workspace/ca.crt ";
   auto sb = RunSteps(
       {
@@ -792,7 +799,7 @@ TEST_F(Egress, TrickyNamesAgainstTheList) {
   }
 }
 
-TEST_F(Egress, AllowHostAddsAHostForOneRun) {
+TEST_P(Egress, AllowHostAddsAHostForOneRun) {
   const std::vector<std::pair<std::string, std::string>> steps = {
       {"getent", "getent hosts other2.test"},
       {"curl", "curl -sS -m 60 --cacert /workspace/ca.crt https://other2.test/hello.txt"},
@@ -816,7 +823,7 @@ TEST_F(Egress, AllowHostAddsAHostForOneRun) {
   }
 
   // Only a list can grow: posture open has none, and the flag is refused there.
-  auto open = world_.Brig(
+  auto open = Brig(
       {"run", "--profile", Profile("egress-open"), "--allow-host", "other2.test", "--", "true"});
   EXPECT_EQ(open.exit_code, 125) << open.err;
   EXPECT_TRUE(Contains(open.err, "--allow-host")) << open.err;
@@ -841,7 +848,7 @@ ancount = struct.unpack(">H", r[6:8])[0]
 print(r[3] & 15, ancount, ".".join(str(b) for b in r[-4:]) if ancount else "-")
 )py";
 
-TEST_F(Egress, TheResolverAnswersOverTcpToo) {
+TEST_P(Egress, TheResolverAnswersOverTcpToo) {
   ws_.Write("tcpquery.py", kTcpQuery);
   auto sb = RunSteps({
       {"allowed", "python3 /workspace/tcpquery.py allowed.test"},
@@ -882,7 +889,7 @@ print(int((time.monotonic() - start) * 1000))
 time.sleep(1)
 )py";
 
-TEST_F(Egress, AQueryFloodReachesTheUpstreamOnlyAtTheRateLimit) {
+TEST_P(Egress, AQueryFloodReachesTheUpstreamOnlyAtTheRateLimit) {
   ws_.Write("flood.py", kFlood);
   auto sb = RunSteps({{"flood", "python3 /workspace/flood.py"}});
   EXPECT_STEP_OK(sb, "flood");
@@ -904,7 +911,7 @@ TEST_F(Egress, AQueryFloodReachesTheUpstreamOnlyAtTheRateLimit) {
 
 // An answer too big for UDP comes truncated; brig asks the upstream again over TCP and the
 // sandbox, which asked over UDP, gets its answer and reaches the host.
-TEST_F(Egress, ATruncatedUpstreamAnswerIsAskedAgainOverTcp) {
+TEST_P(Egress, ATruncatedUpstreamAnswerIsAskedAgainOverTcp) {
   world_.Dns().SetA("big.allowed.test", {kWebHost});
   world_.Dns().SetTruncatedOverUdp("big.allowed.test");
   auto sb = RunSteps({
@@ -933,7 +940,7 @@ TEST_F(Egress, ATruncatedUpstreamAnswerIsAskedAgainOverTcp) {
 // it points at a public address, the name then moves to a private one, and the sandbox
 // connects to the address it was given. brig connects to the address it checked and does
 // not ask the upstream again (which would now say 10.1.2.3).
-TEST_F(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
+TEST_P(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
   world_.Dns().SetA("rebind.allowed.test", {kWebHost});
   Sandbox sb;
   std::thread run([&] {
@@ -969,7 +976,7 @@ TEST_F(Egress, ANameThatRebindsToAPrivateAddressStillGoesToTheCheckedOne) {
                                                           << Lines(after);
 }
 
-TEST_F(Egress, TheAuditAndTheResultDescribeEveryQueryAndConnection) {
+TEST_P(Egress, TheAuditAndTheResultDescribeEveryQueryAndConnection) {
   auto sb = RunSteps({
       {"resolve", "getent ahostsv4 allowed.test"},
       {"https", "curl -sS -m 60 --cacert /workspace/ca.crt https://allowed.test/hello.txt"},
@@ -1053,6 +1060,8 @@ TEST_F(Egress, TheAuditAndTheResultDescribeEveryQueryAndConnection) {
   EXPECT_EQ(denied.connections(), 0u);
   EXPECT_EQ(net.hosts(0).name(), "allowed.test") << "hosts are sorted by name";
 }
+
+BRIG_AS_ROOT_AND_AS_A_USER(Egress);
 
 }  // namespace
 }  // namespace brig::testing

@@ -67,12 +67,14 @@ std::vector<v1::Connection> Connections(const std::vector<v1::AuditEvent>& audit
   return out;
 }
 
-class HostAddress : public HostTest {
+class HostAddress : public HostTest, public AsRootOrUser {
  protected:
   void SetUp() override {
     HostTest::SetUp();
     if (IsSkipped()) return;
     if (auto why = TestWorld::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = MakeUser(); !why.empty()) GTEST_SKIP() << why;
+    GiveToUser(out_.path());
     for (const char* tool : {"/usr/bin/curl", "/usr/bin/getent", "/usr/bin/python3"}) {
       if (access(tool, X_OK) != 0) GTEST_SKIP() << "no " << tool;
     }
@@ -83,6 +85,7 @@ class HostAddress : public HostTest {
   void TearDown() override {
     if (!IsSkipped()) {
       EXPECT_EQ(world_.TearDown(), "") << "the test left these in its world";
+      EXPECT_EQ(UserProcesses(), "") << "a process of the user outlived its run";
     }
     HostTest::TearDown();
   }
@@ -128,11 +131,13 @@ constexpr char kFetch[] = R"sh(fetch() {
 
 // The attack: an allowlisted name that resolves to the host's own address. Before the fix
 // the sandbox got the host's 200 through brig's proxy.
-TEST_F(HostAddress, AnAllowedNameThatResolvesToTheHostIsRefused) {
+TEST_P(HostAddress, AnAllowedNameThatResolvesToTheHostIsRefused) {
   AddHostAddress();
-  auto r = world_.Brig(RunArgs(
-      Profile("egress"), std::string(kFetch) + "echo getent $(getent hosts " + kName +
-                             " >/dev/null; echo $?); echo http $(fetch http://" + kName + "/)"));
+  auto r =
+      world_.Brig(RunArgs(Profile("egress"),
+                          std::string(kFetch) + "echo getent $(getent hosts " + kName +
+                              " >/dev/null; echo $?); echo http $(fetch http://" + kName + "/)"),
+                  As());
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_TRUE(Contains(r.out, "getent 2\n")) << r.out;  // no address for the name
   EXPECT_FALSE(Contains(r.out, "code=200")) << "the sandbox reached the host's own service:\n"
@@ -155,12 +160,12 @@ TEST_F(HostAddress, AnAllowedNameThatResolvesToTheHostIsRefused) {
 // The address appears on the host only after the sandbox resolved the name (and brig
 // cached the answer, and that the address was not the host's): the proxy refuses to
 // connect to it all the same, and the resolver stops answering for it.
-TEST_F(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
+TEST_P(HostAddress, AnAddressAddedWhileTheSandboxRunsIsRefusedToo) {
   AddedWhileRunningIsRefused(Local::kAddress);
 }
 
 // The same with a local route and no address: only the kernel's route notice says so.
-TEST_F(HostAddress, ALocalRouteAddedWhileTheSandboxRunsIsRefusedToo) {
+TEST_P(HostAddress, ALocalRouteAddedWhileTheSandboxRunsIsRefusedToo) {
   AddedWhileRunningIsRefused(Local::kRoute);
 }
 
@@ -173,7 +178,7 @@ void HostAddress::AddedWhileRunningIsRefused(Local how) {
                        kName + ":80:$a http://" + kName + "/); echo https $(fetch -k --resolve " +
                        kName + ":443:$a https://" + kName + "/); echo getent $(getent hosts " +
                        kName + " >/dev/null; echo $?)";
-  pid_t brig = world_.SpawnBrig(RunArgs(Profile("egress"), script), out_.path());
+  pid_t brig = world_.SpawnBrig(RunArgs(Profile("egress"), script), out_.path(), As());
   std::string stdout_path = out_.path() + "/stdout";
   ASSERT_TRUE(Eventually([&] { return Contains(ReadFileOrEmpty(stdout_path), "resolved"); }))
       << ReadFileOrEmpty(stdout_path) << ReadFileOrEmpty(out_.path() + "/stderr");
@@ -212,7 +217,7 @@ void HostAddress::AddedWhileRunningIsRefused(Local how) {
 // No profile can except the host: allow_addresses naming its address (and the range of
 // brig's bridge, here a public one of its own) leave the host's address, brig's gateway and
 // another address of the bridge subnet refused.
-TEST_F(HostAddress, AllowAddressesCannotExceptTheHost) {
+TEST_P(HostAddress, AllowAddressesCannotExceptTheHost) {
   AddHostAddress();
   const char kSubnet[] = "11.213.0.0/16";
   world_.Dns().SetA("gateway.allowed.test", {"11.213.0.1"});
@@ -228,8 +233,8 @@ TEST_F(HostAddress, AllowAddressesCannotExceptTheHost) {
   for (const char* name : {kName, "gateway.allowed.test", "peer.allowed.test"}) {
     script += std::string("echo ") + name + " $(fetch http://" + name + "/); ";
   }
-  auto r =
-      world_.Brig(RunArgs(dir.Write("host.textproto", profile), script, {"--subnet", kSubnet}));
+  auto r = world_.Brig(RunArgs(dir.Write("host.textproto", profile), script, {"--subnet", kSubnet}),
+                       As());
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_FALSE(Contains(r.out, "code=")) << r.out;  // no name even resolved
   ASSERT_NE(host_, nullptr);
@@ -249,6 +254,8 @@ TEST_F(HostAddress, AllowAddressesCannotExceptTheHost) {
       << AQueries(audit, "gateway.allowed.test")[0].ShortDebugString();
   EXPECT_EQ(Lines(world_.AllHits()), "");
 }
+
+BRIG_AS_ROOT_AND_AS_A_USER(HostAddress);
 
 }  // namespace
 }  // namespace brig::testing

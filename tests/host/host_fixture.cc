@@ -1,15 +1,18 @@
 // The host tier's shared helpers that are more than a line (host_fixture.h).
 #include "host/host_fixture.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <linux/mount.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <sstream>
 
@@ -102,6 +105,70 @@ bool HostIpc::Connected() {
 bool HostIpc::Written() {
   char byte;
   return read(reader_.get(), &byte, 1) > 0;
+}
+
+void AsRootOrUser::GiveToUser(const std::string& dir) const {
+  if (AsUser()) EXPECT_EQ(chown(dir.c_str(), user_.uid(), user_.uid()), 0) << dir;
+}
+
+OrdinaryUser::~OrdinaryUser() {
+  if (!runtime_.empty()) RunCommand({"rm", "-rf", "--one-file-system", runtime_});
+}
+
+std::string OrdinaryUser::Make() {
+  for (uid_ = 61000 + static_cast<uid_t>(getpid() % 997); getpwuid(uid_) != nullptr; ++uid_) {
+  }
+  if (!Processes().empty()) return "uid " + std::to_string(uid_) + " has processes";
+  RunOutput userns =
+      RunCommand({"setpriv", "--reuid=" + std::to_string(uid_), "--regid=" + std::to_string(uid_),
+                  "--clear-groups", "unshare", "--user", "--mount", "true"});
+  if (userns.exit_code != 0) {
+    return "an ordinary user cannot make a user namespace here: " + userns.err;
+  }
+  char run[] = "/run/brig-rootless-test.XXXXXX";
+  if (mkdtemp(run) == nullptr) return std::string("mkdtemp: ") + strerror(errno);
+  runtime_ = run;
+  if (chown(runtime_.c_str(), uid_, uid_) != 0) return std::string("chown: ") + strerror(errno);
+  return "";
+}
+
+std::vector<std::string> OrdinaryUser::Prefix(const std::string& home, bool xdg,
+                                              const std::string& groups) const {
+  std::vector<std::string> cmd = {"setpriv",
+                                  "--reuid=" + std::to_string(uid_),
+                                  "--regid=" + std::to_string(uid_),
+                                  groups,
+                                  "env",
+                                  "-i",
+                                  "PATH=/usr/bin:/bin",
+                                  "HOME=" + home};
+  if (xdg) cmd.push_back("XDG_RUNTIME_DIR=" + runtime_);
+  return cmd;
+}
+
+std::string OrdinaryUser::Processes() const {
+  std::string pids;
+  DIR* d = opendir("/proc");
+  if (!d) return "cannot read /proc";
+  while (dirent* e = readdir(d)) {
+    struct stat st;
+    std::string p = std::string("/proc/") + e->d_name;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || stat(p.c_str(), &st) != 0) continue;
+    if (st.st_uid == uid_) pids += (pids.empty() ? "" : " ") + std::string(e->d_name);
+  }
+  closedir(d);
+  return pids;
+}
+
+std::string OrdinaryUser::Records() const {
+  std::string left;
+  if (DIR* d = opendir((runtime_ + "/brig/sandboxes").c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') left += std::string(e->d_name) + " ";
+    }
+    closedir(d);
+  }
+  return left;
 }
 
 }  // namespace brig::testing

@@ -69,6 +69,61 @@ class ScopedSuidDumpable {
   bool ok_ = true;
 };
 
+// An ordinary user to run brig as (brig without root, issue 31): a uid that no account and
+// no process has, with an XDG_RUNTIME_DIR of its own under /run (a tmpfs, as /run/user/UID
+// is: records are made there with O_TMPFILE, which the vm tier's /tmp does not take).
+// Nothing of the host's (/etc/passwd, /etc/subuid) is changed.
+class OrdinaryUser {
+ public:
+  OrdinaryUser() = default;
+  ~OrdinaryUser();
+  OrdinaryUser(const OrdinaryUser&) = delete;
+  OrdinaryUser& operator=(const OrdinaryUser&) = delete;
+  // Picks the uid and makes the runtime directory. Empty on success, else why this host
+  // cannot run brig as an ordinary user (for GTEST_SKIP), or what failed.
+  std::string Make();
+  uid_t uid() const { return uid_; }
+  const std::string& runtime() const { return runtime_; }
+  // The start of a command run as the user: setpriv (its uid and gid, supplementary groups
+  // as `groups` says to setpriv), then env -i with PATH, HOME=`home` and, with `xdg`,
+  // XDG_RUNTIME_DIR.
+  std::vector<std::string> Prefix(const std::string& home, bool xdg = true,
+                                  const std::string& groups = "--clear-groups") const;
+  // The pids of the uid's processes, space-separated.
+  std::string Processes() const;
+  // What is left in its record directory.
+  std::string Records() const;
+
+ private:
+  uid_t uid_ = 0;
+  std::string runtime_;
+};
+
+// For a fixture whose tests run twice, brig as root and brig as an ordinary user (the same
+// guarantees without root, issue 31): its parameter says which. The suite is instantiated
+// with BRIG_AS_ROOT_AND_AS_A_USER(Suite); the tests' names end in /Root and /User.
+class AsRootOrUser : public ::testing::WithParamInterface<bool> {
+ protected:
+  bool AsUser() const { return GetParam(); }
+  // In SetUp: "" or why the host cannot run brig as a user (for GTEST_SKIP).
+  std::string MakeUser() { return AsUser() ? user_.Make() : ""; }
+  // What brig runs under: TestWorld::Brig's `as`.
+  std::vector<std::string> As() const {
+    return AsUser() ? user_.Prefix("/nonexistent") : std::vector<std::string>();
+  }
+  // A directory brig writes in (results, audit logs) is the user's where it runs as one.
+  void GiveToUser(const std::string& dir) const;
+  // In TearDown: the user's processes left ("" if none, or as root).
+  std::string UserProcesses() const { return AsUser() ? user_.Processes() : ""; }
+
+  OrdinaryUser user_;
+};
+#define BRIG_AS_ROOT_AND_AS_A_USER(suite)                                                \
+  INSTANTIATE_TEST_SUITE_P(AsRootAndAsAUser, suite, ::testing::Bool(),                   \
+                           [](const ::testing::TestParamInfo<bool>& i) {                 \
+                             return i.param ? std::string("User") : std::string("Root"); \
+                           })
+
 class HostTest : public ::testing::Test {
  protected:
   void SetUp() override {

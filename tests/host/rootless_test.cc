@@ -4,10 +4,10 @@
 // directories; nothing of the host's (/etc/passwd, /etc/subuid) is changed. Each checks
 // what the run does, and that nothing of it is left: no record in the user's runtime
 // directory, no process of the uid.
-#include <dirent.h>
-#include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "host/host_fixture.h"
+#include "host/test_world.h"
 
 namespace brig::testing {
 namespace {
@@ -32,21 +33,9 @@ class Rootless : public HostTest {
   void SetUp() override {
     HostTest::SetUp();
     if (IsSkipped()) return;
-    for (uid_ = 61000 + static_cast<uid_t>(getpid() % 997); getpwuid(uid_) != nullptr; ++uid_) {
-    }
-    ASSERT_TRUE(ProcessesOf(uid_).empty()) << "uid " << uid_ << " has processes";
-    RunOutput userns =
-        RunCommand({"setpriv", "--reuid=" + std::to_string(uid_), "--regid=" + std::to_string(uid_),
-                    "--clear-groups", "unshare", "--user", "--mount", "true"});
-    if (userns.exit_code != 0) {
-      GTEST_SKIP() << "an ordinary user cannot make a user namespace here: " << userns.err;
-    }
-    // A runtime directory is a tmpfs (/run/user/UID): records are made there with O_TMPFILE,
-    // which the vm tier's /tmp does not take.
-    char run[] = "/run/brig-rootless-test.XXXXXX";
-    ASSERT_NE(mkdtemp(run), nullptr);
-    runtime_ = run;
-    ASSERT_EQ(chown(runtime_.c_str(), uid_, uid_), 0);
+    if (std::string why = user_.Make(); !why.empty()) GTEST_SKIP() << why;
+    uid_ = user_.uid();
+    runtime_ = user_.runtime();
     for (const std::string& d : {home_.path() + "/home", home_.path() + "/ws"}) {
       ASSERT_EQ(mkdir(d.c_str(), 0700), 0) << d;
       ASSERT_EQ(chown(d.c_str(), uid_, uid_), 0) << d;
@@ -59,10 +48,9 @@ class Rootless : public HostTest {
 
   void TearDown() override {
     if (!IsSkipped()) {
-      EXPECT_EQ(ProcessesOf(uid_), "") << "a process of the user outlived its run";
-      EXPECT_EQ(Records(), "") << "a record was left in the user's runtime directory";
+      EXPECT_EQ(user_.Processes(), "") << "a process of the user outlived its run";
+      EXPECT_EQ(user_.Records(), "") << "a record was left in the user's runtime directory";
     }
-    if (!runtime_.empty()) RunCommand({"rm", "-rf", "--one-file-system", runtime_});
     HostTest::TearDown();
   }
 
@@ -70,10 +58,7 @@ class Rootless : public HostTest {
   // (`xdg` false: without it).
   RunOutput RunAs(const std::vector<std::string>& args, bool xdg = true) {
     std::vector<std::string> cmd = wrap_;
-    cmd.insert(cmd.end(),
-               {"setpriv", "--reuid=" + std::to_string(uid_), "--regid=" + std::to_string(uid_),
-                groups_, "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + home_.path() + "/home"});
-    if (xdg) cmd.push_back("XDG_RUNTIME_DIR=" + runtime_);
+    for (std::string& a : user_.Prefix(home_.path() + "/home", xdg, groups_)) cmd.push_back(a);
     cmd.push_back(BrigBinary());
     cmd.push_back("run");
     cmd.insert(cmd.end(), args.begin(), args.end());
@@ -86,33 +71,6 @@ class Rootless : public HostTest {
     args.insert(args.end(), more.begin(), more.end());
     args.insert(args.end(), {"--", "/bin/sh", "-c", script});
     return RunAs(args);
-  }
-
-  // The pids of `uid`'s processes, space-separated.
-  static std::string ProcessesOf(uid_t uid) {
-    std::string pids;
-    DIR* d = opendir("/proc");
-    if (!d) return "cannot read /proc";
-    while (dirent* e = readdir(d)) {
-      struct stat st;
-      std::string p = std::string("/proc/") + e->d_name;
-      if (e->d_name[0] < '1' || e->d_name[0] > '9' || stat(p.c_str(), &st) != 0) continue;
-      if (st.st_uid == uid) pids += (pids.empty() ? "" : " ") + std::string(e->d_name);
-    }
-    closedir(d);
-    return pids;
-  }
-
-  // What is left in the user's record directory.
-  std::string Records() const {
-    std::string left;
-    if (DIR* d = opendir((runtime_ + "/brig/sandboxes").c_str())) {
-      while (dirent* e = readdir(d)) {
-        if (e->d_name[0] != '.') left += std::string(e->d_name) + " ";
-      }
-      closedir(d);
-    }
-    return left;
   }
 
   // The user gets a name and subordinate ids: brig runs in a mount namespace of the test's
@@ -146,6 +104,7 @@ class Rootless : public HostTest {
   }
 
   static constexpr uint32_t kSubordinate = 3000000000u;
+  OrdinaryUser user_;
   ScratchDir home_;
   std::vector<std::string> wrap_;
   std::string groups_ = "--clear-groups";
@@ -188,13 +147,112 @@ TEST_F(Rootless, ACgroupLimitIsRefusedNamingTheWayToGoWithout) {
   EXPECT_NE(r.err.find("--pids none"), std::string::npos) << r.err;
 }
 
-TEST_F(Rootless, ANetworkedProfileIsRefusedBeforeASandboxExists) {
-  RunOutput r = RunAs({"--profile", "untrusted-code-write", "--workspace", ws_, "--memory", "none",
-                       "--pids", "none", "--", "/bin/true"});
-  EXPECT_EQ(r.exit_code, 125);
-  EXPECT_NE(r.err.find("posture none"), std::string::npos) << r.err;
-  EXPECT_EQ(access((runtime_ + "/brig/sandboxes").c_str(), F_OK), -1)
-      << "brig made a sandbox's record before refusing";
+// The allowlist posture without root (egress_test.cc runs the resolver's and proxy's own
+// tests as the user too): the workload attacks the rules brig put in its network namespace
+// and tries every way around them; each fails at once, and nothing reaches a server of the
+// test world or of its fake internet, not even the world's own address. nft cannot even
+// open netfilter's netlink (the seccomp policy: exit 3); ip can, and the kernel refuses
+// every change (no capability over the namespace: exit 2). A refused TCP connection is
+// reset (curl's 7), a datagram refused before it leaves (EPERM: the rule is in the
+// sandbox's own namespace, where root's is at the bridge, whose ICMP says EHOSTUNREACH).
+constexpr char kUdpProbe[] = R"(import errno, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(10)
+try:
+    s.connect((sys.argv[1], int(sys.argv[2]))); s.send(b"x"); s.recv(100); print("reply")
+except OSError as e:
+    print("timeout" if isinstance(e, socket.timeout) else errno.errorcode[e.errno])
+)";
+
+TEST_F(Rootless, TheWorkloadCanNeitherChangeNorGoAroundItsRules) {
+  if (auto why = TestWorld::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TestWorld world;
+  ASSERT_EQ(world.Build(), "");
+  wrap_ = {"nsenter", "--net=" + world.NsPath(TestWorld::kWorld)};
+  home_.Write("ws/udp.py", kUdpProbe);
+  const std::string internet = kInternetHost;
+  RunOutput r = ShAs(
+      "nft flush ruleset 2>/dev/null; echo nft $?;"
+      "ip link set brig down 2>/dev/null; echo link $?;"
+      "ip addr add 198.51.100.99/24 dev eth0 2>/dev/null; echo addr $?;"
+      "ip route add 198.51.100.0/24 dev brig 2>/dev/null; echo route $?;"
+      "unshare -Urn true 2>/dev/null; echo userns $?;"
+      "curl -sS -m 20 http://" +
+          internet +
+          ":8080/ 2>/dev/null; echo tcp $?;"
+          "curl -sS -m 20 http://" +
+          std::string(kWorldAddr) +
+          ":22/ 2>/dev/null; echo world $?;"
+          "echo udp $(python3 /workspace/udp.py " +
+          internet +
+          " 8080);"
+          "curl -sS -m 20 -H 'Host: allowed.test' http://127.0.0.1:64880/ 2>&1 | grep -c 'brig:';"
+          "curl -sS -m 20 http://[::1]:8080/ 2>/dev/null; echo v6 $?",
+      {"--profile", SourceRoot() + "/tests/host/profiles/egress.textproto", "--dns-upstream",
+       kDnsHost});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "nft 3\nlink 2\naddr 2\nroute 2\nuserns 1\ntcp 7\nworld 7\nudp EPERM\n1\nv6 7\n")
+      << r.err;
+  EXPECT_EQ(Lines(world.AllHits()), "") << "the workload reached a server";
+  EXPECT_EQ(world.TearDown(), "");
+}
+
+// A broker without root: the host-side broker adds the secret on its way out, and nothing
+// inside holds it. The upstream, on the host's loopback, writes down the headers it got.
+constexpr char kHeaderUpstream[] = R"(import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(sys.argv[1], "a") as f:
+            f.write("".join("%s: %s\n" % (k.lower(), v) for k, v in self.headers.items()))
+        b = b"hello from upstream\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[2] + ".tmp", "w").write(str(s.server_address[1]))
+__import__("os").rename(sys.argv[2] + ".tmp", sys.argv[2])
+s.serve_forever()
+)";
+
+TEST_F(Rootless, ABrokerAddsTheSecretOutsideAndTheSandboxNeverHoldsIt) {
+  ScratchDir up;
+  const std::string log = up.path() + "/headers", port_file = up.path() + "/port";
+  pid_t server =
+      SpawnQuiet({"python3", "-c", kHeaderUpstream, log, port_file}, up.path() + "/stderr");
+  ASSERT_GT(server, 0);
+  ASSERT_TRUE(Eventually([&] { return !ReadFileOrEmpty(port_file).empty(); }))
+      << ReadFileOrEmpty(up.path() + "/stderr");
+  const std::string secret = "brig-rootless-secret-" + std::to_string(getpid());
+  std::vector<std::string> cmd = user_.Prefix(home_.path() + "/home");
+  cmd.insert(cmd.end(),
+             {"BRIG_TEST_KEY=" + secret, BrigBinary(), "run", "--workspace", ws_, "--memory",
+              "none", "--pids", "none", "--broker",
+              "model=port=8080,to=http://127.0.0.1:" + ReadFileOrEmpty(port_file) +
+                  ",header=x-api-key:env:BRIG_TEST_KEY",
+              "--", "/bin/sh", "-c",
+              "curl -sS http://127.0.0.1:8080/v1; cat /proc/[0-9]*/environ | tr '\\0' '\\n' | "
+              "grep -c brig-rootless-secret"});
+  RunOutput r = RunCommand(cmd);
+  kill(server, SIGKILL);
+  waitpid(server, nullptr, 0);
+  EXPECT_EQ(r.exit_code, 1) << r.err << "\n(grep -c's 1: no match)";
+  EXPECT_EQ(r.out, "hello from upstream\n0\n") << r.err;
+  EXPECT_NE(ReadFileOrEmpty(log).find("x-api-key: " + secret + "\n"), std::string::npos)
+      << ReadFileOrEmpty(log);
+}
+
+// The dry run plans as a run does (in brig's own namespace) and makes nothing; its manifest
+// names the sandbox's own table and address, which are fixed.
+TEST_F(Rootless, TheDryRunNamesTheTableInTheSandboxsOwnNamespace) {
+  RunOutput r = RunAs({"--dry-run", "--profile", "untrusted-code-write", "--workspace", ws_,
+                       "--memory", "none", "--pids", "none", "--", "/bin/true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("address":"10.213.0.2")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"(tcp dport 443 redirect to :64443\n)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("nft_sets\":[{"), std::string::npos) << r.out;
+  EXPECT_EQ(access((runtime_ + "/brig/sandboxes").c_str(), F_OK), -1) << "the dry run made state";
 }
 
 TEST_F(Rootless, WithoutXdgRuntimeDirTheRunIsRefused) {

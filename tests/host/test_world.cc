@@ -553,16 +553,21 @@ RunOutput TestWorld::Run(Where w, const std::vector<std::string>& command) const
   return RunCommand(argv);
 }
 
-RunOutput TestWorld::Brig(const std::vector<std::string>& args) const {
-  std::vector<std::string> argv = {BrigBinary()};
+RunOutput TestWorld::Brig(const std::vector<std::string>& args,
+                          const std::vector<std::string>& as) const {
+  std::vector<std::string> argv = as;
+  argv.push_back(BrigBinary());
   argv.insert(argv.end(), args.begin(), args.end());
   return InWorld(argv);
 }
 
-pid_t TestWorld::SpawnBrig(const std::vector<std::string>& args, const std::string& dir) {
+pid_t TestWorld::SpawnBrig(const std::vector<std::string>& args, const std::string& dir,
+                           const std::vector<std::string>& as) {
   // nsenter enters the network namespace and execs brig (it forks only to enter a pid
-  // namespace), so the pid is brig's own.
-  std::vector<std::string> argv = {"nsenter", "--net=" + NsPath(kWorld), BrigBinary()};
+  // namespace), and setpriv and env exec too, so the pid is brig's own.
+  std::vector<std::string> argv = {"nsenter", "--net=" + NsPath(kWorld)};
+  argv.insert(argv.end(), as.begin(), as.end());
+  argv.push_back(BrigBinary());
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());

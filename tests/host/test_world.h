@@ -182,8 +182,11 @@ class TestWorld {
   RunOutput InWorld(const std::vector<std::string>& command) const { return Run(kWorld, command); }
   // brig in the world, in the foreground or in the background (output to `dir`/stdout and
   // `dir`/stderr); a spawned brig is killed at TearDown if the test has not waited for it.
-  RunOutput Brig(const std::vector<std::string>& args) const;
-  pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir);
+  // `as`: what brig runs under, an ordinary user's OrdinaryUser::Prefix (host_fixture.h).
+  RunOutput Brig(const std::vector<std::string>& args,
+                 const std::vector<std::string>& as = {}) const;
+  pid_t SpawnBrig(const std::vector<std::string>& args, const std::string& dir,
+                  const std::vector<std::string>& as = {});
   int Wait(pid_t pid);
 
   // A further server (the usual ones exist after Build); null if it cannot listen.

@@ -1,9 +1,9 @@
 // A runtime handler's posture and what a pod's annotations make of it (pod/handler.h), and
-// the rules brig puts in a pod's network namespace (pod/rules.h). Pure.
+// the rules brig puts in a namespace it serves from inside, a pod's (net/inside_rules.h). Pure.
 #include <gtest/gtest.h>
 
+#include "net/inside_rules.h"
 #include "pod/handler.h"
-#include "pod/rules.h"
 #include "testlib/testlib.h"
 
 namespace brig::pod {
@@ -104,19 +104,19 @@ TEST(PodHandler, ThePodIsNamedByContainerdsOwnAnnotations) {
 }
 
 TEST(PodHandler, DirectDestinations) {
-  auto d = ParseDirect("udp:10.96.0.10/32:53");
+  auto d = net::ParseDirect("udp:10.96.0.10/32:53");
   ASSERT_TRUE(d) << d.error().Render();
   EXPECT_FALSE(d->tcp);
   EXPECT_EQ(d->network.Str(), "10.96.0.10");
   EXPECT_EQ(d->prefix, 32);
   EXPECT_EQ(d->port, 53);
-  auto any = ParseDirect("tcp:10.0.0.0/8");
+  auto any = net::ParseDirect("tcp:10.0.0.0/8");
   ASSERT_TRUE(any);
   EXPECT_EQ(any->port, 0);
-  EXPECT_EQ(ParseDirect("tcp:10.1.2.3")->prefix, 32);
+  EXPECT_EQ(net::ParseDirect("tcp:10.1.2.3")->prefix, 32);
   for (const char* bad : {"10.0.0.1", "icmp:10.0.0.1", "tcp:10.0.0.1/33", "tcp:10.0.0.1/8",
                           "tcp:10.0.0.1:0", "tcp:10.0.0.1:65536", "tcp:host:80", "tcp:10.0.0.1/"}) {
-    EXPECT_FALSE(ParseDirect(bad)) << bad;
+    EXPECT_FALSE(net::ParseDirect(bad)) << bad;
   }
 }
 
@@ -176,11 +176,11 @@ TEST(PodHandler, APodsAnnotationsNarrowAndNeverWiden) {
   }
 }
 
-TEST(PodRules, RedirectAndRefuseAllButTheMarkAndTheDirect) {
+TEST(InsideRules, RedirectAndRefuseAllButTheMarkAndTheDirect) {
   net::ListenerPorts l{.http = 1080, .https = 1443, .dns_tcp = 1053, .dns_udp = 2053};
-  std::vector<Direct> direct = {*ParseDirect("udp:10.96.0.10/32:53"),
-                                *ParseDirect("tcp:10.0.0.0/16")};
-  std::string s = PodRules(l, direct);
+  std::vector<net::Direct> direct = {*net::ParseDirect("udp:10.96.0.10/32:53"),
+                                     *net::ParseDirect("tcp:10.0.0.0/16")};
+  std::string s = net::InsideRules(l, direct, net::kMark);
   for (const char* line :
        {"type nat hook output priority -100; policy accept;", "meta mark 1651665255 return",
         "meta nfproto ipv4 udp dport 53 redirect to :2053",
@@ -193,7 +193,7 @@ TEST(PodRules, RedirectAndRefuseAllButTheMarkAndTheDirect) {
         "reject with icmpx admin-prohibited"}) {
     EXPECT_NE(s.find(line), std::string::npos) << line << "\n" << s;
   }
-  std::string none = PodRules(std::nullopt, {});
+  std::string none = net::InsideRules(std::nullopt, {}, 0);
   EXPECT_EQ(none.find("redirect"), std::string::npos) << none;
   EXPECT_NE(none.find("policy drop"), std::string::npos);
 }
