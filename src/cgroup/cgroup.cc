@@ -217,6 +217,54 @@ Status FitLimits(const Plan& plan, Limits& limits) {
   return fit(Controller::kCpu, limits.cpu_milli, limits.cpu_optional);
 }
 
+std::optional<std::string> DelegatedGroup(const Layout& layout, uid_t uid, std::string* why_not) {
+  if (!layout.v2) {
+    *why_not = "the host has no cgroup v2 hierarchy";
+    return std::nullopt;
+  }
+  std::string group = layout.v2->self.empty() ? "/" : layout.v2->self;
+  std::string dir = ParentDir(*layout.v2, group);
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || st.st_uid != uid ||
+      access((dir + "/cgroup.procs").c_str(), W_OK) != 0 ||
+      access((dir + "/cgroup.subtree_control").c_str(), W_OK) != 0) {
+    *why_not = "its cgroup v2 group " + group + " is not delegated to it";
+    return std::nullopt;
+  }
+  for (const std::string& pid : Words(dir + "/cgroup.procs")) {
+    if (pid != std::to_string(getpid())) {
+      *why_not = "its delegated cgroup " + group + " holds process " + pid + " too";
+      return std::nullopt;
+    }
+  }
+  return group;
+}
+
+Plan PlanDelegated(const Layout& layout, const std::string& group) {
+  Plan plan;
+  plan.parent = group;
+  std::vector<std::string> offered = Words(ParentDir(*layout.v2, group) + "/cgroup.controllers");
+  for (Controller c : kControllers) {
+    if (std::find(offered.begin(), offered.end(), Name(c)) != offered.end()) {
+      plan.For(c) = Path::kV2;
+    }
+  }
+  return plan;
+}
+
+Status TakeDelegated(const Layout& layout, const Plan& plan, const std::string& id) {
+  const std::string dir = ParentDir(*layout.v2, plan.parent);
+  const std::string own = dir + "/" + id + ".supervisor";
+  if (mkdir(own.c_str(), 0755) < 0) return SysError("mkdir", own).Wrap("cgroup");
+  BRIG_TRY_CTX(util::WriteFile(own + "/cgroup.procs", "0"), "cgroup");
+  for (Controller c : kControllers) {
+    if (plan.For(c) != Path::kV2) continue;
+    BRIG_TRY_CTX(util::WriteFile(dir + "/cgroup.subtree_control", "+" + std::string(Name(c))),
+                 "cgroup");
+  }
+  return {};
+}
+
 std::optional<bool> ProbeCgroupKill(const Hierarchy& v2, const std::string& parent) {
   std::string dir = ParentDir(v2, parent);
   // A --cgroup-parent brig has yet to make: its nearest existing ancestor.

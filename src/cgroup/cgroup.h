@@ -95,6 +95,21 @@ Plan PlanFor(const Layout& layout, const std::string& parent);
 // naming the controller) a required one.
 Status FitLimits(const Plan& plan, Limits& limits);
 
+// brig without root: the v2 group brig runs in (relative to the mount), where it is
+// delegated to `uid` as systemd's user manager delegates a unit with Delegate=yes: a
+// directory of the uid's whose cgroup.procs and cgroup.subtree_control it may write, with
+// no process in it but brig. nullopt, with `why_not` saying why, otherwise.
+std::optional<std::string> DelegatedGroup(const Layout& layout, uid_t uid, std::string* why_not);
+// The plan over a delegated group: what it offers (its cgroup.controllers), under it.
+Plan PlanDelegated(const Layout& layout, const std::string& group);
+// In the delegated group `plan.parent`, before the sandbox's group is made: brig moves
+// itself into a group of its own there, ID.supervisor (a group with controllers enabled
+// for its children may hold no process), and enables in the delegated group's
+// cgroup.subtree_control the controllers the plan takes from v2. The supervisor's group
+// stays, empty, when brig ends; it goes with the delegated group (a scope: when brig, its
+// one process, ends).
+Status TakeDelegated(const Layout& layout, const Plan& plan, const std::string& id);
+
 // Whether the v2 groups brig makes under `parent` will have cgroup.kill (kernel 5.14), as
 // far as can be told without making one: the file is looked for in the nearest existing
 // group on the way to `parent` below the root, or, at the root (which never has it), in

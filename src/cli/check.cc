@@ -2,6 +2,8 @@
 // controller takes (design.md, Cgroups), each kernel feature a shipped profile needs,
 // probed for real in throwaway namespaces (cli/preflight.h), and which profiles can run
 // here. Writes to no cgroup and leaves nothing behind.
+#include <unistd.h>
+
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -12,6 +14,7 @@
 #include "cli/preflight.h"
 #include "config/overrides.h"
 #include "config/profile.h"
+#include "util/dirs.h"
 #include "util/files.h"
 
 namespace brig::cli {
@@ -62,14 +65,15 @@ std::string Usage() {
          "\"NAME ok|missing WHY\"; then, measured, how long a run with a network interface\n"
          "waits at its end for the kernel (\"exit wait\"); then, for each profile, whether it\n"
          "can run here.\n"
-         "Needs root, as brig run does.\n\n"
+         "Run by an ordinary user, it says what that user can have: subordinate ids, AppArmor's\n"
+         "hold on user namespaces, a delegated cgroup, the sealed network (brig-check(1)).\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
     UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),
              f.help);
   }
   out << "\nExit status: 0 if the default profile (" << config::kDefaultProfile
-      << ") can run here,\n1 if it cannot, 125 on bad input or without root.\n";
+      << ") can run here,\n1 if it cannot, 125 on bad input.\n";
   return out.str();
 }
 
@@ -103,6 +107,22 @@ void PrintCgroups(const cgroup::Layout& layout, const cgroup::Plan& plan,
   // No v2 group to look in yet: the sandbox's own group will say.
   if (layout.v2 && !v2_kill) kill = "cgroup.kill (v2) if its group has it, else " + fallback;
   printf("kill        %s\n", kill.c_str());
+}
+
+// Without root: the group brig would make its sandboxes' groups in, if it is delegated to
+// this user, and what each controller gets there.
+void PrintDelegated(const cgroup::Layout& layout, const cgroup::Plan& plan,
+                    const std::optional<std::string>& group, const std::string& why) {
+  printf("cgroup v2   %s\n", layout.v2 ? layout.v2->mount.c_str() : "not mounted");
+  printf("delegated   %s\n", group ? group->c_str() : ("no: " + why).c_str());
+  for (cgroup::Controller c : cgroup::kControllers) {
+    bool v2 = plan.For(c) == cgroup::Path::kV2;
+    printf("%-11s %-8s %s\n", std::string(cgroup::Name(c)).c_str(), v2 ? "v2" : "missing",
+           v2 ? cgroup::ParentDir(*layout.v2, *group).c_str() : "-");
+  }
+  printf("kill        %s\n", group
+                                 ? "cgroup.kill (v2) if its group has it, else SIGKILL to brig init"
+                                 : "SIGKILL to brig init (no cgroup to kill through)");
 }
 
 // The seccomp policy the default profile names, which the seccomp probe loads.
@@ -192,13 +212,29 @@ int CheckMain(const std::vector<std::string>& args) {
     fprintf(stderr, "brig: %s\n", layout.error().Render().c_str());
     return kExitRefused;
   }
-  cgroup::Plan plan = cgroup::PlanFor(*layout, req.cgroup_parent);
-  PrintCgroups(*layout, plan, req.cgroup_parent);
+  cgroup::Plan plan;
+  if (util::Rootless()) {
+    if (!req.cgroup_parent.empty()) {
+      fprintf(stderr,
+              "brig: --cgroup-parent '%s': brig without root makes its cgroups only in "
+              "the one it runs in, where that is delegated to it\n",
+              req.cgroup_parent.c_str());
+      return kExitRefused;
+    }
+    std::string why;
+    std::optional<std::string> group = cgroup::DelegatedGroup(*layout, geteuid(), &why);
+    if (group) plan = cgroup::PlanDelegated(*layout, *group);
+    PrintDelegated(*layout, plan, group, why);
+  } else {
+    plan = cgroup::PlanFor(*layout, req.cgroup_parent);
+    PrintCgroups(*layout, plan, req.cgroup_parent);
+  }
   fflush(stdout);
   std::string dir = config::ResolvePolicyDir(req.policy_dir);
   std::vector<Feature> features = ProbeFeatures(DefaultSeccompFile(dir));
   PrintFeatures(features);
-  PrintNftExitWait(features);
+  // Without root no table of the host's is made: there is no exit wait to measure.
+  if (!util::Rootless()) PrintNftExitWait(features);
   bool default_runs = PrintProfiles(dir, features, plan);
   if (!default_runs) {
     fflush(stdout);

@@ -16,14 +16,18 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <tuple>
 
 #include "config/limits.h"
+#include "net/inside_rules.h"
 #include "net/link.h"
 #include "net/nft.h"
+#include "net/sealed_net.h"
 #include "security/sandbox_ids.h"
 #include "security/seccomp.h"
 #include "sys/id_map.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 #include "util/files.h"
 
 namespace brig::cli {
@@ -107,7 +111,9 @@ Status ProbeSeccomp(const std::string& policy_file) {
 
 Status ProbeMountApi() {
   BRIG_TRY(PrivateMounts());
-  sys::UniqueFd tree = BRIG_TRY(sys::OpenTree(AT_FDCWD, "/", OPEN_TREE_CLONE));
+  // Without root, / holds the host's submounts locked together: only all of it is cloned.
+  sys::UniqueFd tree = BRIG_TRY(
+      sys::OpenTree(AT_FDCWD, "/", OPEN_TREE_CLONE | (util::Rootless() ? AT_RECURSIVE : 0)));
   BRIG_TRY(sys::MountSetattr(tree.get(), "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0, "/ (a copy)"));
   BRIG_TRY(TmpfsOnTmp({}));
   (void)BRIG_TRY(sys::Openat2(AT_FDCWD, "/tmp", O_PATH | O_DIRECTORY,
@@ -121,6 +127,7 @@ Status ProbeOverlay() {
   BRIG_TRY(sys::FsConfigString(fs.get(), "lowerdir", "/tmp/lower"));
   BRIG_TRY(sys::FsConfigString(fs.get(), "upperdir", "/tmp/upper"));
   BRIG_TRY(sys::FsConfigString(fs.get(), "workdir", "/tmp/work"));
+  if (util::Rootless()) BRIG_TRY(sys::FsConfigFlag(fs.get(), "userxattr", "overlay"));
   BRIG_TRY(sys::FsConfigCreate(fs.get(), "overlay"));
   (void)BRIG_TRY(sys::FsMount(fs.get(), 0, "overlay"));
   return {};
@@ -178,6 +185,53 @@ Status ProbeBridgeVeth() {
   sys::UniqueFd self(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!self) return SysError("open", "/proc/self/ns/net");
   return net::CreateSandboxVeth("bvprobe", bridge, self.get(), net::MacFor({subnet.network.v + 2}));
+}
+
+// brig without root: the probes below run in a user namespace of the child's own, mapped
+// as brig maps its own (sys::EnterOwnUserNamespace), as a run's host-side steps do.
+std::function<Status()> AsUser(std::function<Status()> probe) {
+  return [probe = std::move(probe)]() -> Status {
+    BRIG_TRY(sys::EnterOwnUserNamespace());
+    return probe();
+  };
+}
+
+// The sandbox's own network without root (net/sealed_net.h): its veth pair and its table,
+// with the listeners, in a network namespace of the child's.
+Status ProbeSealedNet() {
+  BRIG_TRY(Unshare(CLONE_NEWNET, "network namespace"));
+  BRIG_TRY(net::CreateSandboxVeth("brig", 0, -1, net::MacFor({0x0ad50002})));
+  (void)BRIG_TRY(net::SetUpInside(net::kSealedPorts, {}, 0));
+  return {};
+}
+
+// Subordinate ids without root: a grant in /etc/subuid and /etc/subgid, and the helpers.
+Status ProbeSubordinate() {
+  std::string warning;
+  auto sub = security::CallersSubordinate(&warning);
+  if (!sub) return std::move(sub).error();
+  if (!*sub) {
+    return Fail("/etc/subuid, /etc/subgid", "",
+                "grant this user no ids: the sandbox keeps its supplementary groups");
+  }
+  if (!warning.empty()) return Fail("subordinate ids", "", warning);
+  return {};
+}
+
+// Ubuntu's kernel.apparmor_restrict_unprivileged_userns: where it is 1, a user namespace
+// made without an AppArmor profile that allows it has no capability in it.
+Status ProbeAppArmor() {
+  auto restrict = util::ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+  if (!restrict || restrict->rfind("1", 0) != 0) return {};
+  return InChild([]() -> Status {
+    BRIG_TRY(sys::EnterOwnUserNamespace());
+    sys::UniqueFd fs = BRIG_TRY(sys::FsOpen("tmpfs"));
+    auto made = sys::FsConfigCreate(fs.get(), "tmpfs");
+    if (made) return {};
+    return Fail("kernel.apparmor_restrict_unprivileged_userns", "1",
+                "no AppArmor profile lets brig use its user namespaces; install "
+                "policies/apparmor/brig (brig-check(1))");
+  });
 }
 
 }  // namespace
@@ -257,6 +311,39 @@ std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy) {
        ProbeBridgeVeth},
   };
   std::vector<Feature> out;
+  if (util::Rootless()) {
+    const Probe user_probes[] = {
+        {"subordinate ids",
+         "the sandbox has none of the caller's supplementary groups "
+         "(newuidmap and newgidmap map the user's grant)",
+         ProbeSubordinate},
+        {"apparmor",
+         "user namespaces with capabilities in them "
+         "(kernel.apparmor_restrict_unprivileged_userns)",
+         ProbeAppArmor},
+        {"user namespaces", "brig's own and every sandbox's (user.max_user_namespaces > 0)",
+         ProbeUserNs},
+        {"namespaces", "mount, pid, net, ipc, uts and cgroup namespaces with the user one",
+         ProbeNamespaces},
+        {"seccomp filters", "the profile's syscall policy (the default one, loaded)",
+         [&] { return ProbeSeccomp(seccomp_policy); }},
+        {"mount API",
+         "open_tree, mount_setattr, fsopen, fsmount, move_mount, openat2 build "
+         "the root, in brig's own user namespace",
+         AsUser(ProbeMountApi)},
+        {"overlayfs", "a copy workspace is an overlay on the host's directory (userxattr)",
+         AsUser(ProbeOverlay)},
+        {"sealed network",
+         "an allowlist or open posture's veth pair and table in the "
+         "sandbox's own network namespace",
+         AsUser(ProbeSealedNet)},
+    };
+    for (const Probe& p : user_probes) {
+      // The AppArmor probe makes its own child where it needs one.
+      out.push_back({p.name, p.why, p.name == "apparmor" ? p.run() : InChild(p.run)});
+    }
+    return out;
+  }
   for (const Probe& p : probes) out.push_back({p.name, p.why, InChild(p.run)});
   return out;
 }
@@ -266,10 +353,13 @@ std::vector<std::string> ProfileBlockers(const v1::Profile& profile, const std::
                                          const cgroup::Plan& plan) {
   std::vector<std::string> needs;
   if (profile.isolation() == v1::ISOLATION_SANDBOX) {
-    needs = {"host ids", "user namespaces", "namespaces", "seccomp filters", "mount API"};
+    needs = {util::Rootless() ? "apparmor" : "host ids", "user namespaces", "namespaces",
+             "seccomp filters", "mount API"};
     if (profile.filesystem().workspace() == v1::WORKSPACE_COPY) needs.push_back("overlayfs");
     v1::NetworkPosture posture = profile.network().posture();
-    if (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN) {
+    if (util::Rootless() && (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN)) {
+      needs.push_back("sealed network");
+    } else if (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN) {
       needs.insert(needs.end(), {"nftables", "bridge and veth"});
     }
   }
@@ -281,6 +371,19 @@ std::vector<std::string> ProfileBlockers(const v1::Profile& profile, const std::
   }
   auto limits = config::ParseLimits(profile.limits(), file);
   if (!limits) return {limits.error().Render()};
+  if (util::Rootless()) {
+    const cgroup::Limits& l = limits->cgroup;
+    const std::tuple<bool, bool, cgroup::Controller, const char*> held[] = {
+        {l.memory.has_value(), l.memory_optional, cgroup::Controller::kMemory, "memory"},
+        {l.pids.has_value(), l.pids_optional, cgroup::Controller::kPids, "pids"},
+        {l.cpu_milli.has_value(), l.cpu_optional, cgroup::Controller::kCpu, "cpus"}};
+    for (const auto& [set, optional, controller, name] : held) {
+      if (!set || optional || plan.For(controller) == cgroup::Path::kV2) continue;
+      blockers.push_back(std::string("limits.") + name +
+                         " needs a cgroup delegated to this user (or --" + name + " none)");
+    }
+    return blockers;
+  }
   if (auto fit = cgroup::FitLimits(plan, limits->cgroup); !fit) {
     blockers.push_back(fit.error().Render());
   }

@@ -206,41 +206,63 @@ Status ProbeBrokers(Sandbox& sb, char** environ) {
   return {};
 }
 
-// brig without root makes no cgroups: a limit that only a cgroup can hold is refused, never
-// dropped, unless the profile marks it optional or the run says it is not wanted
-// (--memory none). The sandbox ends with its pid namespace: brig init is its pid 1.
-Status NoCgroups(Sandbox& sb) {
+// brig without root makes cgroups only in the one it runs in, where that is delegated to
+// it (cgroup::DelegatedGroup): a limit no group there can hold is refused, never dropped,
+// unless the profile marks it optional or the run says it is not wanted (--memory none).
+// Without a delegated group, the sandbox still ends with its pid namespace: brig init is
+// its pid 1.
+Status FitDelegated(Sandbox& sb) {
   if (!sb.cgroup_parent.empty()) {
-    return BadInput("--cgroup-parent", sb.cgroup_parent, "brig without root makes no cgroups");
+    return BadInput("--cgroup-parent", sb.cgroup_parent,
+                    "brig without root makes its cgroups only in the one it runs in, where that "
+                    "is delegated to it");
   }
+  cgroup::Layout layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
+  std::string why;
+  std::optional<std::string> group = cgroup::DelegatedGroup(layout, geteuid(), &why);
+  cgroup::Plan plan;
+  if (group) plan = cgroup::PlanDelegated(layout, *group);
   cgroup::Limits& l = sb.limits;
   struct Held {
     std::optional<uint64_t>& limit;
     bool optional;
+    cgroup::Controller controller;
     const char* field;
     const char* flag;
   };
-  for (Held h : {Held{l.memory, l.memory_optional, "limits.memory", "--memory none"},
-                 Held{l.pids, l.pids_optional, "limits.pids", "--pids none"},
-                 Held{l.cpu_milli, l.cpu_optional, "limits.cpus", "--cpus none"}}) {
-    if (!h.limit) continue;
+  for (Held h :
+       {Held{l.memory, l.memory_optional, cgroup::Controller::kMemory, "limits.memory",
+             "--memory none"},
+        Held{l.pids, l.pids_optional, cgroup::Controller::kPids, "limits.pids", "--pids none"},
+        Held{l.cpu_milli, l.cpu_optional, cgroup::Controller::kCpu, "limits.cpus",
+             "--cpus none"}}) {
+    if (!h.limit || (group && plan.For(h.controller) == cgroup::Path::kV2)) continue;
     if (!h.optional) {
+      std::string lacks = group ? "its delegated cgroup " + *group + " offers no " +
+                                      std::string(cgroup::Name(h.controller)) + " controller"
+                                : why;
       return Fail(h.field, sb.profile,
-                  std::string("brig without root has no cgroup to hold it; say it is not "
-                              "wanted with ") +
+                  "brig without root has no cgroup to hold it (" + lacks +
+                      "); run brig in a cgroup delegated to you (systemd-run --user --scope -p "
+                      "Delegate=yes brig run ...), or say it is not wanted with " +
                       h.flag + " (brig-run(1), Limits without root)",
                   ErrorKind::kSetup);
     }
     h.limit.reset();
   }
   if (!l.memory) l.swap.reset();
+  if (group) {
+    // Its v2 group alone: an ordinary user is delegated nothing in a v1 hierarchy.
+    sb.cgroup_layout.v2 = layout.v2;
+    sb.cgroup_plan = plan;
+  }
   return {};
 }
 
 // The host's cgroups, the path each controller takes under --cgroup-parent, and the limits
 // that can hold there (an optional one without its controller is dropped).
 Status FitCgroups(Sandbox& sb) {
-  if (util::Rootless()) return NoCgroups(sb);
+  if (util::Rootless()) return FitDelegated(sb);
   sb.cgroup_layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
   sb.cgroup_plan = cgroup::PlanFor(sb.cgroup_layout, sb.cgroup_parent);
   return cgroup::FitLimits(sb.cgroup_plan, sb.limits);

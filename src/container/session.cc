@@ -73,6 +73,9 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
     log::Debug("host ids: uid ", s->ids_.uid(), ", gid ", s->ids_.gid());
     BRIG_TRY(s->PrepareSandbox());
   }
+  if (util::Rootless() && sb.cgroup_layout.v2) {
+    BRIG_TRY(cgroup::TakeDelegated(sb.cgroup_layout, sb.cgroup_plan, sb.id));
+  }
   s->group_ = BRIG_TRY(cgroup::Groups::ForSandbox(
       sb.cgroup_layout, sb.cgroup_plan, sb.id, sb.limits,
       [&record = s->record_](const std::vector<cgroup::Groups::Noted>& dirs) -> Status {

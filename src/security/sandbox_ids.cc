@@ -162,9 +162,8 @@ Result<std::optional<Subordinate>> ChooseSubordinate(const IdFiles& files, std::
                   static_cast<uint32_t>(g->first), static_cast<uint32_t>(g->count)});
 }
 
-Status EnterCallersNamespace(std::string* warning) {
+Result<std::optional<Subordinate>> CallersSubordinate(std::string* warning) {
   uid_t uid = geteuid();
-  gid_t gid = getegid();
   IdFiles files;
   for (const auto& [path, text] :
        {std::pair{"/etc/subuid", &files.subuid}, std::pair{"/etc/subgid", &files.subgid}}) {
@@ -174,16 +173,24 @@ Status EnterCallersNamespace(std::string* warning) {
   }
   const struct passwd* pw = getpwuid(uid);
   std::string name = pw ? pw->pw_name : "";
-  std::optional<Subordinate> sub = BRIG_TRY(ChooseSubordinate(files, name, uid, gid));
-  if (!sub) return sys::EnterOwnUserNamespace();
+  std::optional<Subordinate> sub = BRIG_TRY(ChooseSubordinate(files, name, uid, getegid()));
+  if (!sub) return sub;
   for (const char* helper : {sys::kNewUidMap, sys::kNewGidMap}) {
     if (access(helper, X_OK) == 0) continue;
     *warning = "/etc/subuid and /etc/subgid grant " + (name.empty() ? std::to_string(uid) : name) +
                " subordinate ids, but " + helper +
                " is not installed (package uidmap): the sandbox keeps the caller's "
                "supplementary groups";
-    return sys::EnterOwnUserNamespace();
+    break;
   }
+  return sub;
+}
+
+Status EnterCallersNamespace(std::string* warning) {
+  std::optional<Subordinate> sub = BRIG_TRY(CallersSubordinate(warning));
+  if (!sub || !warning->empty()) return sys::EnterOwnUserNamespace();
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
   return sys::EnterOwnUserNamespace(
       sys::IdMaps{.uids = {{.inside = uid, .host = uid}, {sub->uid, sub->uid, sub->uid_count}},
                   .gids = {{.inside = gid, .host = gid}, {sub->gid, sub->gid, sub->gid_count}}});

@@ -59,6 +59,11 @@ struct Subordinate {
 Result<std::optional<Subordinate>> ChooseSubordinate(const IdFiles& files, std::string_view name,
                                                      uid_t uid, gid_t gid);
 
+// brig without root: the caller's grant (none if it has none), from /etc/subuid and
+// /etc/subgid and its name; `warning` says so if it has one but newuidmap or newgidmap is
+// not installed.
+Result<std::optional<Subordinate>> CallersSubordinate(std::string* warning);
+
 // brig without root: moves brig into a user and mount namespace of its own
 // (sys::EnterOwnUserNamespace). Where the caller has subordinate ids and newuidmap and
 // newgidmap are installed, the namespace maps them too, through the helpers, and brig drops

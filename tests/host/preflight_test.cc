@@ -134,7 +134,6 @@ TEST_F(Preflight, WithoutRootEveryRootVerbSaysSoInOneLine) {
     return RunCommand(cmd);
   };
   const std::pair<std::string, std::vector<std::string>> verbs[] = {
-      {"check", {"--log", log, "check"}},
       {"gc", {"--log", log, "gc"}},
       {"list", {"--log", log, "list"}},
   };

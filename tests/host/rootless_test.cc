@@ -4,8 +4,10 @@
 // directories; nothing of the host's (/etc/passwd, /etc/subuid) is changed. Each checks
 // what the run does, and that nothing of it is left: no record in the user's runtime
 // directory, no process of the uid.
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,6 +127,85 @@ TEST_F(Rootless, TheDefaultProfileHoldsAsForRoot) {
       << "the state is not in the user's XDG_RUNTIME_DIR";
 }
 
+// A group delegated to the user, as systemd's user manager delegates a scope
+// (`systemd-run --user --scope -p Delegate=yes`): the test makes it, gives it to the uid
+// (the directory, cgroup.procs, cgroup.subtree_control, cgroup.threads) and starts brig in
+// it. The memory and pids limits hold there with the codes root's have; the sandbox's group
+// goes, and only brig's own, empty, stays until the delegated group goes. Needs a pure
+// cgroup v2 host (the vm tier), where the test may make a group at the root.
+TEST_F(Rootless, ADelegatedCgroupHoldsTheLimits) {
+  struct statfs fs;
+  if (statfs("/sys/fs/cgroup", &fs) != 0 || fs.f_type != CGROUP2_SUPER_MAGIC) {
+    GTEST_SKIP() << "needs a pure cgroup v2 host (the vm tier)";
+  }
+  std::string offered = ReadFileOrEmpty("/sys/fs/cgroup/cgroup.subtree_control");
+  if (offered.find("memory") == std::string::npos || offered.find("pids") == std::string::npos) {
+    GTEST_SKIP() << "the root group enables no memory and pids for its children: " << offered;
+  }
+  // One delegated group a run, as one scope a brig: a group whose children have controllers
+  // takes no process again.
+  int made = 0;
+  auto delegate = [&]() {
+    const std::string dir =
+        "/sys/fs/cgroup/bt-delegated-" + std::to_string(getpid()) + "-" + std::to_string(++made);
+    EXPECT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+    for (const std::string f :
+         {"", "/cgroup.procs", "/cgroup.subtree_control", "/cgroup.threads"}) {
+      EXPECT_EQ(chown((dir + f).c_str(), uid_, uid_), 0) << dir + f;
+    }
+    wrap_ = {"sh", "-c", "echo $$ > " + dir + "/cgroup.procs && exec \"$@\"", "sh"};
+    return dir;
+  };
+  // The sandbox's group went; brig's own stays, empty, with the delegated group.
+  auto left_only_brigs = [](const std::string& dir) {
+    std::vector<std::string> left;
+    for (const std::string& p : PathsIn(dir)) {
+      struct stat st;
+      if (stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) left.push_back(p);
+    }
+    ASSERT_EQ(left.size(), 1u) << "left: " << Lines(left);
+    EXPECT_NE(left[0].find(".supervisor"), std::string::npos) << left[0];
+    EXPECT_EQ(ReadFileOrEmpty(left[0] + "/cgroup.procs"), "") << left[0];
+    EXPECT_EQ(rmdir(left[0].c_str()), 0) << left[0];
+    EXPECT_EQ(rmdir(dir.c_str()), 0) << dir;
+  };
+  ScratchDir out;
+  ASSERT_EQ(chown(out.path().c_str(), uid_, uid_), 0);
+  const std::string result = out.path() + "/result.json";
+  // The default profile's own limits hold too: nothing says --memory none.
+  std::string dir = delegate();
+  RunOutput oom =
+      RunAs({"--workspace", ws_, "--memory", "64M", "--timeout", "60s", "--result", result, "--",
+             "/bin/sh", "-c", "x=$(head -c 512M /dev/zero | tr '\\0' a); echo survived"});
+  EXPECT_EQ(oom.exit_code, 137) << oom.err;
+  EXPECT_EQ(oom.out, "");
+  EXPECT_NE(oom.err.find("out of memory"), std::string::npos) << oom.err;
+  EXPECT_NE(ReadFileOrEmpty(result).find(R"("error_code":"oom_killed")"), std::string::npos)
+      << ReadFileOrEmpty(result);
+  left_only_brigs(dir);
+  dir = delegate();
+  RunOutput pids = RunAs({"--workspace", ws_, "--pids", "4", "--result", result, "--", "/bin/sh",
+                          "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait"});
+  // The shell could not fork past the limit (dash then gives up: exit 2).
+  EXPECT_NE(pids.err.find("Cannot fork"), std::string::npos) << pids.exit_code << pids.err;
+  EXPECT_NE(ReadFileOrEmpty(result).find(R"("peak_pids":4)"), std::string::npos)
+      << ReadFileOrEmpty(result);
+  left_only_brigs(dir);
+  // A delegated group that holds another process (the shell that ran brig, say) is no
+  // place for brig's groups: the run is refused, naming it.
+  dir = delegate();
+  wrap_ = {"sh", "-c",
+           "echo $$ > " + dir +
+               "/cgroup.procs && { sleep 60 >/dev/null 2>&1 </dev/null & } && exec \"$@\"",
+           "sh"};
+  RunOutput shared = RunAs({"--workspace", ws_, "--pids", "4", "--", "/bin/true"});
+  EXPECT_EQ(shared.exit_code, 125) << shared.err;
+  EXPECT_NE(shared.err.find("holds process"), std::string::npos) << shared.err;
+  RunCommand({"sh", "-c", "kill $(cat " + dir + "/cgroup.procs)"});
+  ASSERT_TRUE(Eventually([&] { return ReadFileOrEmpty(dir + "/cgroup.procs").empty(); }));
+  EXPECT_EQ(rmdir(dir.c_str()), 0) << dir;
+}
+
 TEST_F(Rootless, TheSandboxUserIsTheCallersUidOnTheHost) {
   // A file the sandbox makes in a read-write workspace is the caller's on the host.
   RunOutput r = RunAs({"--profile", RwProfile(), "--workspace", ws_, "--", "/bin/sh", "-c",
@@ -140,6 +221,8 @@ TEST_F(Rootless, ACgroupLimitIsRefusedNamingTheWayToGoWithout) {
   RunOutput r = RunAs({"--workspace", ws_, "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("limits.memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not delegated to it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("systemd-run --user --scope -p Delegate=yes"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--memory none"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = RunAs({"--workspace", ws_, "--memory", "none", "--", "/bin/true"});
@@ -253,6 +336,27 @@ TEST_F(Rootless, TheDryRunNamesTheTableInTheSandboxsOwnNamespace) {
   EXPECT_NE(r.out.find(R"(tcp dport 443 redirect to :64443\n)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("nft_sets\":[{"), std::string::npos) << r.out;
   EXPECT_EQ(access((runtime_ + "/brig/sandboxes").c_str(), F_OK), -1) << "the dry run made state";
+}
+
+// brig check as the user says what the user can have. Here (the development machines'
+// hybrid hierarchy, or the vm tier's root group) no cgroup is delegated to it, so a profile
+// with limits cannot run without --memory none; everything else the profiles need, it has.
+TEST_F(Rootless, CheckSaysWhatThisUserCanHave) {
+  std::vector<std::string> cmd = user_.Prefix(home_.path() + "/home");
+  cmd.insert(cmd.end(), {BrigBinary(), "check", "--policy-dir", SourceRoot() + "/policies"});
+  RunOutput r = RunCommand(cmd);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  for (const std::string line :
+       {"delegated   no: its cgroup v2 group ", "subordinate ids     missing ",
+        "user namespaces     ok ", "namespaces          ok ", "seccomp filters     ok ",
+        "mount API           ok ", "sealed network      ok ",
+        "profile none                     can run here",
+        "cannot run here: limits.memory needs a cgroup delegated to this user (or --memory "
+        "none)"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("exit wait"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("host ids"), std::string::npos) << r.out;
 }
 
 TEST_F(Rootless, WithoutXdgRuntimeDirTheRunIsRefused) {

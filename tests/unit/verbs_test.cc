@@ -24,18 +24,19 @@ TEST(Verbs, EveryNameHasOneRowForTheCallsNoOtherRowChooses) {
   for (const auto& [name, rows] : unchosen) EXPECT_EQ(rows, 1) << name;
 }
 
-// A row without a reason to need root runs for anyone: only these three, which read files
-// or write a document, may be such rows.
-TEST(Verbs, OnlyPolicySpecFeaturesAndBrigsOwnRunRunWithoutRoot) {
+// A row without a reason to need root runs for anyone: only these, which read files, write
+// a document, or are brig's own run and check (which says what a user can have), may be
+// such rows.
+TEST(Verbs, OnlyPolicySpecFeaturesCheckAndBrigsOwnRunRunWithoutRoot) {
   std::set<std::string> without_root, rootless;
   for (const Verb& verb : Verbs()) {
     if (!verb.why_root) without_root.insert(verb.name);
     if (verb.rootless) rootless.insert(verb.name);
     EXPECT_FALSE(verb.rootless && verb.why_root) << verb.name;
   }
-  EXPECT_EQ(without_root, (std::set<std::string>{"features", "policy", "run", "spec"}));
+  EXPECT_EQ(without_root, (std::set<std::string>{"check", "features", "policy", "run", "spec"}));
   // Of the two runs, brig's own: the OCI one needs root.
-  EXPECT_EQ(rootless, (std::set<std::string>{"run"}));
+  EXPECT_EQ(rootless, (std::set<std::string>{"check", "run"}));
   GlobalFlags global;
   const Verb* run = FindVerb("run", global, {"--", "true"});
   ASSERT_NE(run, nullptr);
