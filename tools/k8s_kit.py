@@ -35,6 +35,12 @@ def netns():
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+def mounted(path):
+    """Whether `path` is a mount point in this process's mount namespace."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
 class HostState:
     """What the host has before a run; after it, clean() removes what the run added (the
     kubelet's iptables-nft tables, the directories of OUTSIDE) and returns what is left."""
@@ -47,6 +53,11 @@ class HostState:
         for table in sorted(nft_tables() - self.tables):
             subprocess.run(["nft", "delete", "table", *table.split()], capture_output=True)
         for d in self.absent:
+            # The CNI's netns library makes /run/netns a mount of itself, shared, the first
+            # time it is used on a host: gone with the directory, once nothing is in it.
+            # (os.path.ismount cannot tell a mount of a directory onto itself: mountinfo can.)
+            if os.path.isdir(d) and not os.listdir(d) and mounted(d):
+                subprocess.run(["umount", d], capture_output=True)
             try:
                 os.rmdir(d)
             except OSError:
