@@ -3,10 +3,8 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <linux/mount.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -36,45 +34,10 @@ std::string FindMkfs() {
 // punches the whole (sparse) file, so it marks the inode tables zeroed and the kernel has
 // none to zero in the background: the file holds only what is written.
 Status Mkfs(const std::string& mkfs, int image, const std::string& path) {
-  sys::UniqueFd high(fcntl(image, F_DUPFD_CLOEXEC, 10));
-  if (!high) return SysError("mkfs.ext4", path);
-  sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "mkfs.ext4 " + path));
-  sys::UniqueFd r = errors.TakeParentEnd(), w = errors.TakeChildEnd();
-  std::vector<std::string> argv = {mkfs,
-                                   "-q",
-                                   "-F",
-                                   "-O",
-                                   "^has_journal,^resize_inode,sparse_super2",
-                                   "-E",
-                                   "lazy_itable_init=1,num_backup_sb=0",
-                                   "-m",
-                                   "0",
-                                   "/proc/self/fd/3"};
-  std::vector<char*> cargv;
-  for (auto& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  char* env[] = {nullptr};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, w.get(), 2);
-  posix_spawn_file_actions_adddup2(&fa, high.get(), 3);
-  pid_t pid;
-  int rc = posix_spawn(&pid, mkfs.c_str(), &fa, nullptr, cargv.data(), env);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    errno = rc;
-    return SysError("run", mkfs);
-  }
-  w.Reset();
-  std::string err;
-  int st = sys::ReadAllAndReap(r.get(), pid, err);
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return {};
-  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-  err = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
-  return Fail(mkfs, path,
-              err.empty() ? "exited with status " + std::to_string(WEXITSTATUS(st)) : err);
+  return sys::RunProgram(mkfs,
+                         {"-q", "-F", "-O", "^has_journal,^resize_inode,sparse_super2", "-E",
+                          "lazy_itable_init=1,num_backup_sb=0", "-m", "0", "/proc/self/fd/3"},
+                         path, image);
 }
 
 // Attaches `image` to a free loop device that clears itself on its last close. Returns the

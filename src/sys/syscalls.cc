@@ -9,6 +9,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -278,6 +279,43 @@ int ReadAllAndReap(int fd, pid_t pid, std::string& out) {
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   return st;
+}
+
+Status RunProgram(const std::string& path, const std::vector<std::string>& args,
+                  const std::string& subject, int fd3) {
+  UniqueFd high;
+  if (fd3 >= 0) {
+    // Above 3, so that the dup2 below cannot meet the pipe's ends.
+    high.Reset(fcntl(fd3, F_DUPFD_CLOEXEC, 10));
+    if (!high) return SysError(path, subject);
+  }
+  FdPair errors = BRIG_TRY(FdPair::Pipe(true, path + " " + subject));
+  UniqueFd r = errors.TakeParentEnd(), w = errors.TakeChildEnd();
+  std::vector<char*> argv = {const_cast<char*>(path.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  char* env[] = {nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, w.get(), 2);
+  if (high) posix_spawn_file_actions_adddup2(&fa, high.get(), 3);
+  pid_t pid;
+  int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv.data(), env);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    errno = rc;
+    return SysError("run", path);
+  }
+  w.Reset();
+  std::string err;
+  int st = ReadAllAndReap(r.get(), pid, err);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return {};
+  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+  err = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
+  return Fail(path, subject,
+              err.empty() ? "exited with status " + std::to_string(WEXITSTATUS(st)) : err);
 }
 
 std::optional<int> ReadExecError(int fd) {

@@ -106,6 +106,11 @@ std::optional<int> ReadExecError(int fd);
 // After spawning a helper program whose output goes to the pipe `fd` (the caller's write
 // end closed): reads it to EOF into `out`, then reaps `pid` and returns its wait status.
 int ReadAllAndReap(int fd, pid_t pid, std::string& out);
+// Runs the helper program `path` with `args` and no environment, stdin and stdout
+// /dev/null, `fd3` (if >= 0) as its fd 3, and waits for it. Its failure names `path` and
+// `subject`, with the last line it wrote on stderr.
+Status RunProgram(const std::string& path, const std::vector<std::string>& args,
+                  const std::string& subject, int fd3 = -1);
 
 // Marks every fd from `first` up CLOEXEC (close_range with CLOSE_RANGE_CLOEXEC).
 Status CloseRangeCloexec(unsigned first);
