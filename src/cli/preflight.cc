@@ -25,6 +25,7 @@
 #include "net/sealed_net.h"
 #include "security/sandbox_ids.h"
 #include "security/seccomp.h"
+#include "sys/child.h"
 #include "sys/id_map.h"
 #include "sys/syscalls.h"
 #include "util/dirs.h"
@@ -133,34 +134,14 @@ Status ProbeOverlay() {
   return {};
 }
 
-// A user namespace mapping 0 to 65534, held by a child that waits for `release` to close.
+// A user namespace mapping 0 to 65534, made by a holder (sys::Holder) while its maps are
+// written and it is opened.
 Result<sys::UniqueFd> MappedUserNs() {
-  sys::FdPair ready = BRIG_TRY(sys::FdPair::Pipe(true, "user namespace holder"));
-  sys::FdPair release = BRIG_TRY(sys::FdPair::Pipe(false, "user namespace holder"));
-  pid_t pid = fork();
-  if (pid < 0) return SysError("fork", "user namespace holder");
-  if (pid == 0) {
-    ready.TakeParentEnd().Reset();
-    release.TakeParentEnd().Reset();
-    sys::UniqueFd said = ready.TakeChildEnd(), wait = release.TakeChildEnd();
-    char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-    (void)!write(said.get(), &c, 1);
-    (void)!read(wait.get(), &c, 1);
-    _exit(0);
-  }
-  ready.TakeChildEnd().Reset();
-  release.TakeChildEnd().Reset();
-  sys::UniqueFd ready_fd = ready.TakeParentEnd(), release_fd = release.TakeParentEnd();
-  char c = 'n';
-  Status s = read(ready_fd.get(), &c, 1) == 1 && c == 'y' ? Status{} : SysError("unshare", "user");
-  std::string proc = "/proc/" + std::to_string(pid) + "/";
-  if (s) s = sys::WriteIdMaps(pid, {.uids = {{.host = 65534}}, .gids = {{.host = 65534}}});
-  sys::UniqueFd ns(open((proc + "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
-  release_fd.Reset();
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  BRIG_TRY(s);
-  if (!ns) return SysError("open", proc + "ns/user");
+  sys::Child holder = BRIG_TRY(sys::Holder(CLONE_NEWUSER, "user namespace holder"));
+  BRIG_TRY(sys::WriteIdMaps(holder.pid(), {.uids = {{.host = 65534}}, .gids = {{.host = 65534}}}));
+  std::string path = "/proc/" + std::to_string(holder.pid()) + "/ns/user";
+  sys::UniqueFd ns(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns) return SysError("open", path);
   return ns;
 }
 
