@@ -217,7 +217,13 @@ Status FitLimits(const Plan& plan, Limits& limits) {
   return fit(Controller::kCpu, limits.cpu_milli, limits.cpu_optional);
 }
 
-std::optional<std::string> DelegatedGroup(const Layout& layout, uid_t uid, std::string* why_not) {
+std::array<LimitSlot, 3> Slots(Limits& l) {
+  return {LimitSlot{l.memory, l.memory_optional, Controller::kMemory, "memory"},
+          LimitSlot{l.pids, l.pids_optional, Controller::kPids, "pids"},
+          LimitSlot{l.cpu_milli, l.cpu_optional, Controller::kCpu, "cpus"}};
+}
+
+std::optional<Plan> Delegated(const Layout& layout, uid_t uid, std::string* why_not) {
   if (!layout.v2) {
     *why_not = "the host has no cgroup v2 hierarchy";
     return std::nullopt;
@@ -237,13 +243,9 @@ std::optional<std::string> DelegatedGroup(const Layout& layout, uid_t uid, std::
       return std::nullopt;
     }
   }
-  return group;
-}
-
-Plan PlanDelegated(const Layout& layout, const std::string& group) {
   Plan plan;
   plan.parent = group;
-  std::vector<std::string> offered = Words(ParentDir(*layout.v2, group) + "/cgroup.controllers");
+  std::vector<std::string> offered = Words(dir + "/cgroup.controllers");
   for (Controller c : kControllers) {
     if (std::find(offered.begin(), offered.end(), Name(c)) != offered.end()) {
       plan.For(c) = Path::kV2;

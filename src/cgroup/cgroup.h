@@ -95,13 +95,26 @@ Plan PlanFor(const Layout& layout, const std::string& parent);
 // naming the controller) a required one.
 Status FitLimits(const Plan& plan, Limits& limits);
 
-// brig without root: the v2 group brig runs in (relative to the mount), where it is
+// brig run's three limits, each with its controller and its name (limits.NAME in a
+// profile, --NAME none on the command line).
+struct LimitSlot {
+  std::optional<uint64_t>& value;
+  bool optional;
+  Controller controller;
+  const char* name;
+};
+std::array<LimitSlot, 3> Slots(Limits& limits);
+
+// brig without root: the plan over the v2 group brig runs in, where that group is
 // delegated to `uid` as systemd's user manager delegates a unit with Delegate=yes: a
 // directory of the uid's whose cgroup.procs and cgroup.subtree_control it may write, with
-// no process in it but brig. nullopt, with `why_not` saying why, otherwise.
-std::optional<std::string> DelegatedGroup(const Layout& layout, uid_t uid, std::string* why_not);
-// The plan over a delegated group: what it offers (its cgroup.controllers), under it.
-Plan PlanDelegated(const Layout& layout, const std::string& group);
+// no process in it but brig. The plan's parent is that group (relative to the mount), and
+// its controllers are what the group offers (its cgroup.controllers). nullopt, with
+// `why_not` saying why, where there is no such group.
+std::optional<Plan> Delegated(const Layout& layout, uid_t uid, std::string* why_not);
+inline constexpr char kNoParentWithoutRoot[] =
+    "brig without root makes its cgroups only in the one it runs in, where that is delegated "
+    "to it";
 // In the delegated group `plan.parent`, before the sandbox's group is made: brig moves
 // itself into a group of its own there, ID.supervisor (a group with controllers enabled
 // for its children may hold no process), and enables in the delegated group's

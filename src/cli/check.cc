@@ -111,16 +111,16 @@ void PrintCgroups(const cgroup::Layout& layout, const cgroup::Plan& plan,
 
 // Without root: the group brig would make its sandboxes' groups in, if it is delegated to
 // this user, and what each controller gets there.
-void PrintDelegated(const cgroup::Layout& layout, const cgroup::Plan& plan,
-                    const std::optional<std::string>& group, const std::string& why) {
+void PrintDelegated(const cgroup::Layout& layout, const std::optional<cgroup::Plan>& plan,
+                    const std::string& why) {
   printf("cgroup v2   %s\n", layout.v2 ? layout.v2->mount.c_str() : "not mounted");
-  printf("delegated   %s\n", group ? group->c_str() : ("no: " + why).c_str());
+  printf("delegated   %s\n", plan ? plan->parent.c_str() : ("no: " + why).c_str());
   for (cgroup::Controller c : cgroup::kControllers) {
-    bool v2 = plan.For(c) == cgroup::Path::kV2;
+    bool v2 = plan && plan->For(c) == cgroup::Path::kV2;
     printf("%-11s %-8s %s\n", std::string(cgroup::Name(c)).c_str(), v2 ? "v2" : "missing",
-           v2 ? cgroup::ParentDir(*layout.v2, *group).c_str() : "-");
+           v2 ? cgroup::ParentDir(*layout.v2, plan->parent).c_str() : "-");
   }
-  printf("kill        %s\n", group
+  printf("kill        %s\n", plan
                                  ? "cgroup.kill (v2) if its group has it, else SIGKILL to brig init"
                                  : "SIGKILL to brig init (no cgroup to kill through)");
 }
@@ -215,16 +215,14 @@ int CheckMain(const std::vector<std::string>& args) {
   cgroup::Plan plan;
   if (util::Rootless()) {
     if (!req.cgroup_parent.empty()) {
-      fprintf(stderr,
-              "brig: --cgroup-parent '%s': brig without root makes its cgroups only in "
-              "the one it runs in, where that is delegated to it\n",
-              req.cgroup_parent.c_str());
+      fprintf(stderr, "brig: --cgroup-parent '%s': %s\n", req.cgroup_parent.c_str(),
+              cgroup::kNoParentWithoutRoot);
       return kExitRefused;
     }
     std::string why;
-    std::optional<std::string> group = cgroup::DelegatedGroup(*layout, geteuid(), &why);
-    if (group) plan = cgroup::PlanDelegated(*layout, *group);
-    PrintDelegated(*layout, plan, group, why);
+    std::optional<cgroup::Plan> delegated = cgroup::Delegated(*layout, geteuid(), &why);
+    if (delegated) plan = *delegated;
+    PrintDelegated(*layout, delegated, why);
   } else {
     plan = cgroup::PlanFor(*layout, req.cgroup_parent);
     PrintCgroups(*layout, plan, req.cgroup_parent);

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
-#include <tuple>
 
 #include "config/limits.h"
 #include "net/inside_rules.h"
@@ -353,15 +352,10 @@ std::vector<std::string> ProfileBlockers(const v1::Profile& profile, const std::
   auto limits = config::ParseLimits(profile.limits(), file);
   if (!limits) return {limits.error().Render()};
   if (util::Rootless()) {
-    const cgroup::Limits& l = limits->cgroup;
-    const std::tuple<bool, bool, cgroup::Controller, const char*> held[] = {
-        {l.memory.has_value(), l.memory_optional, cgroup::Controller::kMemory, "memory"},
-        {l.pids.has_value(), l.pids_optional, cgroup::Controller::kPids, "pids"},
-        {l.cpu_milli.has_value(), l.cpu_optional, cgroup::Controller::kCpu, "cpus"}};
-    for (const auto& [set, optional, controller, name] : held) {
-      if (!set || optional || plan.For(controller) == cgroup::Path::kV2) continue;
-      blockers.push_back(std::string("limits.") + name +
-                         " needs a cgroup delegated to this user (or --" + name + " none)");
+    for (const cgroup::LimitSlot& h : cgroup::Slots(limits->cgroup)) {
+      if (!h.value || h.optional || plan.For(h.controller) == cgroup::Path::kV2) continue;
+      blockers.push_back(std::string("limits.") + h.name +
+                         " needs a cgroup delegated to this user (or --" + h.name + " none)");
     }
     return blockers;
   }

@@ -213,48 +213,31 @@ Status ProbeBrokers(Sandbox& sb, char** environ) {
 // its pid 1.
 Status FitDelegated(Sandbox& sb) {
   if (!sb.cgroup_parent.empty()) {
-    return BadInput("--cgroup-parent", sb.cgroup_parent,
-                    "brig without root makes its cgroups only in the one it runs in, where that "
-                    "is delegated to it");
+    return BadInput("--cgroup-parent", sb.cgroup_parent, cgroup::kNoParentWithoutRoot);
   }
   cgroup::Layout layout = BRIG_TRY_CTX(cgroup::ProbeLayout(), "cgroup");
   std::string why;
-  std::optional<std::string> group = cgroup::DelegatedGroup(layout, geteuid(), &why);
-  cgroup::Plan plan;
-  if (group) plan = cgroup::PlanDelegated(layout, *group);
-  cgroup::Limits& l = sb.limits;
-  struct Held {
-    std::optional<uint64_t>& limit;
-    bool optional;
-    cgroup::Controller controller;
-    const char* field;
-    const char* flag;
-  };
-  for (Held h :
-       {Held{l.memory, l.memory_optional, cgroup::Controller::kMemory, "limits.memory",
-             "--memory none"},
-        Held{l.pids, l.pids_optional, cgroup::Controller::kPids, "limits.pids", "--pids none"},
-        Held{l.cpu_milli, l.cpu_optional, cgroup::Controller::kCpu, "limits.cpus",
-             "--cpus none"}}) {
-    if (!h.limit || (group && plan.For(h.controller) == cgroup::Path::kV2)) continue;
+  std::optional<cgroup::Plan> plan = cgroup::Delegated(layout, geteuid(), &why);
+  for (cgroup::LimitSlot h : cgroup::Slots(sb.limits)) {
+    if (!h.value || (plan && plan->For(h.controller) == cgroup::Path::kV2)) continue;
     if (!h.optional) {
-      std::string lacks = group ? "its delegated cgroup " + *group + " offers no " +
-                                      std::string(cgroup::Name(h.controller)) + " controller"
-                                : why;
-      return Fail(h.field, sb.profile,
+      std::string lacks = plan ? "its delegated cgroup " + plan->parent + " offers no " +
+                                     std::string(cgroup::Name(h.controller)) + " controller"
+                               : why;
+      return Fail(std::string("limits.") + h.name, sb.profile,
                   "brig without root has no cgroup to hold it (" + lacks +
                       "); run brig in a cgroup delegated to you (systemd-run --user --scope -p "
-                      "Delegate=yes brig run ...), or say it is not wanted with " +
-                      h.flag + " (brig-run(1), Limits without root)",
+                      "Delegate=yes brig run ...), or say it is not wanted with --" +
+                      h.name + " none (brig-run(1), Limits without root)",
                   ErrorKind::kSetup);
     }
-    h.limit.reset();
+    h.value.reset();
   }
-  if (!l.memory) l.swap.reset();
-  if (group) {
+  if (!sb.limits.memory) sb.limits.swap.reset();
+  if (plan) {
     // Its v2 group alone: an ordinary user is delegated nothing in a v1 hierarchy.
     sb.cgroup_layout.v2 = layout.v2;
-    sb.cgroup_plan = plan;
+    sb.cgroup_plan = *plan;
   }
   return {};
 }

@@ -55,6 +55,23 @@ std::string Span(uint64_t first, uint64_t count) {
   return std::to_string(first) + "-" + std::to_string(first + count - 1);
 }
 
+// /etc/subuid and /etc/subgid, and with `tables` /etc/passwd and /etc/group; a missing
+// one is empty.
+Result<IdFiles> ReadIdFiles(bool tables) {
+  IdFiles files;
+  const std::pair<const char*, std::string*> read[] = {{"/etc/subuid", &files.subuid},
+                                                       {"/etc/subgid", &files.subgid},
+                                                       {"/etc/passwd", &files.passwd},
+                                                       {"/etc/group", &files.group}};
+  // The subordinate files first: without `tables`, only they are read.
+  for (size_t i = 0; i < (tables ? 4 : 2); ++i) {
+    auto t = util::ReadFile(read[i].first);
+    if (!t && t.error().err != ENOENT) return std::move(t).error();
+    if (t) *read[i].second = std::move(*t);
+  }
+  return files;
+}
+
 constexpr char kRemedy[] =
     "; give brig ids of its own with a line 'brig:FIRST:COUNT' in /etc/subuid and /etc/subgid "
     "(brig-run(1), Host ids)";
@@ -116,19 +133,7 @@ Result<IdRange> ChooseIdRange(const IdFiles& files) {
   return r;
 }
 
-Result<IdRange> ReadIdRange() {
-  IdFiles files;
-  const std::pair<const char*, std::string*> read[] = {{"/etc/subuid", &files.subuid},
-                                                       {"/etc/subgid", &files.subgid},
-                                                       {"/etc/passwd", &files.passwd},
-                                                       {"/etc/group", &files.group}};
-  for (const auto& [path, text] : read) {
-    auto t = util::ReadFile(path);
-    if (!t && t.error().err != ENOENT) return std::move(t).error().Wrap("host ids");
-    if (t) *text = std::move(*t);
-  }
-  return ChooseIdRange(files);
-}
+Result<IdRange> ReadIdRange() { return ChooseIdRange(BRIG_TRY_CTX(ReadIdFiles(true), "host ids")); }
 
 Result<std::optional<Subordinate>> ChooseSubordinate(const IdFiles& files, std::string_view name,
                                                      uid_t uid, gid_t gid) {
@@ -164,13 +169,7 @@ Result<std::optional<Subordinate>> ChooseSubordinate(const IdFiles& files, std::
 
 Result<std::optional<Subordinate>> CallersSubordinate(std::string* warning) {
   uid_t uid = geteuid();
-  IdFiles files;
-  for (const auto& [path, text] :
-       {std::pair{"/etc/subuid", &files.subuid}, std::pair{"/etc/subgid", &files.subgid}}) {
-    auto t = util::ReadFile(path);
-    if (!t && t.error().err != ENOENT) return std::move(t).error().Wrap("subordinate ids");
-    if (t) *text = std::move(*t);
-  }
+  IdFiles files = BRIG_TRY_CTX(ReadIdFiles(false), "subordinate ids");
   const struct passwd* pw = getpwuid(uid);
   std::string name = pw ? pw->pw_name : "";
   std::optional<Subordinate> sub = BRIG_TRY(ChooseSubordinate(files, name, uid, getegid()));
