@@ -203,15 +203,12 @@ Status ProbeSubordinate() {
 Status ProbeAppArmor() {
   auto restrict = util::ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
   if (!restrict || restrict->rfind("1", 0) != 0) return {};
-  return InChild([]() -> Status {
-    BRIG_TRY(sys::EnterOwnUserNamespace());
-    sys::UniqueFd fs = BRIG_TRY(sys::FsOpen("tmpfs"));
-    auto made = sys::FsConfigCreate(fs.get(), "tmpfs");
-    if (made) return {};
-    return Fail("kernel.apparmor_restrict_unprivileged_userns", "1",
-                "no AppArmor profile lets brig use its user namespaces; install "
-                "policies/apparmor/brig (brig-check(1))");
-  });
+  BRIG_TRY(sys::EnterOwnUserNamespace());
+  sys::UniqueFd fs = BRIG_TRY(sys::FsOpen("tmpfs"));
+  if (sys::FsConfigCreate(fs.get(), "tmpfs")) return {};
+  return Fail("kernel.apparmor_restrict_unprivileged_userns", "1",
+              "no AppArmor profile lets brig use its user namespaces; install "
+              "policies/apparmor/brig (brig-check(1))");
 }
 
 }  // namespace
@@ -265,65 +262,65 @@ std::vector<Feature> ProbeFeatures(const std::string& seccomp_policy) {
     std::string name, why;
     std::function<Status()> run;
   };
-  // The range is read here, and named in the line.
-  auto range = security::ReadIdRange();
-  const std::string ids_why =
-      "each sandbox's own host uid and gid" +
-      (range ? ", from " + std::to_string(range->uid) + "-" +
-                   std::to_string(range->uid + range->count - 1) + " (" + range->source + ")"
-             : std::string());
-  const Probe probes[] = {
-      {"host ids", ids_why, [&]() -> Status { return range ? Status() : Status(range.error()); }},
-      {"user namespaces", "every sandbox's ids are its own (user.max_user_namespaces > 0)",
-       ProbeUserNs},
-      {"namespaces", "mount, pid, net, ipc, uts and cgroup namespaces with the user one",
-       ProbeNamespaces},
-      {"seccomp filters", "the profile's syscall policy (the default one, loaded)",
-       [&] { return ProbeSeccomp(seccomp_policy); }},
-      {"mount API", "open_tree, mount_setattr, fsopen, fsmount, move_mount, openat2 build the root",
-       ProbeMountApi},
-      {"overlayfs", "a copy workspace is an overlay on the host's directory", ProbeOverlay},
-      {"id-mapped mounts", "a workspace on /tmp's file system is id-mapped to the sandbox's ids",
-       ProbeIdmap},
-      {"nftables", "an allowlist or open posture's traffic goes through brig's tables",
-       ProbeNftables},
-      {"bridge and veth", "an allowlist or open posture's sandbox has a veth on brig0",
-       ProbeBridgeVeth},
-  };
-  std::vector<Feature> out;
-  if (util::Rootless()) {
-    const Probe user_probes[] = {
-        {"subordinate ids",
-         "the sandbox has none of the caller's supplementary groups "
-         "(newuidmap and newgidmap map the user's grant)",
-         ProbeSubordinate},
-        {"apparmor",
-         "user namespaces with capabilities in them "
-         "(kernel.apparmor_restrict_unprivileged_userns)",
-         ProbeAppArmor},
-        {"user namespaces", "brig's own and every sandbox's (user.max_user_namespaces > 0)",
-         ProbeUserNs},
-        {"namespaces", "mount, pid, net, ipc, uts and cgroup namespaces with the user one",
-         ProbeNamespaces},
-        {"seccomp filters", "the profile's syscall policy (the default one, loaded)",
-         [&] { return ProbeSeccomp(seccomp_policy); }},
-        {"mount API",
-         "open_tree, mount_setattr, fsopen, fsmount, move_mount, openat2 build "
-         "the root, in brig's own user namespace",
-         AsUser(ProbeMountApi)},
-        {"overlayfs", "a copy workspace is an overlay on the host's directory (userxattr)",
-         AsUser(ProbeOverlay)},
-        {"sealed network",
-         "an allowlist or open posture's veth pair and table in the "
-         "sandbox's own network namespace",
-         AsUser(ProbeSealedNet)},
-    };
-    for (const Probe& p : user_probes) {
-      // The AppArmor probe makes its own child where it needs one.
-      out.push_back({p.name, p.why, p.name == "apparmor" ? p.run() : InChild(p.run)});
-    }
-    return out;
+  // Without root, brig's host-side steps run in a user namespace of its own (AsUser), and
+  // it uses neither host ids, id-mapped mounts, nor the host's tables and bridge.
+  const bool user = util::Rootless();
+  std::vector<Probe> probes;
+  if (user) {
+    probes.push_back({"subordinate ids",
+                      "the sandbox has none of the caller's supplementary groups "
+                      "(newuidmap and newgidmap map the user's grant)",
+                      ProbeSubordinate});
+    probes.push_back({"apparmor",
+                      "user namespaces with capabilities in them "
+                      "(kernel.apparmor_restrict_unprivileged_userns)",
+                      ProbeAppArmor});
+  } else {
+    // The range is read here, and named in the line.
+    auto range = security::ReadIdRange();
+    probes.push_back(
+        {"host ids",
+         "each sandbox's own host uid and gid" +
+             (range ? ", from " + std::to_string(range->uid) + "-" +
+                          std::to_string(range->uid + range->count - 1) + " (" + range->source + ")"
+                    : std::string()),
+         [range]() -> Status { return range ? Status() : Status(range.error()); }});
   }
+  probes.push_back({"user namespaces",
+                    user ? "brig's own and every sandbox's (user.max_user_namespaces > 0)"
+                         : "every sandbox's ids are its own (user.max_user_namespaces > 0)",
+                    ProbeUserNs});
+  probes.push_back({"namespaces",
+                    "mount, pid, net, ipc, uts and cgroup namespaces with the user one",
+                    ProbeNamespaces});
+  probes.push_back({"seccomp filters", "the profile's syscall policy (the default one, loaded)",
+                    [&] { return ProbeSeccomp(seccomp_policy); }});
+  probes.push_back({"mount API",
+                    std::string("open_tree, mount_setattr, fsopen, fsmount, move_mount, openat2 "
+                                "build the root") +
+                        (user ? ", in brig's own user namespace" : ""),
+                    user ? AsUser(ProbeMountApi) : ProbeMountApi});
+  probes.push_back({"overlayfs",
+                    std::string("a copy workspace is an overlay on the host's directory") +
+                        (user ? " (userxattr)" : ""),
+                    user ? AsUser(ProbeOverlay) : ProbeOverlay});
+  if (user) {
+    probes.push_back({"sealed network",
+                      "an allowlist or open posture's veth pair and table in the sandbox's own "
+                      "network namespace",
+                      AsUser(ProbeSealedNet)});
+  } else {
+    probes.push_back({"id-mapped mounts",
+                      "a workspace on /tmp's file system is id-mapped to the sandbox's ids",
+                      ProbeIdmap});
+    probes.push_back({"nftables",
+                      "an allowlist or open posture's traffic goes through brig's tables",
+                      ProbeNftables});
+    probes.push_back({"bridge and veth",
+                      "an allowlist or open posture's sandbox has a veth on brig0",
+                      ProbeBridgeVeth});
+  }
+  std::vector<Feature> out;
   for (const Probe& p : probes) out.push_back({p.name, p.why, InChild(p.run)});
   return out;
 }
