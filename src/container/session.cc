@@ -222,11 +222,13 @@ bool Session::LaunchInit() {
 // The id maps (and eth0) while init waits (it is in all its groups by then: it joined
 // the v1 ones itself before it asked).
 Status Session::AnswerIdMap() {
-  // Held from now: once init has its ids it is no longer dumpable, and without root brig
-  // may then no longer open what /proc shows of it.
-  std::string ns = "/proc/" + std::to_string(child_.pid()) + "/ns/net";
-  netns_.Reset(open(ns.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!netns_) return SysError("open", ns);
+  // Held from now, for the interface and the brokers' ports: once init has its ids it is no
+  // longer dumpable, and without root brig may then no longer open what /proc shows of it.
+  if (net_ || !sb_.brokers.empty()) {
+    std::string ns = "/proc/" + std::to_string(child_.pid()) + "/ns/net";
+    netns_.Reset(open(ns.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns_) return SysError("open", ns);
+  }
   BRIG_TRY(WriteIdMaps(child_.pid(), plan_.sandbox_uid, plan_.sandbox_gid));
   log::Debug("id map written: ", config::kSandboxUid, " -> ", plan_.sandbox_uid);
   if (net_) BRIG_TRY(net_->Attach(netns_.get()));

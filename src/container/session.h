@@ -114,7 +114,9 @@ class Session {
   broker::Listeners broker_listeners_;
   std::unique_ptr<cgroup::Groups> group_;
   std::unique_ptr<net::Network> net_;
-  sys::UniqueFd netns_;  // the sandbox's network namespace, opened while init waits
+  // The sandbox's network namespace, opened while init waits where an interface or a
+  // broker needs it, and only then.
+  sys::UniqueFd netns_;
   std::unique_ptr<supervise::Stdio> stdio_;
   Channel sync_;  // brig's end of the sync socket
   // Shared by the proxy and the brokers, which hold it: made before them, gone after.
