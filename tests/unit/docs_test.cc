@@ -244,6 +244,35 @@ TEST(Docs, EveryCommandHasItsPageAndIsInBrig1) {
       << "brig --help's OCI commands and the table's OCI verbs";
 }
 
+// `brig --help` says which of brig's own commands need root and which run without it, as
+// the verb table has them (why_root, rootless).
+TEST(Docs, BrigHelpSaysWhichCommandsNeedRoot) {
+  std::smatch m;
+  std::string usage = MainUsage();
+  auto names = [](std::string list) {
+    Names out;
+    std::regex word(R"re([a-z]+)re");
+    for (auto it = std::sregex_iterator(list.begin(), list.end(), word);
+         it != std::sregex_iterator(); ++it) {
+      if (it->str() != "and") out.insert(it->str());
+    }
+    return out;
+  };
+  ASSERT_TRUE(std::regex_search(usage, m, std::regex(R"re(\n([a-z, ]+) need root;)re"))) << usage;
+  Names root = names(m[1]);
+  ASSERT_TRUE(std::regex_search(usage, m, std::regex(R"re(need root; ([a-z ]+) works? without)re")))
+      << usage;
+  Names rootless = names(m[1]);
+  Names table_root, table_rootless;
+  for (const Verb& verb : Verbs()) {
+    if (verb.act) continue;  // the OCI verbs have their own line
+    if (verb.why_root) table_root.insert(verb.name);
+    if (verb.rootless) table_rootless.insert(verb.name);
+  }
+  EXPECT_EQ(Show(root), Show(table_root));
+  EXPECT_EQ(Show(rootless), Show(table_rootless));
+}
+
 TEST(Docs, EveryPageIsInstalledAndNamedByBrigAndItsHelp) {
   std::ifstream build(fs::path(testing::SourceRoot()) / "meson.build");
   std::string meson((std::istreambuf_iterator<char>(build)), std::istreambuf_iterator<char>());
