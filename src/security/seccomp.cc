@@ -34,6 +34,7 @@ constexpr int kCmpNe = v1::SCMP_CMP_NE, kCmpLt = v1::SCMP_CMP_LT, kCmpLe = v1::S
 #include <optional>
 #include <set>
 
+#include "log/log.h"
 #include "proto/textproto.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -105,8 +106,17 @@ Result<unsigned> ToFilterFlag(const std::string& flag) {
 // libseccomp ANDs the comparisons of one rule and cannot compare one argument twice in a
 // rule, so, as runc does for OCI policies, comparisons of distinct arguments form one rule
 // and repeated comparisons of the same argument become one rule each (OR).
-Status AddRule(scmp_filter_ctx ctx, int nr, uint32_t action, const std::vector<scmp_arg_cmp>& cmps,
-               const std::string& name) {
+//
+// `ctx` holds one architecture. libseccomp answers EEXIST where the rule and an earlier one
+// reach the same decision with different actions. On the native architecture that is a
+// policy that contradicts itself, refused. On another, the ABI may not express the rule: on
+// x86 socket(2) is also multiplexed through socketcall(2), whose arguments after the first
+// are a pointer no filter can read, so "socket, a0 != 16: allow" and "socket, a0 == 16 and
+// a2 == 9: errno" (podman's rootless profile) both become socketcall(SYS_SOCKET). The rule
+// is then left out on that architecture only, where the earlier one decides, and the
+// native filter holds the policy exactly.
+Status AddRule(scmp_filter_ctx ctx, bool native, int nr, uint32_t action,
+               const std::vector<scmp_arg_cmp>& cmps, const std::string& name) {
   std::set<unsigned> indexes;
   for (const auto& c : cmps) indexes.insert(c.arg);
   int rc = 0;
@@ -117,6 +127,16 @@ Status AddRule(scmp_filter_ctx ctx, int nr, uint32_t action, const std::vector<s
       rc = seccomp_rule_add_array(ctx, action, nr, 1, &c);
       if (rc < 0) break;
     }
+  }
+  if (rc == -EEXIST && native) {
+    return Fail("seccomp policy", name, "two rules with different actions match the same arguments",
+                ErrorKind::kBadInput);
+  }
+  if (rc == -EEXIST) {
+    log::Debug("seccomp: a rule for '", name,
+               "' is left out on a foreign architecture, whose ABI cannot tell it from an "
+               "earlier one");
+    return {};
   }
   if (rc < 0) {
     errno = -rc;
@@ -168,8 +188,10 @@ Status CheckNotified(const v1::SeccompPolicy& policy, const std::string& name) {
   return {};
 }
 
-Status AddRules(scmp_filter_ctx ctx, const v1::SeccompPolicy& policy, const v1::SeccompRule& rule,
-                uint32_t default_action, RuleIndex& index) {
+// Adds `rule` to `ctx`, which holds one architecture; the native one's pass validates it
+// and records it in `index`.
+Status AddRules(scmp_filter_ctx ctx, bool native, const v1::SeccompPolicy& policy,
+                const v1::SeccompRule& rule, uint32_t default_action, RuleIndex& index) {
   std::string first = rule.names().empty() ? "(no names)" : rule.names(0);
   if (rule.names().empty()) return Fail("seccomp policy", "syscalls", "a rule names no syscall");
   std::optional<uint32_t> errno_ret;
@@ -189,11 +211,11 @@ Status AddRules(scmp_filter_ctx ctx, const v1::SeccompPolicy& policy, const v1::
     if (nr == __NR_SCMP_ERROR) return Fail("seccomp policy", name, "unknown system call");
     // Recorded before anything is skipped: an explicit rule with the default action still
     // says what the policy means, and may contradict an unconditional rule.
-    BRIG_TRY(Record(index, nr, action, cmps.empty(), name));
+    if (native) BRIG_TRY(Record(index, nr, action, cmps.empty(), name));
     // A rule that repeats the default action changes nothing, and libseccomp refuses it
     // (EACCES); OCI policies such as Docker's contain such rules.
     if (action == default_action) continue;
-    BRIG_TRY(AddRule(ctx, nr, action, cmps, name));
+    BRIG_TRY(AddRule(ctx, native, nr, action, cmps, name));
   }
   return {};
 }
@@ -207,6 +229,29 @@ Status SetAttr(scmp_filter_ctx ctx, scmp_filter_attr attr, uint32_t value, const
   return {};
 }
 
+// An empty context for one architecture with the attributes every context of a policy
+// shares (seccomp_merge requires them equal).
+Result<CtxPtr> ArchContext(uint32_t default_action, uint32_t arch) {
+  CtxPtr ctx(seccomp_init(default_action), seccomp_release);
+  if (!ctx) return Fail("seccomp_init", "", "libseccomp refused the default action");
+  // A syscall made through a foreign ABI (i386 int 0x80, x32) kills the process.
+  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "badarch"));
+  // We set no_new_privs ourselves, and only the bytes are loaded (never seccomp_load).
+  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_CTL_NNP, 0, "nnp"));
+  // A binary tree instead of a linear list: fewer instructions per syscall.
+  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2, "optimize"));
+  if (arch != seccomp_arch_native()) {
+    for (int rc :
+         {seccomp_arch_add(ctx.get(), arch), seccomp_arch_remove(ctx.get(), SCMP_ARCH_NATIVE)}) {
+      if (rc < 0) {
+        errno = -rc;
+        return SysError("seccomp architecture", std::to_string(arch));
+      }
+    }
+  }
+  return ctx;
+}
+
 // The one compile path: validates `policy` and returns a libseccomp context holding it.
 // CompileSeccomp exports it as BPF, ExportPfc as pseudo-filter code.
 Result<CtxPtr> BuildContext(const v1::SeccompPolicy& policy) {
@@ -218,25 +263,31 @@ Result<CtxPtr> BuildContext(const v1::SeccompPolicy& policy) {
   }
   uint32_t def =
       BRIG_TRY(ToLibseccompAction(policy.default_action(), default_errno, "defaultAction"));
-  CtxPtr ctx(seccomp_init(def), seccomp_release);
-  if (!ctx) return Fail("seccomp_init", "", "libseccomp refused the default action");
-  // A syscall made through a foreign ABI (i386 int 0x80, x32) kills the process.
-  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "badarch"));
-  // We set no_new_privs ourselves, and only the bytes are loaded (never seccomp_load).
-  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_CTL_NNP, 0, "nnp"));
-  // A binary tree instead of a linear list: fewer instructions per syscall.
-  BRIG_TRY(SetAttr(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2, "optimize"));
+  // The native architecture, then each other the policy names: a context of its own each
+  // (AddRule says why), merged into the native one at the end.
+  std::vector<uint32_t> arches = {seccomp_arch_native()};
   for (int a : policy.architectures()) {
     uint32_t arch = BRIG_TRY(ToLibseccompArch(static_cast<v1::SeccompArch>(a)));
-    int rc = seccomp_arch_add(ctx.get(), arch);
-    if (rc < 0 && rc != -EEXIST) {
-      errno = -rc;
-      return SysError("seccomp_arch_add", v1::SeccompArch_Name(a));
-    }
+    if (std::find(arches.begin(), arches.end(), arch) == arches.end()) arches.push_back(arch);
   }
+  CtxPtr ctx = BRIG_TRY(ArchContext(def, arches[0]));
   RuleIndex index;
-  for (const auto& rule : policy.syscalls())
-    BRIG_TRY(AddRules(ctx.get(), policy, rule, def, index));
+  for (const auto& rule : policy.syscalls()) {
+    BRIG_TRY(AddRules(ctx.get(), true, policy, rule, def, index));
+  }
+  for (size_t i = 1; i < arches.size(); ++i) {
+    CtxPtr other = BRIG_TRY(ArchContext(def, arches[i]));
+    for (const auto& rule : policy.syscalls()) {
+      BRIG_TRY(AddRules(other.get(), false, policy, rule, def, index));
+    }
+    // seccomp_merge releases the second context when it succeeds.
+    int rc = seccomp_merge(ctx.get(), other.get());
+    if (rc < 0) {
+      errno = -rc;
+      return SysError("seccomp_merge", std::to_string(arches[i]));
+    }
+    (void)other.release();
+  }
   return ctx;
 }
 

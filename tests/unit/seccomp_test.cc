@@ -224,6 +224,24 @@ TEST(SeccompPolicy, ShadowedConditionalRuleIsRefused) {
   EXPECT_FALSE(CompileSeccomp(*q));
 }
 
+// Two rules that give the same arguments different actions contradict each other on the
+// native architecture, and are refused (libseccomp's EEXIST, named). Where only a foreign
+// ABI cannot tell two rules apart (x86's socketcall), the policy compiles: the host tier's
+// Oci.PodmansRootlessSocketRulesCompileAndHoldOnTheNativeArchitecture loads it.
+TEST(SeccompPolicy, RulesThatContradictEachOtherAreRefused) {
+  auto p = ParseSeccompPolicy(R"(default_action: SCMP_ACT_ERRNO
+syscalls { names: "socket" action: SCMP_ACT_ALLOW args { index: 0 value: 1 op: SCMP_CMP_EQ } }
+syscalls { names: "socket" action: SCMP_ACT_LOG args { index: 0 value: 1 op: SCMP_CMP_EQ } })",
+                              "t");
+  ASSERT_TRUE(p) << p.error().Render();
+  auto prog = CompileSeccomp(*p);
+  ASSERT_FALSE(prog);
+  EXPECT_EQ(prog.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(prog.error().Render().find("'socket'"), std::string::npos) << prog.error().Render();
+  EXPECT_NE(prog.error().Render().find("different actions"), std::string::npos)
+      << prog.error().Render();
+}
+
 TEST(SeccompPolicy, ArgumentFiltersCompile) {
   auto p = ParseSeccompPolicy(R"(default_action: SCMP_ACT_ERRNO
 architectures: SCMP_ARCH_X86_64
