@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::vector<std::string> verb_args(args.begin() + 1, args.end());
+  // Before the verb is chosen, which may look for a container under the default --root;
+  // made nothing yet, and refused below only for a verb that keeps state.
+  brig::Status dirs = brig::util::ChooseDirs(environ);
   const brig::cli::Verb* verb = brig::cli::FindVerb(args[0], global, verb_args);
   // A caller who is not root learns it before anything (a log file included) is created.
   if (verb && verb->why_root && geteuid() != 0 && !AsksHelp(verb_args)) {
@@ -69,8 +72,8 @@ int main(int argc, char** argv) {
     return verb->RefusedStatus();
   }
   if (verb && (verb->why_root || verb->rootless) && !AsksHelp(verb_args)) {
-    if (auto s = brig::util::ChooseDirs(environ); !s) {
-      fprintf(stderr, "brig %s: %s\n", args[0].c_str(), s.error().Render().c_str());
+    if (!dirs) {
+      fprintf(stderr, "brig %s: %s\n", args[0].c_str(), dirs.error().Render().c_str());
       return verb->RefusedStatus();
     }
   }

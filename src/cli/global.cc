@@ -37,7 +37,9 @@ const std::vector<GlobalFlag>& Table() {
          }
          return {};
        }},
-      {"--root", "DIR", "the OCI containers' state directory (default /run/brig/oci)",
+      {"--root", "DIR",
+       "the OCI containers' state directory (default /run/brig/oci; without root\n"
+       "$XDG_RUNTIME_DIR/brig/oci)",
        [](GlobalFlags& g, const std::string& v) -> Status {
          if (v.empty() || v[0] != '/') return BadInput("--root", v, "must be an absolute path");
          g.root = v;
@@ -49,10 +51,10 @@ const std::vector<GlobalFlag>& Table() {
          g.systemd_cgroup = true;
          return {};
        }},
-      {"--rootless", "true|false|auto", "runc's; only false and auto (brig runs as root)",
+      {"--rootless", "true|false|auto",
+       "runc's, taken and not needed: brig tells by itself whether it has root",
        [](GlobalFlags&, const std::string& v) -> Status {
-         if (v == "false" || v == "auto") return {};
-         if (v == "true") return BadInput("--rootless", v, "brig runs OCI containers as root");
+         if (v == "true" || v == "false" || v == "auto") return {};
          return BadInput("--rootless", v, "expected true, false or auto");
        }},
   };

@@ -14,7 +14,7 @@ struct GlobalFlags {
   bool debug = false;     // --debug: debug and info lines too
   std::string log_path;   // --log FILE: instead of stderr
   log::Format log_format = log::Format::kText;  // --log-format text|json
-  std::string root;       // --root DIR: the OCI containers' state (default /run/brig/oci)
+  std::string root;  // --root DIR: the OCI containers' state (default oci::DefaultRoot())
   bool systemd_cgroup = false;  // --systemd-cgroup: the OCI verbs' systemd cgroup driver
 };
 

@@ -26,9 +26,11 @@
 #include "oci/process.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "security/sandbox_ids.h"
 #include "supervise/attend.h"
 #include "sys/child.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -213,6 +215,13 @@ Result<std::string> PsTable(const std::vector<pid_t>& pids, std::vector<std::str
 
 // create and run: the container from its bundle, under --root.
 Status PrepareCreate(OciRequest& r, const std::string& verb) {
+  if (util::Rootless()) {
+    // As brig run's: brig's own user namespace, mapping the caller's ids (and those
+    // /etc/subuid grants it) to themselves, where the container's are mapped from.
+    std::string warning;
+    BRIG_TRY(security::EnterCallersNamespace(&warning));
+    if (!warning.empty()) log::Warn(warning);
+  }
   r.create.root = r.root;
   r.create.id = BRIG_TRY(OneId(verb, r));
   return MakeBundleAbsolute(r.create);

@@ -40,8 +40,8 @@ struct OciFlag {
 };
 
 // Refuses --systemd-cgroup where systemd is not init, parses the flags `verb` takes (and --help),
-// prints its usage or runs its action under the global --root (default /run/brig/oci). Errors are
-// printed once, on stderr and in the --log file (containerd reads the last JSON line's msg).
+// prints its usage or runs its action under the global --root (default oci::DefaultRoot()). Errors
+// are printed once, on stderr and in the --log file (containerd reads the last JSON line's msg).
 int OciMain(const Verb& verb, const GlobalFlags& global, const std::vector<std::string>& args);
 
 // Each OCI verb's action on its parsed request: the exit code, or the error to print.

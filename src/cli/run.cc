@@ -414,7 +414,7 @@ std::string MainUsage() {
          "list, exec and gc need root; run and check work without it, run's limits held\n"
          "only in a delegated cgroup (brig(1), WITHOUT ROOT); policy reads files only.\n\n"
          "OCI runtime commands (runc's, on a bundle, for containerd, podman and Docker;\n"
-         "brig COMMAND --help, brig-oci(1); all but spec and features need root):\n"
+         "brig COMMAND --help, brig-oci(1); they work without root too, WITHOUT ROOT there):\n"
          "  create, start, state, kill, delete\n"
          "            make a container from its bundle, start it, show it, signal it, remove it\n"
          "  run [--bundle DIR] ID\n"

@@ -3,10 +3,13 @@
 // stats as runc prints them.
 #include "oci/cgroups.h"
 
+#include <errno.h>
+
 #include <algorithm>
 #include <vector>
 
 #include "log/log.h"
+#include "util/dirs.h"
 #include "util/parse.h"
 
 namespace brig::oci {
@@ -41,6 +44,22 @@ Result<std::unique_ptr<cgroup::Groups>> CreateCgroups(const Spec& spec, const st
                                                       const std::string* scope) {
   std::string path = scope ? *scope : BRIG_TRY(CleanCgroupsPath(spec.linux().cgroups_path(), id));
   return cgroup::Groups::Create(path, spec.linux().resources(), note, scope != nullptr);
+}
+
+Status MayGoWithoutCgroups(const Spec& spec, const Error& denied) {
+  bool refused = denied.err == EACCES || denied.err == EPERM || denied.err == EROFS;
+  if (!refused || !(util::Rootless() || util::NamespacedRoot())) return Error(denied);
+  Resources limits = spec.linux().resources();
+  limits.clear_devices();
+  if (limits.ByteSizeLong() != 0) {
+    return Fail("linux.resources", "",
+                "sets a limit, and brig, not root here, may make no cgroup to hold it (" +
+                    denied.Render() +
+                    "): run the engine where a cgroup v2 subtree is delegated to its user, "
+                    "or set no limit");
+  }
+  log::Debug("no cgroups: ", denied.Render());
+  return {};
 }
 
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c) {

@@ -29,6 +29,14 @@ Result<std::string> CleanCgroupsPath(const std::string& path, const std::string&
 Result<std::unique_ptr<cgroup::Groups>> CreateCgroups(const Spec& spec, const std::string& id,
                                                       const cgroup::Groups::Note& note,
                                                       const std::string* scope = nullptr);
+// Whether a container may go without groups where brig could not make them (`denied`):
+// only where brig is not root on the host (util::Rootless, util::NamespacedRoot), the
+// kernel said no (EACCES, EPERM, EROFS: nothing is delegated to brig there), and
+// linux.resources sets no limit (device rules aside: without root no device node can be
+// made, and a user namespace opens none of the host's), as runc's rootless containers do.
+// Otherwise the error to give, `denied` itself or one line saying where the limit would
+// have gone.
+Status MayGoWithoutCgroups(const Spec& spec, const Error& denied);
 // The groups a record names, for verbs after create.
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c);
 

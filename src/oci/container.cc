@@ -40,6 +40,32 @@ Error NotIn(const std::string& id, ContainerStatus s, std::string_view what) {
                   std::string(what) + " (it is " + std::string(StatusName(s)) + ")");
 }
 
+// A container made without cgroups (brig without root, none delegated: MayGoWithoutCgroups)
+// cannot be frozen, limited or counted: the verb that would is refused, saying so.
+Status NeedsCgroups(const Opened& c, std::string_view what) {
+  if (c.rec.cgroups_size() + c.rec.joined_cgroups_size() > 0) return {};
+  return Fail(std::string(what), c.rec.id(),
+              "the container has no cgroup (brig, not root, was delegated none to make it)");
+}
+
+// The processes of the container: its groups' members; without groups, those of the pid
+// namespace its process made (all of them, as the namespace's init's death kills them); a
+// container with neither cannot tell its own.
+Result<std::vector<pid_t>> Members(const Opened& c) {
+  if (c.rec.cgroups_size() + c.rec.joined_cgroups_size() > 0) return c.cgroups->Pids();
+  bool own_pid_ns = false;
+  for (const Namespace& ns : c.rec.config().linux().namespaces()) {
+    own_pid_ns |= ns.type() == "pid" && ns.path().empty();
+  }
+  if (!own_pid_ns) {
+    return Fail("container", c.rec.id(),
+                "has neither a cgroup nor a pid namespace of its own to tell its processes by");
+  }
+  std::optional<sys::UniqueFd> pidfd = OpenProcess(c.rec);
+  if (!pidfd) return std::vector<pid_t>{};
+  return sys::PidsInPidNamespaceOf(c.rec.pid());
+}
+
 // Waits until the process behind `pidfd` has exited (it may stay a zombie of its parent).
 void AwaitExit(int pidfd) {
   struct pollfd p = {pidfd, POLLIN, 0};
@@ -83,7 +109,7 @@ Status Kill(const std::string& root, const std::string& id, int sig, bool all) {
     return Fail("kill", id, "container not running");
   }
   if (all) {
-    for (pid_t pid : BRIG_TRY(c.cgroups->Pids())) {
+    for (pid_t pid : BRIG_TRY(Members(c))) {
       auto pidfd = sys::PidfdOpen(pid, "container " + id);
       if (!pidfd) continue;  // gone meanwhile
       (void)sys::PidfdSendSignal(pidfd->get(), sig);
@@ -140,6 +166,7 @@ Status Pause(const std::string& root, const std::string& id) {
   if (c.status != ContainerStatus::kRunning) {
     return NotIn(id, c.status, "cannot be paused: it is not running");
   }
+  BRIG_TRY(NeedsCgroups(c, "pause"));
   return c.cgroups->Freeze(true);
 }
 
@@ -154,7 +181,7 @@ Status Resume(const std::string& root, const std::string& id) {
 Result<std::vector<pid_t>> Pids(const std::string& root, const std::string& id) {
   Opened c = BRIG_TRY(OpenContainer(root, id));
   if (c.status == ContainerStatus::kStopped) return std::vector<pid_t>{};
-  return c.cgroups->Pids();
+  return Members(c);
 }
 
 Status Update(const std::string& root, const std::string& id, const Resources& r) {
@@ -162,6 +189,7 @@ Status Update(const std::string& root, const std::string& id, const Resources& r
   if (c.status == ContainerStatus::kStopped) {
     return NotIn(id, c.status, "cannot be updated: it has stopped");
   }
+  BRIG_TRY(NeedsCgroups(c, "update"));
   BRIG_TRY(c.cgroups->Update(r));
   // systemd's own copy of what it knows, which a daemon-reload writes to the scope again.
   if (!c.rec.systemd_unit().empty())
@@ -173,6 +201,7 @@ Status Update(const std::string& root, const std::string& id, const Resources& r
 Result<std::string> Stats(const std::string& root, const std::string& id) {
   Opened c = BRIG_TRY(OpenContainer(root, id));
   if (c.status == ContainerStatus::kStopped) return NotIn(id, c.status, "container not running");
+  BRIG_TRY(NeedsCgroups(c, "events"));
   return StatsJson(id, c.cgroups->ReadStats());
 }
 
@@ -183,6 +212,7 @@ Status Events(const std::string& root, const std::string& id, std::chrono::milli
   {
     Opened c = BRIG_TRY(OpenContainer(root, id));
     if (c.status == ContainerStatus::kStopped) return NotIn(id, c.status, "container not running");
+    BRIG_TRY(NeedsCgroups(c, "events"));
     groups = std::move(c.cgroups);
   }
   sys::UniqueFd oom = BRIG_TRY(groups->WatchOom());

@@ -73,6 +73,7 @@
 #include "sys/fd.h"
 #include "sys/id_map.h"
 #include "sys/syscalls.h"
+#include "util/dirs.h"
 #include "util/files.h"
 
 namespace brig::oci {
@@ -320,7 +321,7 @@ RootfsOptions FsOptions(const Bundle& b, const CreateOptions& o,
   const Namespaces& ns = b.ns;
   return {.rootfs = b.rootfs,
           .bundle = o.bundle,
-          .userns = Has(ns, ns.new_user, CLONE_NEWUSER),
+          .userns = Has(ns, ns.new_user, CLONE_NEWUSER) || !util::InHostUserNamespace(),
           .cgroupns = Has(ns, ns.new_cgroup, CLONE_NEWCGROUP),
           .cgroup_dirs = cgroup_dirs};
 }
@@ -409,7 +410,7 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
     mk.unit.name = unit->unit;
     mk.scope = BRIG_TRY(cgroup::systemd::Scope::Start(*unit, b.spec.linux().resources()));
   }
-  mk.cgroups = BRIG_TRY(CreateCgroups(
+  auto made = CreateCgroups(
       b.spec, o.id,
       [&](const std::vector<cgroup::Groups::Noted>& dirs) {
         for (const auto& d : dirs) {
@@ -417,7 +418,16 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
         }
         return mk.dir->Write(rec);
       },
-      unit ? &unit->path : nullptr));
+      unit ? &unit->path : nullptr);
+  if (!made && !unit) {
+    // Without root, and none delegated: no groups at all, where the spec allows.
+    BRIG_TRY(MayGoWithoutCgroups(b.spec, made.error()));
+    rec.clear_cgroups();
+    rec.clear_joined_cgroups();
+    BRIG_TRY(mk.dir->Write(rec));
+    made = cgroup::Groups::Existing({}, {});
+  }
+  mk.cgroups = BRIG_TRY(std::move(made));
   log::Debug("record and cgroups made: ", rec.cgroups_size(), " made, ", rec.joined_cgroups_size(),
              " joined");
   return {};

@@ -17,7 +17,8 @@ namespace brig::oci {
 
 struct RootfsOptions {
   std::string rootfs, bundle;  // absolute; a bind mount's relative source is the bundle's
-  // A user namespace of its own: devices are then bound from the host (mknod is refused).
+  // A user namespace of its own, or brig in one not the host's: devices are then bound
+  // from the host (mknod is refused).
   bool userns = false;
   // A cgroup namespace of its own: a "cgroup" mount shows the container's groups as its
   // root. Without one, each of the container's groups (`cgroup_dirs`, absolute, on the

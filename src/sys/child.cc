@@ -1,6 +1,8 @@
 #include "sys/child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,6 +84,28 @@ Result<Child> Holder(uint64_t namespaces, const std::string& subject) {
     for (;;) pause();
   }
   return Child(pid, UniqueFd(pidfd));
+}
+
+Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid) {
+  std::string own = "/proc/" + std::to_string(pid) + "/ns/pid";
+  struct stat target;
+  if (stat(own.c_str(), &target) < 0) return SysError("stat", own);
+  DIR* proc = opendir("/proc");
+  if (!proc) return SysError("opendir", "/proc");
+  std::vector<pid_t> pids;
+  while (dirent* e = readdir(proc)) {
+    pid_t p = 0;
+    std::string_view name = e->d_name;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), p);
+    if (ec != std::errc() || end != name.data() + name.size() || p <= 0) continue;
+    struct stat st;
+    std::string ns = "/proc/" + std::string(name) + "/ns/pid";
+    if (stat(ns.c_str(), &st) == 0 && st.st_dev == target.st_dev && st.st_ino == target.st_ino) {
+      pids.push_back(p);
+    }
+  }
+  closedir(proc);
+  return pids;
 }
 
 }  // namespace brig::sys

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "brig/result.h"
 #include "sys/fd.h"
@@ -74,5 +75,9 @@ std::optional<uint64_t> StartTimeOf(pid_t pid);
 // record's), else nullopt: a pid reused since cannot be taken for it. Checked after the
 // pidfd is open, so the process checked is the one the pidfd holds.
 std::optional<UniqueFd> OpenProcessStartedAt(pid_t pid, uint64_t start_time);
+
+// The processes in `pid`'s pid namespace (its own, not one its children were made in), as
+// /proc shows them to this process; those whose namespace it may not read are left out.
+Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid);
 
 }  // namespace brig::sys

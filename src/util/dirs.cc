@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sstream>
+
+#include "util/files.h"
 #include "util/parse.h"
 
 namespace brig::util {
@@ -10,6 +13,7 @@ namespace {
 
 struct Dirs {
   bool rootless = false;
+  bool namespaced_root = false;
   std::string run = "/run/brig";
   std::string cache = "/var/cache/brig";
 };
@@ -41,9 +45,20 @@ Result<std::string> UserRuntimeDir(char** environ) {
 }  // namespace
 
 Status ChooseDirs(char** environ) {
-  if (geteuid() == 0) return {};
   Dirs d;
-  d.rootless = true;
+  if (geteuid() == 0) {
+    // uid 0 of a user namespace other than the host's (rootless podman runs its runtime
+    // so) is root of nothing outside it: where the namespace's user has a runtime
+    // directory and does not say it is root, that user's directories are brig's, as runc
+    // chooses its own state directory.
+    if (InHostUserNamespace() || EnvLookup(environ, "USER").value_or("") == "root" ||
+        EnvLookup(environ, "XDG_RUNTIME_DIR").value_or("").empty()) {
+      return {};
+    }
+    d.namespaced_root = true;
+  } else {
+    d.rootless = true;
+  }
   d.run = BRIG_TRY(UserRuntimeDir(environ)) + "/brig";
   std::string_view cache = EnvLookup(environ, "XDG_CACHE_HOME").value_or("");
   std::string_view home = EnvLookup(environ, "HOME").value_or("");
@@ -59,7 +74,17 @@ Status ChooseDirs(char** environ) {
   return {};
 }
 
+bool InHostUserNamespace() {
+  auto map = ReadFile("/proc/self/uid_map");
+  if (!map) return true;
+  std::istringstream in(*map);
+  unsigned long inside = 1, outside = 1, count = 0;
+  in >> inside >> outside >> count;
+  return inside == 0 && outside == 0 && count == 4294967295UL;
+}
+
 bool Rootless() { return Chosen().rootless; }
+bool NamespacedRoot() { return Chosen().namespaced_root; }
 const std::string& RunDir() { return Chosen().run; }
 const std::string& CacheDir() { return Chosen().cache; }
 

@@ -162,11 +162,13 @@ std::string OrdinaryUser::Processes() const {
 
 std::string OrdinaryUser::Records() const {
   std::string left;
-  if (DIR* d = opendir((runtime_ + "/brig/sandboxes").c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] != '.') left += std::string(e->d_name) + " ";
+  for (const char* dir : {"/brig/sandboxes", "/brig/oci"}) {
+    if (DIR* d = opendir((runtime_ + dir).c_str())) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] != '.') left += std::string(dir) + "/" + e->d_name + " ";
+      }
+      closedir(d);
     }
-    closedir(d);
   }
   return left;
 }

@@ -91,7 +91,7 @@ class OrdinaryUser {
                                   const std::string& groups = "--clear-groups") const;
   // The pids of the uid's processes, space-separated.
   std::string Processes() const;
-  // What is left in its record directory.
+  // What is left in its record directories: its sandboxes' and its OCI containers'.
   std::string Records() const;
 
  private:

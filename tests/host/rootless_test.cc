@@ -1,19 +1,23 @@
-// brig without root (issue 31): `brig run` as an ordinary user. The tests run brig as a uid
+// brig without root (issue 31): `brig run`, and the OCI verbs on a rootless container, as an
+// ordinary user. The tests run brig as a uid
 // of their own that no account and no process has (setpriv, no supplementary groups, an
 // environment built from nothing), with that uid's own XDG_RUNTIME_DIR and HOME in scratch
 // directories; nothing of the host's (/etc/passwd, /etc/subuid) is changed. Each checks
 // what the run does, and that nothing of it is left: no record in the user's runtime
 // directory, no process of the uid.
 #include <linux/magic.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,20 @@
 
 namespace brig::testing {
 namespace {
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
 
 bool KernelAtLeast(int major, int minor) {
   struct utsname u;
@@ -65,6 +83,48 @@ class Rootless : public HostTest {
     cmd.push_back("run");
     cmd.insert(cmd.end(), args.begin(), args.end());
     return RunCommand(cmd);
+  }
+
+  // brig ARGS (any verb) as the user.
+  RunOutput BrigAs(const std::vector<std::string>& args) {
+    std::vector<std::string> cmd = wrap_;
+    for (std::string& a : user_.Prefix(home_.path() + "/home", true, groups_)) cmd.push_back(a);
+    cmd.push_back(BrigBinary());
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    return RunCommand(cmd);
+  }
+
+  // A bundle of the user's: `brig spec --rootless` run by the user, its process made
+  // `args` without a terminal, `resources` (JSON) added to linux when not empty, and a root
+  // of the host's static busybox.
+  std::string RootlessBundle(const std::string& name, const std::string& args,
+                             const std::string& resources = "") {
+    const std::string bundle = home_.path() + "/" + name;
+    EXPECT_EQ(mkdir(bundle.c_str(), 0755), 0);
+    for (const char* d : {"/rootfs", "/rootfs/bin"}) {
+      EXPECT_EQ(mkdir((bundle + d).c_str(), 0755), 0);
+    }
+    EXPECT_EQ(RunCommand({"cp", "/bin/busybox", bundle + "/rootfs/bin/busybox"}).exit_code, 0);
+    for (const char* tool : {"sh", "sleep", "cat", "id"}) {
+      EXPECT_EQ(symlink("busybox", (bundle + "/rootfs/bin/" + tool).c_str()), 0);
+    }
+    EXPECT_EQ(RunCommand({"chown", "-R", std::to_string(uid_) + ":" + std::to_string(uid_), bundle})
+                  .exit_code,
+              0);
+    RunOutput spec = BrigAs({"spec", "--rootless", "--bundle", bundle});
+    EXPECT_EQ(spec.exit_code, 0) << spec.err;
+    std::string json = ReadFileOrEmpty(bundle + "/config.json");
+    auto replace = [&](const std::string& from, const std::string& to) {
+      size_t at = json.find(from);
+      EXPECT_NE(at, std::string::npos) << from << " in " << json;
+      if (at != std::string::npos) json.replace(at, from.size(), to);
+    };
+    replace("\"terminal\": true", "\"terminal\": false");
+    replace("\"args\": [\n      \"sh\"\n    ]", "\"args\": " + args);
+    if (!resources.empty())
+      replace("\"linux\": {", "\"linux\": {\"resources\": " + resources + ",");
+    home_.Write(name + "/config.json", json);
+    return bundle;
   }
 
   // The default profile with its cgroup limits said not to be wanted.
@@ -444,6 +504,64 @@ TEST_F(Rootless, GrantedIdsWithoutTheHelpersAreWarnedOf) {
                        "the caller's supplementary groups"),
             std::string::npos)
       << r.err;
+}
+
+// The OCI verbs without root (brig-oci(1), WITHOUT ROOT), as runc's on a rootless
+// container: the user's own `spec --rootless`, a container made in the user's runtime
+// directory, its process uid 0 inside and the user's uid outside, exec, ps and kill --all
+// by its pid namespace (there is no cgroup on this host, nor one delegated), pause refused
+// saying why, and nothing left after delete.
+TEST_F(Rootless, TheOciVerbsRunARootlessContainer) {
+  // Detached, the container's process has brig's stdio, as runc's does: it lets go of the
+  // test's pipes so that brig's exit ends the call.
+  const std::string bundle =
+      RootlessBundle("oci", R"(["sh", "-c", "exec sleep 1000 </dev/null >/dev/null 2>&1"])");
+  RunOutput run = BrigAs({"run", "--bundle", bundle, "--detach", "rl"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  struct stat st;
+  ASSERT_EQ(stat((runtime_ + "/brig/oci/rl").c_str(), &st), 0) << "not in the user's runtime dir";
+  EXPECT_EQ(st.st_uid, uid_);
+  RunOutput exec = BrigAs({"exec", "rl", "sh", "-c", "id -u; cat /proc/self/uid_map"});
+  EXPECT_EQ(exec.exit_code, 0) << exec.err;
+  EXPECT_EQ(SplitLines(exec.out).size(), 2u) << exec.out;
+  EXPECT_EQ(SplitLines(exec.out)[0], "0") << exec.out;
+  std::vector<std::string> map = Words(SplitLines(exec.out).at(1));
+  EXPECT_EQ(map, (std::vector<std::string>{"0", std::to_string(uid_), "1"})) << exec.out;
+  RunOutput ps = BrigAs({"ps", "--format", "json", "rl"});
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  std::string pids = ps.out;
+  pids.erase(std::remove_if(pids.begin(), pids.end(), [](char c) { return c == '[' || c == ']'; }),
+             pids.end());
+  pid_t sleeper = static_cast<pid_t>(atoi(pids.c_str()));
+  ASSERT_GT(sleeper, 1) << ps.out;
+  struct stat proc;
+  ASSERT_EQ(stat(("/proc/" + std::to_string(sleeper)).c_str(), &proc), 0);
+  EXPECT_EQ(proc.st_uid, uid_) << "the container's uid 0 is the user's uid on the host";
+  RunOutput pause = BrigAs({"pause", "rl"});
+  EXPECT_EQ(pause.exit_code, 1);
+  EXPECT_NE(pause.err.find("has no cgroup"), std::string::npos) << pause.err;
+  sys::UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, sleeper, 0)));
+  ASSERT_TRUE(pidfd.valid());
+  RunOutput kill = BrigAs({"kill", "--all", "rl", "KILL"});
+  EXPECT_EQ(kill.exit_code, 0) << kill.err;
+  struct pollfd p = {pidfd.get(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 60000), 1) << "kill --all left the container's process";
+  // Its parent is the caller of brig run --detach, which reaps it, as an engine's shim does.
+  (void)waitpid(sleeper, nullptr, 0);
+  RunOutput del = BrigAs({"delete", "rl"});
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+}
+
+// A limit has nowhere to go without a cgroup: create refuses it with one line naming the
+// property, exit 1, and leaves nothing (TearDown: no record, no process).
+TEST_F(Rootless, AnOciLimitWithoutACgroupIsRefused) {
+  const std::string bundle =
+      RootlessBundle("limited", R"(["true"])", R"({"memory": {"limit": 100000000}})");
+  RunOutput create = BrigAs({"create", "--bundle", bundle, "lim"});
+  EXPECT_EQ(create.exit_code, 1);
+  EXPECT_EQ(SplitLines(create.err).size(), 1u) << create.err;
+  EXPECT_NE(create.err.find("linux.resources"), std::string::npos) << create.err;
+  EXPECT_NE(create.err.find("no cgroup"), std::string::npos) << create.err;
 }
 
 }  // namespace
