@@ -336,10 +336,6 @@ bool NamesASandbox(const GlobalFlags& global, const std::vector<std::string>& ar
   return help;
 }
 
-// Why a verb needs root, in the line a caller who is not root gets. `list` says the same
-// whichever of its verbs the call is.
-constexpr char kListNeedsRoot[] = "it tells a live sandbox by the lock on its record in /run/brig";
-
 // Every verb, in `brig --help`'s order.
 constexpr Verb kVerbs[] = {
     // brig's own (brig(1)). `brig run` works without root too (brig(1), WITHOUT ROOT).
@@ -348,7 +344,7 @@ constexpr Verb kVerbs[] = {
     {.name = "run", .rootless = true, .holds_signals = true, .main = RunMain},
     {.name = "policy", .main = PolicyMain},
     {.name = "check", .rootless = true, .main = CheckMain},
-    {.name = "list", .why_root = kListNeedsRoot, .main = ListMain},
+    {.name = "list", .rootless = true, .main = ListMain},
     {.name = "exec",
      .why_root = "it joins a sandbox's namespaces and cgroups as root",
      .chosen = NamesASandbox,

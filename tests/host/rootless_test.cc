@@ -506,6 +506,27 @@ TEST_F(Rootless, GrantedIdsWithoutTheHelpersAreWarnedOf) {
       << r.err;
 }
 
+// brig list as the user shows the user's own running sandbox (its records are under the
+// user's runtime directory), by its name, and nothing once the run is over.
+TEST_F(Rootless, ListShowsTheCallersOwnSandboxes) {
+  std::vector<std::string> cmd = user_.Prefix(home_.path() + "/home", true, groups_);
+  cmd.insert(cmd.end(), {BrigBinary(), "run", "--name", "listed", "--workspace", ws_, "--memory",
+                         "none", "--pids", "none", "--timeout", "60s", "--", "/bin/sleep", "60"});
+  pid_t brig = SpawnQuiet(cmd, home_.path() + "/run.err");
+  ASSERT_GT(brig, 0);
+  std::string listed;
+  EXPECT_TRUE(Eventually([&] {
+    listed = BrigAs({"list"}).out;
+    return listed.find(" listed ") != std::string::npos;
+  })) << listed
+      << ReadFileOrEmpty(home_.path() + "/run.err");
+  kill(brig, SIGTERM);
+  WaitExit(brig);
+  RunOutput after = BrigAs({"list"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(after.out.find(" listed "), std::string::npos) << after.out;
+}
+
 // The OCI verbs without root (brig-oci(1), WITHOUT ROOT), as runc's on a rootless
 // container: the user's own `spec --rootless`, a container made in the user's runtime
 // directory, its process uid 0 inside and the user's uid outside, exec, ps and kill --all

@@ -260,7 +260,8 @@ TEST(Docs, BrigHelpSaysWhichCommandsNeedRoot) {
   };
   ASSERT_TRUE(std::regex_search(usage, m, std::regex(R"re(\n([a-z, ]+) need root;)re"))) << usage;
   Names root = names(m[1]);
-  ASSERT_TRUE(std::regex_search(usage, m, std::regex(R"re(need root; ([a-z ]+) works? without)re")))
+  ASSERT_TRUE(
+      std::regex_search(usage, m, std::regex(R"re(need root; ([a-z, ]+) works? without)re")))
       << usage;
   Names rootless = names(m[1]);
   Names table_root, table_rootless;

@@ -25,10 +25,11 @@ TEST(Verbs, EveryNameHasOneRowForTheCallsNoOtherRowChooses) {
 }
 
 // A row without a reason to need root runs for anyone: only these, which read files, write
-// a document, are brig's own run and check (which says what a user can have), or are the
+// a document, are brig's own run, check (which says what a user can have) and list (the
+// caller's own sandboxes), or are the
 // OCI verbs (a rootless container, as runc's: brig-oci(1) WITHOUT ROOT), may be such rows.
 // Those that keep state choose the user's directories (util::ChooseDirs) first.
-TEST(Verbs, OnlyPolicyCheckBrigsOwnRunAndTheOciVerbsRunWithoutRoot) {
+TEST(Verbs, OnlyPolicyCheckListBrigsOwnRunAndTheOciVerbsRunWithoutRoot) {
   std::set<std::string> without_root, rootless, oci_keeping_state;
   for (const Verb& verb : Verbs()) {
     if (!verb.why_root) without_root.insert(verb.name);
@@ -40,10 +41,10 @@ TEST(Verbs, OnlyPolicyCheckBrigsOwnRunAndTheOciVerbsRunWithoutRoot) {
       EXPECT_TRUE(verb.rootless) << verb.name;
     }
   }
-  std::set<std::string> expected = {"check", "features", "policy", "run", "spec"};
+  std::set<std::string> expected = {"check", "features", "list", "policy", "run", "spec"};
   expected.insert(oci_keeping_state.begin(), oci_keeping_state.end());
   EXPECT_EQ(without_root, expected);
-  expected = {"check", "run"};
+  expected = {"check", "list", "run"};
   expected.insert(oci_keeping_state.begin(), oci_keeping_state.end());
   EXPECT_EQ(rootless, expected);
   GlobalFlags global;
