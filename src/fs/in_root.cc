@@ -136,7 +136,7 @@ std::string GroupIn(const std::string& point, const std::vector<std::string>& di
 // host; on a v1 or hybrid one, a tmpfs with each hierarchy mounted afresh below it (each
 // shows the container's group as its root), as runc does. Without one, the container's own
 // group of each hierarchy is bound there instead, and no other part of the host's tree is
-// seen.
+// seen: a container with no group at all gets an empty tmpfs.
 Status MountCgroups(int root, const Step& s, const std::string& at) {
   const bool bind = s.kind == StepKind::kCgroupGroups;
   sys::UniqueFd target = BRIG_TRY(OpenInRoot(root, at, true, false));
@@ -155,12 +155,13 @@ Status MountCgroups(int root, const Step& s, const std::string& at) {
     if (h.v2) return MountAt("cgroup2", fd, "cgroup2", s.flags, "", dest);
     return MountAt("cgroup", fd, "cgroup", s.flags, h.options, dest);
   };
-  if (host.size() == 1 && host[0].v2 && host[0].name.empty()) {
+  if (host.size() == 1 && host[0].v2 && host[0].name.empty() &&
+      (!bind || !GroupIn(host[0].point, s.groups).empty())) {
     return mount_one(host[0], target.get(), at);
   }
   BRIG_TRY(MountAt("tmpfs", target.get(), "tmpfs", s.flags & ~MS_RDONLY, "mode=755", at));
   for (const CgroupMount& h : host) {
-    if (h.name.empty()) continue;
+    if (h.name.empty() || (bind && GroupIn(h.point, s.groups).empty())) continue;
     std::string dest = at + "/" + h.name;
     sys::UniqueFd dir = BRIG_TRY(OpenInRoot(root, dest, true, false));
     BRIG_TRY(mount_one(h, dir.get(), dest));

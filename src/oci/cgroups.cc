@@ -4,6 +4,7 @@
 #include "oci/cgroups.h"
 
 #include <errno.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -60,6 +61,24 @@ Status MayGoWithoutCgroups(const Spec& spec, const Error& denied) {
   }
   log::Debug("no cgroups: ", denied.Render());
   return {};
+}
+
+std::optional<Error> MayNotMakeCgroups(const cgroup::Groups::Planned& planned) {
+  if (!util::Rootless() && !util::NamespacedRoot()) return std::nullopt;
+  for (const cgroup::Groups::Noted& n : planned.noted) {
+    if (!n.owned) continue;
+    std::string dir = n.dir;
+    while (dir.size() > 1 && access(dir.c_str(), F_OK) != 0) {
+      size_t slash = dir.rfind('/');
+      dir.resize(slash == 0 ? 1 : slash);
+    }
+    if (access(dir.c_str(), W_OK) != 0) {
+      Error e = SysError("mkdir", n.dir);
+      e.err = EACCES;
+      return e;
+    }
+  }
+  return std::nullopt;
 }
 
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c) {

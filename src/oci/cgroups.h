@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "brig/result.h"
@@ -37,6 +38,10 @@ Result<std::unique_ptr<cgroup::Groups>> CreateCgroups(const Spec& spec, const st
 // Otherwise the error to give, `denied` itself or one line saying where the limit would
 // have gone.
 Status MayGoWithoutCgroups(const Spec& spec, const Error& denied);
+// What create's attempt to make the `planned` groups would be refused with, for the dry run:
+// where brig is not root on the host (as MayGoWithoutCgroups), EACCES for the first group
+// whose nearest existing ancestor this process may not write in. Nothing otherwise.
+std::optional<Error> MayNotMakeCgroups(const cgroup::Groups::Planned& planned);
 // The groups a record names, for verbs after create.
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c);
 

@@ -382,6 +382,13 @@ Result<CreatePlan> PlanCreate(const CreateOptions& o) {
           ? BRIG_TRY(cgroup::systemd::ParsePath(b.spec.linux().cgroups_path(), o.id)).path
           : BRIG_TRY(CleanCgroupsPath(b.spec.linux().cgroups_path(), o.id));
   p.cgroups = BRIG_TRY(cgroup::Groups::Plan(path, b.spec.linux().resources()));
+  if (!o.systemd_cgroup) {
+    if (std::optional<Error> denied = MayNotMakeCgroups(p.cgroups)) {
+      // As create would: none, where the spec allows.
+      BRIG_TRY(MayGoWithoutCgroups(b.spec, *denied));
+      p.cgroups = {};
+    }
+  }
   p.rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, FsOptions(b, o, p.cgroups.dirs)));
   p.spec = std::move(b.spec);
   p.rootfs = std::move(b.rootfs);

@@ -47,10 +47,13 @@ void AddMount(std::vector<fs::Step>& steps, const Mount& m, const RootfsOptions&
   MountOptions o = ParseMountOptions({m.options().begin(), m.options().end()});
   fs::Step s = StepOf(K::kMount, m.destination(), "mounts");
   if (m.type() == "cgroup" || m.type() == "cgroup2") {
-    s.kind = ro.cgroupns ? K::kCgroup : K::kCgroupGroups;
+    // A container without groups (brig without root, none delegated) sees none: not even
+    // a cgroup namespace's view of the group it was started in, which is not its own.
+    const bool own_view = ro.cgroupns && !ro.cgroup_dirs.empty();
+    s.kind = own_view ? K::kCgroup : K::kCgroupGroups;
     s.source = m.type();
     s.flags = o.flags;
-    if (!ro.cgroupns) s.groups = ro.cgroup_dirs;
+    if (!own_view) s.groups = ro.cgroup_dirs;
     steps.push_back(std::move(s));
     return;
   }

@@ -497,19 +497,26 @@ TEST_F(Oci, SeccompPolicyDeniesWithItsErrno) {
   EXPECT_EQ(f["ls"], "y");
 }
 
-// A system call newer than every one an OCI policy names fails with ENOSYS, as on a kernel
-// without it (runc's stub), where the policy's default refuses; one it leaves out below that
-// meets the default (EPERM). The policy allows x86_64's calls 0 to 440 but unshare (272);
-// brig-probe makes the calls raw.
-TEST_F(Oci, ACallNewerThanThePolicyFailsAsOnAnOlderKernel) {
+// The names libseccomp knows of x86_64's calls 0 to `last` but `but`, as a JSON list's
+// members ("read","write",...): a policy's allowlist.
+std::string X86_64Names(int last, int but) {
   std::string names;
-  for (int nr = 0; nr <= 440; ++nr) {
-    if (nr == SYS_unshare) continue;
+  for (int nr = 0; nr <= last; ++nr) {
+    if (nr == but) continue;
     char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
     if (!name) continue;
     names += std::string(names.empty() ? "" : ",") + "\"" + name + "\"";
     free(name);
   }
+  return names;
+}
+
+// A system call newer than every one an OCI policy names fails with ENOSYS, as on a kernel
+// without it (runc's stub), where the policy's default refuses; one it leaves out below that
+// meets the default (EPERM). The policy allows x86_64's calls 0 to 440 but unshare (272);
+// brig-probe makes the calls raw.
+TEST_F(Oci, ACallNewerThanThePolicyFailsAsOnAnOlderKernel) {
+  std::string names = X86_64Names(440, SYS_unshare);
   Config c = Cfg("enosys");
   c.args = {"/brig-probe", "syscalls", "1000", std::to_string(SYS_set_mempolicy_home_node),
             std::to_string(SYS_unshare)};
@@ -533,14 +540,7 @@ TEST_F(Oci, ACallNewerThanThePolicyFailsAsOnAnOlderKernel) {
 // holds: a raw socket of protocol 9 in another family is allowed by the rule socketcall
 // could not take (the kernel's own answer, not the default's ENOSYS).
 TEST_F(Oci, PodmansRootlessSocketRulesCompileAndHoldOnTheNativeArchitecture) {
-  std::string names;
-  for (int nr = 0; nr <= 460; ++nr) {
-    if (nr == SYS_socket) continue;
-    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
-    if (!name) continue;
-    names += std::string(names.empty() ? "" : ",") + "\"" + name + "\"";
-    free(name);
-  }
+  std::string names = X86_64Names(460, SYS_socket);
   Config c = Cfg("sockrules");
   c.args = {"sh", "-c", "for a in '16 3 9' '2 2 0' '2 3 9'; do /brig-probe socket $a; done"};
   const std::string allow_ne9 =

@@ -530,21 +530,26 @@ TEST_F(Rootless, ListShowsTheCallersOwnSandboxes) {
 // The OCI verbs without root (brig-oci(1), WITHOUT ROOT), as runc's on a rootless
 // container: the user's own `spec --rootless`, a container made in the user's runtime
 // directory, its process uid 0 inside and the user's uid outside, exec, ps and kill --all
-// by its pid namespace (there is no cgroup on this host, nor one delegated), pause refused
-// saying why, and nothing left after delete.
+// by its pid namespace (there is no cgroup on this host, nor one delegated), no cgroup tree
+// seen at /sys/fs/cgroup, pause refused saying why, and nothing left after delete.
 TEST_F(Rootless, TheOciVerbsRunARootlessContainer) {
   // Detached, the container's process has brig's stdio, as runc's does: it lets go of the
   // test's pipes so that brig's exit ends the call.
   const std::string bundle =
       RootlessBundle("oci", R"(["sh", "-c", "exec sleep 1000 </dev/null >/dev/null 2>&1"])");
+  RunOutput plan = BrigAs({"create", "--dry-run", "--bundle", bundle, "rl"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find(R"("cgroups":{"dirs":[],)"), std::string::npos)
+      << "the dry run plans cgroups create would not make: " << plan.out;
   RunOutput run = BrigAs({"run", "--bundle", bundle, "--detach", "rl"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   struct stat st;
   ASSERT_EQ(stat((runtime_ + "/brig/oci/rl").c_str(), &st), 0) << "not in the user's runtime dir";
   EXPECT_EQ(st.st_uid, uid_);
-  RunOutput exec = BrigAs({"exec", "rl", "sh", "-c", "id -u; cat /proc/self/uid_map"});
+  RunOutput exec =
+      BrigAs({"exec", "rl", "sh", "-c", "id -u; cat /proc/self/uid_map; ls -A /sys/fs/cgroup"});
   EXPECT_EQ(exec.exit_code, 0) << exec.err;
-  EXPECT_EQ(SplitLines(exec.out).size(), 2u) << exec.out;
+  EXPECT_EQ(SplitLines(exec.out).size(), 2u) << "a cgroup tree not its own is seen: " << exec.out;
   EXPECT_EQ(SplitLines(exec.out)[0], "0") << exec.out;
   std::vector<std::string> map = Words(SplitLines(exec.out).at(1));
   EXPECT_EQ(map, (std::vector<std::string>{"0", std::to_string(uid_), "1"})) << exec.out;
@@ -574,10 +579,14 @@ TEST_F(Rootless, TheOciVerbsRunARootlessContainer) {
 }
 
 // A limit has nowhere to go without a cgroup: create refuses it with one line naming the
-// property, exit 1, and leaves nothing (TearDown: no record, no process).
+// property, exit 1, and leaves nothing (TearDown: no record, no process); its dry run
+// refuses it alike.
 TEST_F(Rootless, AnOciLimitWithoutACgroupIsRefused) {
   const std::string bundle =
       RootlessBundle("limited", R"(["true"])", R"({"memory": {"limit": 100000000}})");
+  RunOutput plan = BrigAs({"create", "--dry-run", "--bundle", bundle, "lim"});
+  EXPECT_EQ(plan.exit_code, 1);
+  EXPECT_NE(plan.err.find("linux.resources"), std::string::npos) << "the dry run: " << plan.err;
   RunOutput create = BrigAs({"create", "--bundle", bundle, "lim"});
   EXPECT_EQ(create.exit_code, 1);
   EXPECT_EQ(SplitLines(create.err).size(), 1u) << create.err;
