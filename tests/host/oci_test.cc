@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "host/oci_fixture.h"
+#include "sys/child.h"
 
 namespace brig::testing::oci {
 namespace {
@@ -1156,10 +1157,25 @@ TEST_F(Oci, KillAndDeleteAfterExitSignalNothing) {
   c.args = {"true"};
   pid_t pid = Create(c, "done");
   ASSERT_GT(pid, 0);
+  std::optional<uint64_t> started = sys::StartTimeOf(pid);
+  ASSERT_TRUE(started);
   RunOutput s = Run({"start", "done"});
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_TRUE(AwaitGone(pid));
   EXPECT_EQ(StateOf("done").status, "stopped");
+  // A process's start time counts clock ticks (USER_HZ): a decoy made in the tick its
+  // process started in would be the same process to any runtime that reads it. The decoy
+  // comes a tick later, as a reused pid would.
+  const long hz = sysconf(_SC_CLK_TCK);
+  for (;;) {
+    struct timespec now;
+    clock_gettime(CLOCK_BOOTTIME, &now);
+    uint64_t ticks = static_cast<uint64_t>(now.tv_sec) * static_cast<uint64_t>(hz) +
+                     static_cast<uint64_t>(now.tv_nsec) / (1000000000 / static_cast<uint64_t>(hz));
+    if (ticks > *started) break;
+    struct timespec tick = {0, 1000000000 / hz};
+    nanosleep(&tick, nullptr);
+  }
   pid_t decoy = SpawnWithPid(pid);
   ASSERT_EQ(decoy, pid) << "pid " << pid << " was taken meanwhile: " << strerror(errno);
   EXPECT_EQ(StateOf("done").status, "stopped") << "the runtime took the decoy for its process";
