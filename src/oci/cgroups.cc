@@ -3,7 +3,6 @@
 // stats as runc prints them.
 #include "oci/cgroups.h"
 
-#include <errno.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,24 +46,9 @@ Result<std::unique_ptr<cgroup::Groups>> CreateCgroups(const Spec& spec, const st
   return cgroup::Groups::Create(path, spec.linux().resources(), note, scope != nullptr);
 }
 
-Status MayGoWithoutCgroups(const Spec& spec, const Error& denied) {
-  bool refused = denied.err == EACCES || denied.err == EPERM || denied.err == EROFS;
-  if (!refused || !(util::Rootless() || util::NamespacedRoot())) return Error(denied);
-  Resources limits = spec.linux().resources();
-  limits.clear_devices();
-  if (limits.ByteSizeLong() != 0) {
-    return Fail("linux.resources", "",
-                "sets a limit, and brig, not root here, may make no cgroup to hold it (" +
-                    denied.Render() +
-                    "): run the engine where a cgroup v2 subtree is delegated to its user, "
-                    "or set no limit");
-  }
-  log::Debug("no cgroups: ", denied.Render());
-  return {};
-}
-
-std::optional<Error> MayNotMakeCgroups(const cgroup::Groups::Planned& planned) {
-  if (!util::Rootless() && !util::NamespacedRoot()) return std::nullopt;
+Result<bool> GoesWithoutCgroups(const Spec& spec, const cgroup::Groups::Planned& planned) {
+  if (!util::Rootless() && !util::NamespacedRoot()) return false;
+  std::string denied;
   for (const cgroup::Groups::Noted& n : planned.noted) {
     if (!n.owned) continue;
     std::string dir = n.dir;
@@ -73,12 +57,21 @@ std::optional<Error> MayNotMakeCgroups(const cgroup::Groups::Planned& planned) {
       dir.resize(slash == 0 ? 1 : slash);
     }
     if (access(dir.c_str(), W_OK) != 0) {
-      Error e = SysError("mkdir", n.dir);
-      e.err = EACCES;
-      return e;
+      denied = n.dir;
+      break;
     }
   }
-  return std::nullopt;
+  if (denied.empty()) return false;
+  Resources limits = spec.linux().resources();
+  limits.clear_devices();
+  if (limits.ByteSizeLong() != 0) {
+    return Fail("linux.resources", "",
+                "sets a limit, and brig, not root here, may make no cgroup to hold it (" + denied +
+                    " is not delegated to it): run the engine where a cgroup v2 subtree is "
+                    "delegated to its user, or set no limit");
+  }
+  log::Debug("no cgroups: ", denied, " is not delegated to brig");
+  return true;
 }
 
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c) {

@@ -30,18 +30,14 @@ Result<std::string> CleanCgroupsPath(const std::string& path, const std::string&
 Result<std::unique_ptr<cgroup::Groups>> CreateCgroups(const Spec& spec, const std::string& id,
                                                       const cgroup::Groups::Note& note,
                                                       const std::string* scope = nullptr);
-// Whether a container may go without groups where brig could not make them (`denied`):
-// only where brig is not root on the host (util::Rootless, util::NamespacedRoot), the
-// kernel said no (EACCES, EPERM, EROFS: nothing is delegated to brig there), and
-// linux.resources sets no limit (device rules aside: without root no device node can be
-// made, and a user namespace opens none of the host's), as runc's rootless containers do.
-// Otherwise the error to give, `denied` itself or one line saying where the limit would
-// have gone.
-Status MayGoWithoutCgroups(const Spec& spec, const Error& denied);
-// What create's attempt to make the `planned` groups would be refused with, for the dry run:
-// where brig is not root on the host (as MayGoWithoutCgroups), EACCES for the first group
-// whose nearest existing ancestor this process may not write in. Nothing otherwise.
-std::optional<Error> MayNotMakeCgroups(const cgroup::Groups::Planned& planned);
+// Without root on the host (util::Rootless, util::NamespacedRoot), whether the container
+// goes without the `planned` groups, as runc's rootless containers do: where this process
+// may not make one of them (the nearest existing ancestor of a group to make is not
+// writable to it: nothing is delegated there). A limit in linux.resources then has nowhere
+// to go and is refused in one line (device rules aside: without root no device node can be
+// made, and a user namespace opens none of the host's). As root: false, always. create and
+// create --dry-run decide by it alike.
+Result<bool> GoesWithoutCgroups(const Spec& spec, const cgroup::Groups::Planned& planned);
 // The groups a record names, for verbs after create.
 std::unique_ptr<cgroup::Groups> CgroupsOf(const Container& c);
 

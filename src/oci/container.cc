@@ -40,7 +40,7 @@ Error NotIn(const std::string& id, ContainerStatus s, std::string_view what) {
                   std::string(what) + " (it is " + std::string(StatusName(s)) + ")");
 }
 
-// A container made without cgroups (brig without root, none delegated: MayGoWithoutCgroups)
+// A container made without cgroups (brig without root, none delegated: GoesWithoutCgroups)
 // cannot be frozen, limited or counted: the verb that would is refused, saying so.
 Status NeedsCgroups(const Opened& c, std::string_view what) {
   if (c.rec.cgroups_size() + c.rec.joined_cgroups_size() > 0) return {};

@@ -382,13 +382,7 @@ Result<CreatePlan> PlanCreate(const CreateOptions& o) {
           ? BRIG_TRY(cgroup::systemd::ParsePath(b.spec.linux().cgroups_path(), o.id)).path
           : BRIG_TRY(CleanCgroupsPath(b.spec.linux().cgroups_path(), o.id));
   p.cgroups = BRIG_TRY(cgroup::Groups::Plan(path, b.spec.linux().resources()));
-  if (!o.systemd_cgroup) {
-    if (std::optional<Error> denied = MayNotMakeCgroups(p.cgroups)) {
-      // As create would: none, where the spec allows.
-      BRIG_TRY(MayGoWithoutCgroups(b.spec, *denied));
-      p.cgroups = {};
-    }
-  }
+  if (!o.systemd_cgroup && BRIG_TRY(GoesWithoutCgroups(b.spec, p.cgroups))) p.cgroups = {};
   p.rootfs_plan = BRIG_TRY(PlanRootfs(b.spec, FsOptions(b, o, p.cgroups.dirs)));
   p.spec = std::move(b.spec);
   p.rootfs = std::move(b.rootfs);
@@ -417,7 +411,16 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
     mk.unit.name = unit->unit;
     mk.scope = BRIG_TRY(cgroup::systemd::Scope::Start(*unit, b.spec.linux().resources()));
   }
-  auto made = CreateCgroups(
+  if (!unit && (util::Rootless() || util::NamespacedRoot())) {
+    std::string path = BRIG_TRY(CleanCgroupsPath(b.spec.linux().cgroups_path(), o.id));
+    if (BRIG_TRY(GoesWithoutCgroups(
+            b.spec, BRIG_TRY(cgroup::Groups::Plan(path, b.spec.linux().resources()))))) {
+      mk.cgroups = cgroup::Groups::Existing({}, {});
+      log::Debug("record made; no cgroups");
+      return {};
+    }
+  }
+  mk.cgroups = BRIG_TRY(CreateCgroups(
       b.spec, o.id,
       [&](const std::vector<cgroup::Groups::Noted>& dirs) {
         for (const auto& d : dirs) {
@@ -425,16 +428,7 @@ Status MakeRecordAndCgroups(const Bundle& b, const CreateOptions& o, Making& mk,
         }
         return mk.dir->Write(rec);
       },
-      unit ? &unit->path : nullptr);
-  if (!made && !unit) {
-    // Without root, and none delegated: no groups at all, where the spec allows.
-    BRIG_TRY(MayGoWithoutCgroups(b.spec, made.error()));
-    rec.clear_cgroups();
-    rec.clear_joined_cgroups();
-    BRIG_TRY(mk.dir->Write(rec));
-    made = cgroup::Groups::Existing({}, {});
-  }
-  mk.cgroups = BRIG_TRY(std::move(made));
+      unit ? &unit->path : nullptr));
   log::Debug("record and cgroups made: ", rec.cgroups_size(), " made, ", rec.joined_cgroups_size(),
              " joined");
   return {};
