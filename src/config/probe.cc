@@ -207,7 +207,7 @@ Status ProbeBrokers(Sandbox& sb, char** environ) {
 }
 
 // brig without root makes cgroups only in the one it runs in, where that is delegated to
-// it (cgroup::DelegatedGroup): a limit no group there can hold is refused, never dropped,
+// it (cgroup::Delegated): a limit no group there can hold is refused, never dropped,
 // unless the profile marks it optional or the run says it is not wanted (--memory none).
 // Without a delegated group, the sandbox still ends with its pid namespace: brig init is
 // its pid 1.

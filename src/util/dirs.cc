@@ -51,8 +51,10 @@ Status ChooseDirs(char** environ) {
     // so) is root of nothing outside it: where the namespace's user has a runtime
     // directory and does not say it is root, that user's directories are brig's, as runc
     // chooses its own state directory.
-    if (InHostUserNamespace() || EnvLookup(environ, "USER").value_or("") == "root" ||
-        EnvLookup(environ, "XDG_RUNTIME_DIR").value_or("").empty()) {
+    // The environment first: root's own runs (sudo's USER=root, a daemon's empty
+    // XDG_RUNTIME_DIR) read no /proc file for it.
+    if (EnvLookup(environ, "USER").value_or("") == "root" ||
+        EnvLookup(environ, "XDG_RUNTIME_DIR").value_or("").empty() || InHostUserNamespace()) {
       return {};
     }
     d.namespaced_root = true;
