@@ -9,6 +9,8 @@
 
 namespace brig {
 
+// --deny stop: the phase ended at its first egress refusal (error_code egress_denied).
+inline constexpr int kExitDenied = 123;
 inline constexpr int kExitTimeout = 124;
 inline constexpr int kExitRefused = 125;  // brig failed or refused; nothing ran
 inline constexpr int kExitNotExecutable = 126;

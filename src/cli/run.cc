@@ -63,6 +63,17 @@ void Judge(const container::Outcome& o, v1::RunResult& r) {
     r.set_exit_code(kExitOom);
     r.set_error_code("oom_killed");
     r.set_error("out of memory: the sandbox reached its memory limit and was killed");
+  } else if (o.denial_stop) {
+    const v1::DenialStop& d = *o.denial_stop;
+    v1::Denial first;
+    first.set_reason(d.reason());
+    first.set_count(1);
+    first.set_detail(d.detail());
+    r.set_exit_code(kExitDenied);
+    r.set_error_code("egress_denied");
+    r.set_error("the phase was stopped at its first refusal (--deny stop): " +
+                egress::DenialLine(d.name(), first));
+    *r.mutable_denial_stop() = d;
   } else if (o.timed_out) {
     r.set_exit_code(kExitTimeout);
     r.set_error_code("timeout");

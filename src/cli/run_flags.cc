@@ -208,6 +208,12 @@ Status AddMount(RunRequest& r, const std::string& v) {
   return {};
 }
 
+Status SetDeny(RunRequest& r, const std::string& v) {
+  if (v != "stop" && v != "continue") return BadInput("--deny", v, "expected stop or continue");
+  r.deny_stop = v == "stop";
+  return {};
+}
+
 Status SetHelp(RunRequest& r, const std::string&) {
   r.help = true;
   return {};
@@ -301,6 +307,11 @@ const std::vector<Flag>& Flags() {
        "phase; past it connections are closed and refused (reason budget) (profile "
        "limits.egress_bytes)",
        Parsed("--egress-budget", &config::Overrides::egress_budget, util::ParseSize)},
+      {"--deny", "stop|continue",
+       "stop: end the phase at the first refusal of a name or connection, exit 123 "
+       "(error_code egress_denied); continue: go on (the profile's network.on_deny, else "
+       "continue). Either way each name's first refusal is printed as it happens",
+       SetDeny},
       {"--rlimit", "NAME=N", "nofile (4096), nproc (4096) or core (0); N or unlimited", SetRlimit},
       {"--copy-dir", "DIR",
        "with a copy workspace: keep its changes in a new directory under DIR, in a disk "

@@ -60,6 +60,9 @@ struct Overrides {
   std::vector<std::pair<std::string, v1::Broker>> brokers;
   uint32_t attempt = 1;
   bool wait_all = false;  // --wait-all
+  // --deny stop|continue: whether the phase ends at its first egress refusal; unset: the
+  // profile's network.on_deny.
+  std::optional<bool> deny_stop;
   // The sandbox's environment beyond brig's few defaults, built from nothing (design.md,
   // Invariant 3): "K=V" that the front end took from its own environment (--pass-env),
   // then "K=V" set explicitly (--env-file's, then --env's), which win.

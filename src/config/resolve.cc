@@ -83,6 +83,7 @@ Result<egress::Policy> EgressPolicy(const v1::Network& n, const Overrides& run) 
 // network flag.
 Status ResolveNetwork(const v1::Profile& profile, const Overrides& run, Sandbox& sb) {
   auto posture = profile.network().posture();
+  sb.deny_stop = run.deny_stop.value_or(profile.network().on_deny() == v1::ON_DENY_STOP);
   if (sb.isolated && (posture == v1::POSTURE_ALLOWLIST || posture == v1::POSTURE_OPEN)) {
     sb.network = run.subnet ? *run.subnet : BRIG_TRY(net::ParseSubnet(net::kDefaultSubnet));
     // Any address on port 53 reaches brig's resolver; the gateway is the one to name.

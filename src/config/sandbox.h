@@ -72,6 +72,9 @@ struct Sandbox {
   std::optional<net::Subnet> network;
   // With an interface: what its resolver and proxy allow.
   egress::Policy egress;
+  // --deny stop (network.on_deny): the first refusal of a name or connection ends the
+  // phase (exit 123, error_code egress_denied).
+  bool deny_stop = false;
   // The profile's brokers, then --broker's (any posture); the probe reads their header
   // values and finds their targets.
   std::vector<broker::Config> brokers;

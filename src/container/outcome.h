@@ -26,6 +26,8 @@ struct Outcome {
   bool timed_out = false;
   int killed_for_signal = 0;  // brig received this signal and killed the sandbox after grace
   bool oom_killed = false;    // the memory limit was hit and the sandbox was killed
+  // --deny stop: the refusal for which brig ended the phase.
+  std::optional<v1::DenialStop> denial_stop;
   int init_signal = 0;        // brig init died of this signal without reporting
   struct rusage usage {};     // of brig init and every process it reaped
   cgroup::Stats cgroup_usage;

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "container/exec_record.h"
 #include "container/init.h"
 #include "container/launch.h"
+#include "egress/denials.h"
 #include "fs/export.h"
 #include "log/log.h"
 #include "net/sealed_net.h"
@@ -229,6 +231,9 @@ Status Session::AnswerIdMap() {
     netns_.Reset(open(ns.c_str(), O_RDONLY | O_CLOEXEC));
     if (!netns_) return SysError("open", ns);
   }
+  // And the pid namespace's identity, for KillAll where no cgroup kills through.
+  std::string pidns = "/proc/" + std::to_string(child_.pid()) + "/ns/pid";
+  if (struct stat st; stat(pidns.c_str(), &st) == 0) pidns_ = st;
   BRIG_TRY(WriteIdMaps(child_.pid(), plan_.sandbox_uid, plan_.sandbox_gid));
   log::Debug("id map written: ", config::kSandboxUid, " -> ", plan_.sandbox_uid);
   if (net_) BRIG_TRY(net_->Attach(netns_.get()));
@@ -239,9 +244,11 @@ Status Session::AnswerIdMap() {
 // brokers' TCP ports are made in the sandbox's network namespace now that init has brought
 // loopback up.
 Status Session::StartServices() {
-  supervise::Services::Where where{.brokers = std::move(broker_listeners_),
-                                   .broker_netns = netns_.get(),
-                                   .attribution = sb_.id + "/" + std::to_string(sb_.attempt)};
+  supervise::Services::Where where{
+      .brokers = std::move(broker_listeners_),
+      .broker_netns = netns_.get(),
+      .attribution = sb_.id + "/" + std::to_string(sb_.attempt),
+      .denied = [this](const std::string& name, const v1::Denial& d) { OnDenied(name, d); }};
   if (net_) {
     where.listeners = &net_->listeners();
     where.peer = net_->peer();
@@ -314,12 +321,37 @@ void Session::OnSignal(supervise::Loop& loop, int sig) {
   if (auto t = loop.At(std::chrono::steady_clock::now() + sb_.grace, kill); !t) kill();
 }
 
-// The cgroup kills every process of the sandbox at once. Without one, killing brig init
-// takes its whole pid namespace, and an unconfined command leads its own process group (it
-// called setsid), which is as far as no isolation reaches.
+// A name's first refusal for a reason, as it happens (issue 32): said in the summary's
+// words, at most as many lines as the summary has for names, so that a client that
+// retries quietly does not hide why; with --deny stop, the first one ends the phase.
+void Session::OnDenied(const std::string& name, const v1::Denial& d) {
+  if (collected_) return;  // the services' close, at teardown: the summary tells
+  auto say = [this](const std::string& line) {
+    stdio_->Say(line);
+    log::Mirror(log::Level::kWarn, line);
+  };
+  if (denials_said_ < egress::kMaxDenialLines) {
+    say(egress::DenialLine(name, d));
+  } else if (denials_said_ == egress::kMaxDenialLines) {
+    say("further refusals are in the summary at exit");
+  }
+  ++denials_said_;
+  if (!sb_.deny_stop || out_.denial_stop || !egress::StopsThePhase(d.reason())) return;
+  v1::DenialStop& stop = out_.denial_stop.emplace();
+  stop.set_name(name);
+  stop.set_reason(d.reason());
+  stop.set_detail(d.detail());
+  KillAll();
+}
+
+// The cgroup kills every process of the sandbox at once. Without one, each process of its
+// pid namespace is killed (killing brig init alone would take the rest only later); an
+// unconfined command leads its own process group (it called setsid), which is as far as
+// no isolation reaches.
 void Session::KillAll() {
   if (group_->Kill()) return;
   if (!sb_.isolated) (void)kill(-child_.pid(), SIGKILL);
+  if (pidns_) sys::KillPidNamespace(*pidns_);
   (void)child_.Signal(SIGKILL);
 }
 

@@ -89,6 +89,7 @@ class Session {
   Status Watch(supervise::Loop& loop);
   void OnSignal(supervise::Loop& loop, int sig);
   void KillAll();
+  void OnDenied(const std::string& name, const v1::Denial& d);
   void AuditEvent(v1::AuditEvent e);
   void Warn(Error e);
   void TearDown();
@@ -98,6 +99,7 @@ class Session {
   Outcome out_;
   bool started_workload_ = false, collected_ = false, keep_record_ = false;
   int pending_signal_ = 0;  // forwarded to the sandbox; its grace period is running
+  size_t denials_said_ = 0;  // refusals printed as they happened (OnDenied)
   security::SeccompProgram seccomp_, init_filter_;
 
   // The host resources, in the order they are made. Members are destroyed in reverse, which
@@ -117,6 +119,9 @@ class Session {
   // The sandbox's network namespace, opened while init waits where an interface or a
   // broker needs it, and only then.
   sys::UniqueFd netns_;
+  // A stat of brig init's pid namespace, taken while init waits: KillAll's way to every
+  // process of the sandbox where no cgroup of brig's holds them.
+  std::optional<struct stat> pidns_;
   std::unique_ptr<supervise::Stdio> stdio_;
   Channel sync_;  // brig's end of the sync socket
   // Shared by the proxy and the brokers, which hold it: made before them, gone after.

@@ -37,12 +37,16 @@ std::string Counted(const v1::Denial& d) {
   return d.count() > 1 ? d.reason() + ", " + std::to_string(d.count()) + " times" : d.reason();
 }
 
+// "reason[, N times] (remedy)"
+std::string Reason(const std::string& name, const v1::Denial& d) {
+  std::string remedy = Remedy(name, d.reason(), d.detail());
+  return Counted(d) + (remedy.empty() ? "" : " (" + remedy + ")");
+}
+
 std::string NameLine(const v1::HostTraffic& h) {
   std::string line = "denied " + h.name() + ": ";
   for (int i = 0; i < h.denials_size(); ++i) {
-    const v1::Denial& d = h.denials(i);
-    std::string remedy = Remedy(h.name(), d.reason(), d.detail());
-    line += (i ? "; " : "") + Counted(d) + (remedy.empty() ? "" : " (" + remedy + ")");
+    line += (i ? "; " : "") + Reason(h.name(), h.denials(i));
   }
   return util::OneLine(line);
 }
@@ -75,6 +79,14 @@ std::string Remedy(const std::string& name, const std::string& reason, const std
     return Cut(detail) + "; connect by the name, to the address brig's resolver gave for it";
   }
   return Cut(detail);
+}
+
+bool StopsThePhase(const std::string& reason) {
+  return reason != "upstream_failed" && reason != "timeout";
+}
+
+std::string DenialLine(const std::string& name, const v1::Denial& d) {
+  return util::OneLine("denied " + name + ": " + Reason(name, d));
 }
 
 std::vector<std::string> DenialLines(const v1::NetworkSummary& n) {

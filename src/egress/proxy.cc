@@ -376,6 +376,9 @@ void Proxy::Refuse(Conn& c, const std::string& reason, const std::string& detail
   c.allowed = false;
   c.upstream.Reset();
   c.upstream_events = 0;
+  // Told before the client hears it: with --deny stop the sandbox is gone before then.
+  traffic_.Deny(c.name, c.reason, c.detail);
+  c.denial_told = true;
   std::string say;
   if (c.tls) {
     uint8_t alert = reason == "malformed" || reason == "not_tls" ? kAlertDecodeError
@@ -458,7 +461,9 @@ void Proxy::Finish(uint64_t id) {
   ev.set_bytes_down(BytesDown(c));
   ev.set_duration_ms(Millis(Clock::now() - c.start));
   // A connection the budget closed was admitted, but is a refusal too.
-  if (!c.allowed || c.reason == "budget") traffic_.Deny(c.name, c.reason, c.detail);
+  if ((!c.allowed || c.reason == "budget") && !c.denial_told) {
+    traffic_.Deny(c.name, c.reason, c.detail);
+  }
   v1::NetworkSummary& totals = traffic_.totals();
   if (c.allowed) {
     totals.set_connections(totals.connections() + 1);

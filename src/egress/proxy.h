@@ -81,6 +81,7 @@ class Proxy {
     uint64_t seen_bytes = 0;
     bool allowed = false;
     std::string reason, detail;
+    bool denial_told = false;  // Refuse counted it before answering; Finish does not
   };
   // What the first bytes said so far; the name is in the connection once status is kOk.
   struct FirstBytes {

@@ -247,6 +247,12 @@ void Resolver::Answer(const Waiter& w, const Resolution& r) {
 }
 
 void Resolver::Reply(const Waiter& w, const std::string& reply, v1::DnsQuery& ev) {
+  v1::NetworkSummary& totals = traffic_.totals();
+  if (!ev.allowed()) {
+    // Told before the sandbox has the answer: with --deny stop it is gone before then.
+    totals.set_denied(totals.denied() + 1);
+    traffic_.Deny(ev.name(), ev.reason(), ev.detail());
+  }
   if (!reply.empty()) {
     if (w.kind == Waiter::kUdp) {
       (void)sendto(l_.dns_udp(), reply.data(), reply.size(), 0,
@@ -257,12 +263,7 @@ void Resolver::Reply(const Waiter& w, const std::string& reply, v1::DnsQuery& ev
     ev.set_rcode(RcodeName(static_cast<uint8_t>(reply[3]) & 0x0f));
   }
   ev.set_duration_us(Micros(Clock::now() - w.start));
-  v1::NetworkSummary& totals = traffic_.totals();
   totals.set_queries(totals.queries() + 1);
-  if (!ev.allowed()) {
-    totals.set_denied(totals.denied() + 1);
-    traffic_.Deny(ev.name(), ev.reason(), ev.detail());
-  }
   if (v1::HostTraffic* h = traffic_.Host(ev.name())) {
     h->set_queries(h->queries() + 1);
     if (!ev.allowed()) h->set_denied(h->denied() + 1);

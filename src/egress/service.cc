@@ -25,9 +25,9 @@ constexpr auto kTick = 250ms;
 class Service::Impl {
  public:
   Impl(Policy p, const net::Listeners& l, uint32_t sandbox, net::Subnet bridge, AuditSink audit,
-       Budget* budget)
+       DenialSink denied, Budget* budget)
       : policy_(std::move(p)),
-        traffic_(std::move(audit)),
+        traffic_(std::move(audit), std::move(denied)),
         host_floor_(bridge),
         upstream_(policy_, loop_, budget),
         resolver_(policy_, l, sandbox, pool_, host_floor_, upstream_, loop_, traffic_),
@@ -120,12 +120,13 @@ Service::~Service() = default;
 
 Result<std::unique_ptr<Service>> Service::Start(Policy policy, const net::Listeners& listeners,
                                                 uint32_t sandbox, net::Subnet bridge,
-                                                AuditSink audit, Budget* budget, int host_netns) {
+                                                AuditSink audit, DenialSink denied, Budget* budget,
+                                                int host_netns) {
   if (policy.upstreams.empty()) {
     return Fail("resolver upstream", "", "none given", ErrorKind::kInternal);
   }
   auto impl = std::make_unique<Impl>(std::move(policy), listeners, sandbox, bridge,
-                                     std::move(audit), budget);
+                                     std::move(audit), std::move(denied), budget);
   BRIG_TRY(impl->Init(host_netns));
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }

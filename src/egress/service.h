@@ -58,11 +58,12 @@ class Service {
  public:
   // `listeners` and `budget` (null: none) must outlive the service; `sandbox` is the one
   // address served, in brig's bridge subnet `bridge` (0: every client that reaches the
-  // listeners, which are a pod's, in its own network namespace). `host_netns`: where the
-  // host floor's own addresses are asked (HostFloor::Open).
+  // listeners, which are a pod's, in its own network namespace). `denied` is told of each
+  // name's first refusal for each reason as it happens (traffic.h). `host_netns`: where
+  // the host floor's own addresses are asked (HostFloor::Open).
   static Result<std::unique_ptr<Service>> Start(Policy policy, const net::Listeners& listeners,
                                                 uint32_t sandbox, net::Subnet bridge,
-                                                AuditSink audit, Budget* budget,
+                                                AuditSink audit, DenialSink denied, Budget* budget,
                                                 int host_netns = -1);
   ~Service();
   Service(const Service&) = delete;

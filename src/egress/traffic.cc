@@ -33,6 +33,7 @@ void Traffic::Deny(const std::string& name, const std::string& reason, const std
   d->set_reason(reason);
   d->set_count(1);
   d->set_detail(detail);
+  if (denied_) denied_(h->name(), *d);
 }
 
 void SortDenials(google::protobuf::RepeatedPtrField<v1::Denial>& denials) {

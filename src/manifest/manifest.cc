@@ -50,6 +50,7 @@ v1::ManifestNetwork Network(const Inputs& in) {
   const config::Sandbox& sb = in.sb;
   v1::ManifestNetwork n;
   n.set_posture(sb.posture);
+  n.set_on_deny(sb.deny_stop ? "stop" : "continue");
   if (!sb.network) return n;
   n.set_subnet(sb.network->Str());
   if (!sb.egress.open) {

@@ -12,9 +12,9 @@ Result<Services> Services::Start(What what, Where where,
   if (where.listeners || !what.brokers.empty()) signal(SIGPIPE, SIG_IGN);
   s.budget_ = std::make_unique<egress::Budget>(what.budget, audit);
   if (where.listeners) {
-    s.egress_ =
-        BRIG_TRY(egress::Service::Start(what.egress, *where.listeners, where.peer, where.subnet,
-                                        audit, s.budget_.get(), where.host_netns));
+    s.egress_ = BRIG_TRY(egress::Service::Start(what.egress, *where.listeners, where.peer,
+                                                where.subnet, audit, std::move(where.denied),
+                                                s.budget_.get(), where.host_netns));
     log::Debug("egress: resolver and proxy serving");
   }
   if (what.brokers.empty()) return s;

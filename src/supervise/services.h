@@ -39,6 +39,9 @@ class Services {
     int broker_netns = -1;
     // "<sandbox id>/<attempt>", named in what the brokers send upstream.
     std::string attribution;
+    // Told of each name's first refusal for each reason as it happens (egress/traffic.h);
+    // empty: only the summary tells.
+    egress::DenialSink denied;
   };
 
   // What the services serve: the egress policy, the budget in bytes (0: none) and the

@@ -417,6 +417,21 @@ Stdio::Want Stdio::Flush(Stream& s) {
   return Want::kNothing;
 }
 
+void Stdio::Say(const std::string& line) {
+  std::string text = "brig: " + line + (raw_ ? "\r\n" : "\n");
+  const Stream* to = nullptr;
+  for (const Stream& s : streams_) {
+    if (s.caller == 2 && s.dst == 2) to = &s;
+  }
+  ssize_t n;
+  if (to && to->kind == Stream::Kind::kSend) {
+    n = send(to->dst_fd(), text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  } else {
+    n = write(to ? to->dst_fd() : 2, text.data(), text.size());
+  }
+  (void)n;
+}
+
 // Nobody reads this stream any more: the workload's next write gets EPIPE, as it would
 // have written to the caller's closed pipe itself (`brig run -- yes | head -1` ends).
 Stdio::Want Stdio::Broken(Stream& s) {

@@ -55,6 +55,10 @@ class Stdio {
   void Handle();
   // After every process of the sandbox is gone: relays what is left in the pipes.
   void Drain();
+  // One line of brig's own ("brig: LINE") on the caller's stderr while the relay runs, as
+  // a raw terminal needs it ended. Never waits: a line the caller's stderr cannot take now
+  // is dropped (what it said is in the result too).
+  void Say(const std::string& line);
   // Puts the caller's terminal back as it was (also done on destruction); idempotent.
   void RestoreTerminal();
   v1::Output Summary() const;

@@ -86,10 +86,17 @@ Result<Child> Holder(uint64_t namespaces, const std::string& subject) {
   return Child(pid, UniqueFd(pidfd));
 }
 
-Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid) {
-  std::string own = "/proc/" + std::to_string(pid) + "/ns/pid";
-  struct stat target;
-  if (stat(own.c_str(), &target) < 0) return SysError("stat", own);
+namespace {
+
+bool InNamespace(const std::string& pid, const struct stat& ns) {
+  struct stat st;
+  std::string path = "/proc/" + pid + "/ns/pid";
+  return stat(path.c_str(), &st) == 0 && st.st_dev == ns.st_dev && st.st_ino == ns.st_ino;
+}
+
+}  // namespace
+
+Result<std::vector<pid_t>> PidsInPidNamespace(const struct stat& ns) {
   DIR* proc = opendir("/proc");
   if (!proc) return SysError("opendir", "/proc");
   std::vector<pid_t> pids;
@@ -98,14 +105,27 @@ Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid) {
     std::string_view name = e->d_name;
     auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), p);
     if (ec != std::errc() || end != name.data() + name.size() || p <= 0) continue;
-    struct stat st;
-    std::string ns = "/proc/" + std::string(name) + "/ns/pid";
-    if (stat(ns.c_str(), &st) == 0 && st.st_dev == target.st_dev && st.st_ino == target.st_ino) {
-      pids.push_back(p);
-    }
+    if (InNamespace(std::string(name), ns)) pids.push_back(p);
   }
   closedir(proc);
   return pids;
+}
+
+Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid) {
+  std::string own = "/proc/" + std::to_string(pid) + "/ns/pid";
+  struct stat target;
+  if (stat(own.c_str(), &target) < 0) return SysError("stat", own);
+  return PidsInPidNamespace(target);
+}
+
+void KillPidNamespace(const struct stat& ns) {
+  auto pids = PidsInPidNamespace(ns);
+  if (!pids) return;
+  for (pid_t p : *pids) {
+    auto pidfd = PidfdOpen(p, std::to_string(p));
+    // Checked again through the pidfd's process: a pid reused since is not signalled.
+    if (pidfd && InNamespace(std::to_string(p), ns)) (void)PidfdSendSignal(pidfd->get(), SIGKILL);
+  }
 }
 
 }  // namespace brig::sys

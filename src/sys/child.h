@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -76,8 +77,14 @@ std::optional<uint64_t> StartTimeOf(pid_t pid);
 // pidfd is open, so the process checked is the one the pidfd holds.
 std::optional<UniqueFd> OpenProcessStartedAt(pid_t pid, uint64_t start_time);
 
-// The processes in `pid`'s pid namespace (its own, not one its children were made in), as
-// /proc shows them to this process; those whose namespace it may not read are left out.
+// The processes in the pid namespace whose ns file `ns` is a stat of, as /proc shows them
+// to this process; those whose namespace it may not read are left out.
+Result<std::vector<pid_t>> PidsInPidNamespace(const struct stat& ns);
+// The same for `pid`'s pid namespace (its own, not one its children were made in).
 Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid);
+// SIGKILL to each of those processes at once, each through a pidfd checked to be in the
+// namespace still: where there is no cgroup to kill through, the processes are stopped
+// before brig goes on (killing the namespace's init alone ends the rest only later).
+void KillPidNamespace(const struct stat& ns);
 
 }  // namespace brig::sys

@@ -136,6 +136,85 @@ TEST_P(EgressReport, ANameNotAllowedIsNamedAtExitWithItsRemedy) {
   EXPECT_EQ(h->denials(0).count(), h->denied());
 }
 
+// A refusal is said when it happens, not only at exit: each name's first refusal, in the
+// summary's words, comes on stderr before what the workload writes after it was refused
+// (the summary at exit comes after all of it). A name refused again is not said again.
+TEST_P(EgressReport, EachNamesFirstRefusalIsSaidAsItHappens) {
+  world_.Dns().SetA("denied.test", {kWebHost});
+  Outcome r = RunScript(
+      "getent ahostsv4 denied.test; echo after-first >&2; getent ahostsv4 denied.test; "
+      "getent ahostsv4 second.test; echo after-second >&2");
+  EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
+  const std::string first =
+      "brig: denied denied.test: not_allowlisted (not on the allowlist; "
+      "allow it with --allow-host denied.test or the profile's "
+      "network.allow_hosts)\n";
+  size_t live = r.run.err.find(first), after = r.run.err.find("after-first");
+  ASSERT_NE(live, std::string::npos) << r.run.err;
+  ASSERT_NE(after, std::string::npos) << r.run.err;
+  EXPECT_LT(live, after) << "not said before the workload went on:\n" << r.run.err;
+  size_t other = r.run.err.find("brig: denied second.test: not_allowlisted");
+  EXPECT_LT(after, other) << r.run.err;
+  EXPECT_LT(other, r.run.err.find("after-second")) << r.run.err;
+  // Between the two markers denied.test was refused again, and not said again.
+  std::string between = r.run.err.substr(after, other - after);
+  EXPECT_FALSE(Contains(between, "denied.test")) << between;
+  // The summary still comes at exit, with the count.
+  size_t summary = r.run.err.find("brig: denied denied.test: not_allowlisted, ");
+  EXPECT_GT(summary, r.run.err.find("after-second")) << r.run.err;
+  EXPECT_EQ(r.result.error_code(), "");
+  EXPECT_FALSE(r.result.has_denial_stop());
+}
+
+// --deny stop, as a harness that wants to fail fast uses it: the first refusal ends the
+// phase before the workload hears the answer, with exit 123, error_code egress_denied and
+// the refusal named in the result. A name the allowlist holds goes through first.
+TEST_P(EgressReport, DenyStopEndsThePhaseAtTheFirstRefusalOfAName) {
+  world_.Dns().SetA("www.allowed.test", {kWebHost});
+  world_.Dns().SetA("denied.test", {kWebHost});
+  Outcome r = RunScript(
+      "getent ahostsv4 www.allowed.test >/dev/null && echo allowed-ok; "
+      "getent ahostsv4 denied.test; echo survived",
+      {"--deny", "stop"});
+  EXPECT_EQ(r.run.exit_code, 123) << r.run.err;
+  EXPECT_TRUE(Contains(r.run.out, "allowed-ok")) << r.run.out;
+  EXPECT_FALSE(Contains(r.run.out, "survived")) << "the workload went on: " << r.run.out;
+  EXPECT_EQ(r.result.exit_code(), 123);
+  EXPECT_EQ(r.result.error_code(), "egress_denied");
+  EXPECT_FALSE(r.result.ok());
+  EXPECT_EQ(r.result.denial_stop().name(), "denied.test");
+  EXPECT_EQ(r.result.denial_stop().reason(), "not_allowlisted");
+  EXPECT_TRUE(Contains(r.run.err,
+                       "brig: the phase was stopped at its first refusal (--deny "
+                       "stop): denied denied.test: not_allowlisted"))
+      << r.run.err;
+  bool exit_event = false;
+  for (const auto& e : r.audit) {
+    if (e.has_sandbox_exit()) {
+      exit_event = true;
+      EXPECT_EQ(e.sandbox_exit().error_code(), "egress_denied");
+    }
+  }
+  EXPECT_TRUE(exit_event) << r.audit_text;
+}
+
+// The same for a connection: curl to the web server's address with a name the allowlist
+// does not hold; the proxy refuses it, the phase ends there, and the server saw nothing.
+TEST_P(EgressReport, DenyStopEndsThePhaseAtTheFirstRefusedConnection) {
+  world_.ClearWebLog();
+  world_.ClearHits();
+  Outcome r = RunScript(std::string("curl -s -o /dev/null -H 'Host: denied.test' http://") +
+                            kWebHost + "/x; echo survived",
+                        {"--deny=stop"});
+  EXPECT_EQ(r.run.exit_code, 123) << r.run.err;
+  EXPECT_FALSE(Contains(r.run.out, "survived")) << r.run.out;
+  EXPECT_EQ(r.result.error_code(), "egress_denied");
+  EXPECT_EQ(r.result.denial_stop().name(), "denied.test");
+  EXPECT_FALSE(r.result.denial_stop().reason().empty());
+  EXPECT_EQ(world_.WebLog(), std::vector<std::string>{});
+  EXPECT_EQ(world_.AllHits(), std::vector<std::string>{});
+}
+
 // The egress budget: an upload past it through the proxy is cut off at the budget, to the
 // byte (brig never writes upstream what would exceed it, so the bound is the budget itself,
 // not the budget plus a buffer); a new connection is refused with reason budget; the result

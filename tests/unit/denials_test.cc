@@ -28,6 +28,29 @@ TEST(DenialLines, AFloorAddressNamesTheProfileKnob) {
             "can except it with network.allow_addresses)");
 }
 
+// The line said as a refusal happens is the summary's line for that one refusal, and a
+// name from the sandbox is made one line of text there too.
+TEST(DenialLines, TheLineSaidAsItHappensIsTheSummarysWords) {
+  v1::NetworkSummary n;
+  v1::HostTraffic* h = Denied(n, "registry.example", "floor", "203.0.113.80: documentation");
+  EXPECT_EQ(DenialLine(h->name(), h->denials(0)), DenialLines(n)[0]);
+  v1::Denial d;
+  d.set_reason("not_allowlisted");
+  d.set_count(1);
+  EXPECT_EQ(DenialLine("evil\n\x1b[2Jname", d).find_first_of("\n\x1b"), std::string::npos);
+}
+
+// --deny stop stops at the policy's refusals, not at an upstream's failure or a client's
+// silence.
+TEST(DenialLines, OnlyThePolicysRefusalsStopThePhase) {
+  for (const char* r : {"not_allowlisted", "floor", "budget", "name_mismatch", "not_from_resolver",
+                        "ip_literal", "no_sni", "ech", "not_a_name"}) {
+    EXPECT_TRUE(StopsThePhase(r)) << r;
+  }
+  EXPECT_FALSE(StopsThePhase("upstream_failed"));
+  EXPECT_FALSE(StopsThePhase("timeout"));
+}
+
 TEST(DenialLines, TheHostsOwnAddressesAndMetadataHaveNoException) {
   EXPECT_EQ(Remedy("a.test", "floor", "10.0.0.1: an address of this host"),
             "10.0.0.1: an address of this host; no profile can except the host's own addresses");

@@ -132,6 +132,31 @@ TEST(Profiles, AllowHostAddsToTheProfilesListForOneRun) {
   EXPECT_FALSE(sb->egress.allowlist.Allows("a.extra.test", 443));
 }
 
+// --deny: the run's word wins over the profile's network.on_deny, which is continue
+// unless set; a value but stop or continue is refused.
+TEST(Profiles, DenyComesFromTheRunThenTheProfile) {
+  brig::testing::ScratchDir dir;
+  std::string go = EgressProfile(dir, "POSTURE_OPEN");
+  auto sb = Resolve({"--profile", go, "--dns-upstream", "198.51.100.53", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_FALSE(sb->deny_stop);
+  sb = Resolve({"--profile", go, "--dns-upstream", "198.51.100.53", "--deny=stop", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_TRUE(sb->deny_stop);
+  brig::testing::ScratchDir dir2;
+  std::string stop = EgressProfile(dir2, "POSTURE_OPEN", " on_deny: ON_DENY_STOP");
+  sb = Resolve({"--profile", stop, "--dns-upstream", "198.51.100.53", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_TRUE(sb->deny_stop);
+  sb =
+      Resolve({"--profile", stop, "--dns-upstream", "198.51.100.53", "--deny", "continue", "true"});
+  ASSERT_TRUE(sb) << sb.error().Render();
+  EXPECT_FALSE(sb->deny_stop);
+  auto bad = Parse({"--deny", "exit", "true"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().Render(), "--deny 'exit': expected stop or continue");
+}
+
 TEST(Profiles, EgressFlagsNeedAPostureThatHasThem) {
   brig::testing::ScratchDir dir;
   std::string open = EgressProfile(dir, "POSTURE_OPEN");
