@@ -12,7 +12,8 @@
 namespace brig::cli {
 
 // Applies the option at args[i] (which starts with '-'): "--name=value", "--name value"
-// (i then advances past the value) or a flag without a value; "-h" means "--help".
+// (i then advances past the value) or a flag without a value; "-h" means "--help", and a
+// table whose flags have an `alias` ("-t") takes that too.
 // Returns the table entry applied. Errors are bad input naming the option.
 template <typename FlagT, typename Req>
 Result<const FlagT*> ApplyFlag(const std::vector<FlagT>& flags,
@@ -29,6 +30,9 @@ Result<const FlagT*> ApplyFlag(const std::vector<FlagT>& flags,
   const FlagT* flag = nullptr;
   for (const auto& f : flags) {
     if (name == f.name) flag = &f;
+    if constexpr (requires { f.alias; }) {
+      if (f.alias && name == f.alias) flag = &f;
+    }
   }
   if (!flag) return BadInput(verb, a, "unknown option (see " + verb + " --help)");
   if (flag->metavar && !inline_value) {

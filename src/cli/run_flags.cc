@@ -23,6 +23,7 @@ struct Flag {
   const char* metavar;  // nullptr: takes no value
   const char* help;
   Apply apply;
+  const char* alias = nullptr;  // a short name ("-t"), as Docker's
 };
 
 Status SetRlimit(RunRequest& r, const std::string& v) {
@@ -214,6 +215,16 @@ Status SetDeny(RunRequest& r, const std::string& v) {
   return {};
 }
 
+Status SetTty(RunRequest& r, const std::string&) {
+  r.tty = true;
+  return {};
+}
+
+Status SetNoTty(RunRequest& r, const std::string&) {
+  r.tty = false;
+  return {};
+}
+
 Status SetHelp(RunRequest& r, const std::string&) {
   r.help = true;
   return {};
@@ -298,6 +309,16 @@ const std::vector<Flag>& Flags() {
        "end the phase when every process of the sandbox has exited; without it, it ends when "
        "the command does, and what the command left running is killed (result: left_killed)",
        SetWaitAll},
+      {"--tty", nullptr,
+       "give the workload a terminal of its own: the caller's, relayed, where stdin is one "
+       "(raw while it runs: ^C goes to the workload); else one for stdout and stderr, merged "
+       "on stdout. Default: only for a job of an interactive shell (brig leads the "
+       "terminal's foreground process group), never for a harness's child",
+       SetTty, "-t"},
+      {"--no-tty", nullptr,
+       "never a terminal: pipes; ^C on the caller's terminal goes to its process group, "
+       "brig included, which passes SIGINT on to the sandbox",
+       SetNoTty, "-T"},
       {"--output-limit", "SIZE",
        "relay at most SIZE bytes of each of stdout and stderr; the rest is dropped (the "
        "workload's writes still succeed) and the result says so",
@@ -378,7 +399,9 @@ std::string RunUsage() {
          "posture itself.\n\n"
          "Options:\n";
   for (const auto& f : Flags()) {
-    UsageRow(out, std::string("  ") + f.name + (f.metavar ? std::string(" ") + f.metavar : ""),
+    UsageRow(out,
+             std::string("  ") + f.name + (f.alias ? std::string(", ") + f.alias : "") +
+                 (f.metavar ? std::string(" ") + f.metavar : ""),
              f.help);
   }
   out << "\nExit status: the command's own; 128+N if it died of signal N; 124 on timeout;\n"

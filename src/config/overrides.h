@@ -60,6 +60,9 @@ struct Overrides {
   std::vector<std::pair<std::string, v1::Broker>> brokers;
   uint32_t attempt = 1;
   bool wait_all = false;  // --wait-all
+  // --tty (true) or --no-tty (false); unset: a terminal only for a job of an interactive
+  // shell (supervise::TerminalMode::kAuto).
+  std::optional<bool> tty;
   // --deny stop|continue: whether the phase ends at its first egress refusal; unset: the
   // profile's network.on_deny.
   std::optional<bool> deny_stop;

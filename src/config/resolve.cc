@@ -27,6 +27,8 @@ Status MergeLimits(const Limits& l, const Overrides& run, Sandbox& sb) {
   sb.timeout = run.timeout.value_or(l.timeout);
   sb.grace = run.grace.value_or(l.grace);
   sb.wait_all = run.wait_all;
+  if (run.tty)
+    sb.terminal = *run.tty ? supervise::TerminalMode::kAlways : supervise::TerminalMode::kNever;
   if (sb.wait_all && !sb.isolated) {
     // Its command's orphans go to the host's init, not to brig: nothing could wait for them.
     return BadInput("--wait-all", "", "profile '" + run.profile +

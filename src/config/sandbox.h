@@ -19,6 +19,7 @@
 #include "fs/spec.h"
 #include "net/link.h"
 #include "security/limits.h"
+#include "supervise/stdio.h"
 #include "supervise/terminal_filter.h"
 
 namespace brig::config {
@@ -50,6 +51,8 @@ struct Sandbox {
   // How the caller's terminal decodes, from brig's own locale (the probe): which bytes its
   // filter takes for C1 controls.
   supervise::TerminalCodeset terminal_codeset = supervise::TerminalCodeset::kUnknown;
+  // Whether the workload gets a terminal of its own (--tty, --no-tty).
+  supervise::TerminalMode terminal = supervise::TerminalMode::kAuto;
   // Bytes brig may send upstream through the proxy and the brokers over the whole phase
   // (egress/budget.h); unset: no bound.
   std::optional<uint64_t> egress_budget;

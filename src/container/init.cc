@@ -296,6 +296,11 @@ void InitMain(const InitArgs& a) {
   int fd = a.sync_fd;
   ForwardLogs(fd);
   log::Debug("started");
+  // A session of its own, off the caller's terminal: what that terminal sends its
+  // foreground group (^C's SIGINT) reaches brig, which passes it on, and not init as well,
+  // where the kernel's copy (not FromOutside) would take brig's place in the one pending
+  // slot and never be forwarded.
+  if (setsid() < 0) SendErrorAndExit(fd, SysError("setsid").Wrap("container init"));
   if (auto s = Setup(a); !s) SendErrorAndExit(fd, std::move(s).error().Wrap("container init"));
   auto path = ResolveCommand(a.sandbox->argv[0], a.sandbox->env, a.sandbox->workdir);
   if (!path) SendErrorAndExit(fd, std::move(path).error());

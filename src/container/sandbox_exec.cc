@@ -135,8 +135,9 @@ Result<int> ExecInSandbox(const SandboxExec& req) {
   supervise::HeldSignals signals = BRIG_TRY(supervise::HeldSignals::Hold(supervise::kPassedOn));
   Joining j = BRIG_TRY(Find(req.target));
   std::string workdir = req.cwd.empty() ? j.rec.workdir : req.cwd;
-  std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(
-      supervise::Stdio::Prepare(std::nullopt, config::TerminalCodesetOf(environ), req.tty));
+  std::unique_ptr<supervise::Stdio> stdio = BRIG_TRY(supervise::Stdio::Prepare(
+      std::nullopt, config::TerminalCodesetOf(environ),
+      req.tty ? supervise::TerminalMode::kIfTerminal : supervise::TerminalMode::kNever));
   sys::FdPair errors = BRIG_TRY(sys::FdPair::Pipe(true, "exec errors"));
   sys::UniqueFd err_rd = errors.TakeParentEnd(), err_wr = errors.TakeChildEnd();
   JoinedProcess p;

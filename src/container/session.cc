@@ -91,7 +91,8 @@ Result<std::unique_ptr<Session>> Session::Prepare(const config::Sandbox& sb) {
     s->net_ = BRIG_TRY(net::SandboxNet::Prepare(sb.id, *sb.network, s->record_));
   }
   if (sb.network) log::Debug("network prepared: port and lease for ", sb.id);
-  s->stdio_ = BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit, sb.terminal_codeset, true));
+  s->stdio_ =
+      BRIG_TRY(supervise::Stdio::Prepare(sb.output_limit, sb.terminal_codeset, sb.terminal));
   return s;
 }
 

@@ -51,6 +51,22 @@ bool InForeground(int fd) {
   return fg < 0 || fg == getpgrp();
 }
 
+// brig leads the process group in the foreground of `fd`'s terminal: a shell with job
+// control started it as a job of its own. A harness's child shares the harness's group.
+bool LeadsForeground(int fd) { return tcgetpgrp(fd) == getpid(); }
+
+// A new pty of the host's devpts, unlocked: its master, and its slave (by the master, not
+// by a path in /dev/pts, which names no one in particular).
+Status OpenPty(sys::UniqueFd& master, sys::UniqueFd& slave) {
+  master.Reset(open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
+  if (!master) return SysError("open", "/dev/ptmx");
+  int unlock = 0;
+  if (ioctl(master.get(), TIOCSPTLCK, &unlock) < 0) return SysError("ioctl", "TIOCSPTLCK");
+  slave.Reset(ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!slave) return SysError("ioctl", "TIOCGPTPEER");
+  return {};
+}
+
 }  // namespace
 
 void EnsureStdio() {
@@ -76,11 +92,16 @@ Result<std::unique_ptr<Stdio>> Stdio::Make(std::optional<uint64_t> limit, Termin
 }
 
 Result<std::unique_ptr<Stdio>> Stdio::Prepare(std::optional<uint64_t> limit,
-                                              TerminalCodeset codeset, bool terminal) {
+                                              TerminalCodeset codeset, TerminalMode mode) {
   std::unique_ptr<Stdio> s = BRIG_TRY(Make(limit, codeset));
-  s->terminal_ = terminal && isatty(0) && InForeground(0);
+  s->terminal_ = mode != TerminalMode::kNever && isatty(0) && InForeground(0) &&
+                 (mode != TerminalMode::kAuto || LeadsForeground(0));
   if (s->terminal_) BRIG_TRY_CTX(s->PrepareTerminal(), "terminal");
   if (!s->terminal_) BRIG_TRY_CTX(s->PrepareInput(), "stdin");
+  if (!s->terminal_ && mode == TerminalMode::kAlways) {
+    BRIG_TRY_CTX(s->PrepareOutputTerminal(), "terminal");
+    return s;
+  }
   for (int caller : {1, 2}) {
     if (s->terminal_ && isatty(caller)) {
       s->child_[caller] = Dup(s->child_[0]);
@@ -106,17 +127,35 @@ Result<std::unique_ptr<Stdio>> Stdio::ForTerminal(sys::UniqueFd master, Terminal
 // needs no access to a ptmx of the host, set up as the caller's terminal is (modes, size).
 Status Stdio::PrepareTerminal() {
   if (tcgetattr(0, &saved_) < 0) return SysError("tcgetattr", "stdin");
-  master_.Reset(open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
-  if (!master_) return SysError("open", "/dev/ptmx");
-  int unlock = 0;
-  if (ioctl(master_.get(), TIOCSPTLCK, &unlock) < 0) return SysError("ioctl", "TIOCSPTLCK");
-  // The slave by the master, not by a path in /dev/pts, which names no one in particular.
-  child_[0].Reset(ioctl(master_.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
-  if (!child_[0]) return SysError("ioctl", "TIOCGPTPEER");
+  BRIG_TRY(OpenPty(master_, child_[0]));
   if (tcsetattr(child_[0].get(), TCSANOW, &saved_) < 0) return SysError("tcsetattr", "pty");
   // What the workload writes to its terminal goes to the caller's, or to whichever of
   // stdout and stderr is one; with neither, only the echo of what was typed is lost.
   return Relay(isatty(1) ? 1 : isatty(2) ? 2 : -1);
+}
+
+// --tty without a terminal on stdin: a pty for the workload's stdout and stderr, in the
+// kernel's default modes, its size the caller's stdout's or stderr's if one is a terminal.
+// It is never the workload's controlling terminal (stdin is no terminal: exec_child.cc),
+// so nothing in the sandbox waits on it for input; its output goes to the caller's stdout.
+Status Stdio::PrepareOutputTerminal() {
+  BRIG_TRY(OpenPty(master_, child_[1]));
+  child_[2] = Dup(child_[1]);
+  if (!child_[2]) return SysError("fcntl", "terminal");
+  struct winsize ws;
+  for (int fd : {1, 2}) {
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0) {
+      (void)ioctl(master_.get(), TIOCSWINSZ, &ws);
+      break;
+    }
+  }
+  output_pty_ = true;
+  Stream& out = streams_[2];
+  out.src = Dup(master_);
+  if (!out.src) return SysError("fcntl", "terminal");
+  out.done = false;
+  Aim(out, 1, false);
+  return {};
 }
 
 // master_ relayed: what the workload writes to it goes to the caller's `to` (-1: nowhere),
@@ -476,7 +515,7 @@ v1::Output Stdio::Summary() const {
     }
   }
   o.set_truncated(o.stdout_truncated() || o.stderr_truncated());
-  o.set_terminal(terminal_);
+  o.set_terminal(terminal_ || output_pty_);
   o.set_limit_bytes(limit_.value_or(0));
   return o;
 }

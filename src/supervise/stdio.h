@@ -25,15 +25,30 @@ namespace brig::supervise {
 // brig opens later lands there and is taken for the caller's stdio. Call first thing.
 void EnsureStdio();
 
+// Whether the workload gets a terminal of its own (a pty of the host's devpts). Where it
+// relays the caller's terminal (stdin a terminal in the foreground), the caller's is raw
+// while the workload runs: what is typed, ^C included, goes to the workload.
+enum class TerminalMode {
+  kNever,       // pipes (brig run --no-tty; brig exec without --tty)
+  kIfTerminal,  // the caller's terminal relayed when stdin is one (brig exec --tty)
+  // As kIfTerminal, and only when brig also leads the terminal's foreground process group:
+  // a job an interactive shell started (`brig run -- bash`), never the child of a harness,
+  // whose own ^C must reach it (brig run's default).
+  kAuto,
+  // kIfTerminal; and where stdin is no terminal, a pty for stdout and stderr (colour and
+  // line buffering), their output merged on the caller's stdout, stdin as kNever has it,
+  // and no controlling terminal (brig run --tty).
+  kAlways,
+};
+
 class Stdio {
  public:
   // Reads what brig's fds 0-2 are and makes the workload's. `limit`: bytes relayed per
   // output stream; the rest is read and dropped. `codeset`: how the caller's terminals
-  // decode, for their filters. `terminal`: whether the workload gets a terminal of its own
-  // when the caller's stdin is a terminal in the foreground (brig run's, always; brig
-  // exec's, with --tty); else pipes. Before the clone.
+  // decode, for their filters. `mode`: whether the workload gets a terminal. Before the
+  // clone.
   static Result<std::unique_ptr<Stdio>> Prepare(std::optional<uint64_t> limit,
-                                                TerminalCodeset codeset, bool terminal);
+                                                TerminalCodeset codeset, TerminalMode mode);
   // The relay of a terminal made elsewhere, whose `master` brig holds: an OCI process's,
   // sent over its console socket. The caller's stdin goes to it as to brig run's (a socket
   // or a closed fd sends nothing), and its output to the caller's stdout, whatever that
@@ -88,6 +103,7 @@ class Stdio {
   static Result<std::unique_ptr<Stdio>> Make(std::optional<uint64_t> limit,
                                              TerminalCodeset codeset);
   Status PrepareTerminal();
+  Status PrepareOutputTerminal();
   Status Relay(int to);
   Status PrepareOutput(int caller);
   Status PrepareInput();
@@ -112,6 +128,7 @@ class Stdio {
   sys::UniqueFd ep_;
   sys::UniqueFd winch_;  // SIGWINCH, with a terminal
   bool terminal_ = false;  // the caller's stdin is a terminal the workload's relays
+  bool output_pty_ = false;  // kAlways without one: the workload's stdout and stderr are a pty
   bool raw_ = false;
   struct termios saved_ {};
 };

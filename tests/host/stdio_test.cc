@@ -92,6 +92,105 @@ TEST_F(Stdio, TheCallersStdoutFileKeepsItsEarlierContent) {
   EXPECT_NE(log.find("denied "), std::string::npos) << log;
 }
 
+// A harness, `script` (a sh script), run as an interactive shell runs a job: leading a
+// session whose controlling terminal is `terminal`, the terminal's foreground. Its
+// children, brig among them, share its process group, as they do under any harness.
+pid_t StartHarness(const std::string& script, int terminal) {
+  std::vector<std::string> args = {"/bin/sh", "-c", script};
+  auto argv = Argv(args);
+  std::string brig = "BRIG=" + BrigBinary();
+  std::vector<std::string> env = {brig, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8"};
+  auto envp = Argv(env);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    ioctl(terminal, TIOCSCTTY, 0);
+    for (int fd = 0; fd < 3; ++fd) dup2(terminal, fd);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(99);
+  }
+  NoteSpawned(pid);
+  return pid;
+}
+
+// The harness author's case (issue 32, item 2): a harness run from a terminal, which
+// traps ^C, runs a phase. ^C typed on the terminal reaches the harness, whose trap fires,
+// and brig, which passes SIGINT on to the sandbox; the phase ends 130. brig took the
+// terminal raw and sent ^C to the workload alone before, and the harness went on to exit 0.
+TEST_F(Stdio, ACtrlCTypedAtAHarnessReachesTheHarnessAndThePhase) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  pid_t pid = StartHarness(
+      "trap 'echo harness-trapped' INT; "
+      "\"$BRIG\" run -- /bin/sh -c 'test -t 0 || echo no-terminal; echo ready; exec sleep 600'; "
+      "echo \"brig=$?\"",
+      slave);
+  std::string seen;
+  ASSERT_TRUE(ReadUntil(master, seen, "ready")) << seen;
+  EXPECT_NE(seen.find("no-terminal"), std::string::npos) << seen;
+  ASSERT_EQ(write(master, "\x03", 1), 1);
+  EXPECT_TRUE(ReadUntil(master, seen, "brig=130")) << seen;
+  EXPECT_NE(seen.find("harness-trapped"), std::string::npos) << seen;
+  EXPECT_EQ(WaitExit(pid), 0) << seen;
+  close(slave);
+  close(master);
+}
+
+// brig run --tty in a harness: the caller's terminal relayed (raw: ^C goes to the
+// workload, which ends 130), as Docker's -it; the harness's trap does not fire.
+TEST_F(Stdio, TtyInAHarnessGivesTheWorkloadTheTerminalAndItsCtrlC) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  pid_t pid = StartHarness(
+      "trap 'echo harness-trapped' INT; "
+      "\"$BRIG\" run -t -- /bin/sh -c 'test -t 0 && echo own-terminal; echo ready; exec sleep "
+      "600'; echo \"brig=$?\"",
+      slave);
+  std::string seen;
+  ASSERT_TRUE(ReadUntil(master, seen, "ready")) << seen;
+  EXPECT_NE(seen.find("own-terminal"), std::string::npos) << seen;
+  ASSERT_EQ(write(master, "\x03", 1), 1);
+  EXPECT_TRUE(ReadUntil(master, seen, "brig=130")) << seen;
+  EXPECT_EQ(seen.find("harness-trapped"), std::string::npos) << seen;
+  EXPECT_EQ(WaitExit(pid), 0) << seen;
+  close(slave);
+  close(master);
+}
+
+// --no-tty as a job of an interactive shell (brig leads the foreground group): pipes, no
+// terminal inside; ^C reaches brig, which passes SIGINT on.
+TEST_F(Stdio, NoTtyGivesPipesEvenToAJobOfAnInteractiveShell) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  pid_t pid = Start({"run", "-T", "--", "/bin/sh", "-c",
+                     "test -t 0 || test -t 1 || test -t 2 || echo no-terminal; echo ready; "
+                     "exec sleep 600"},
+                    slave, slave, slave, slave);
+  std::string seen;
+  ASSERT_TRUE(ReadUntil(master, seen, "ready")) << seen;
+  EXPECT_NE(seen.find("no-terminal"), std::string::npos) << seen;
+  ASSERT_EQ(write(master, "\x03", 1), 1);
+  EXPECT_EQ(WaitExit(pid), 130) << seen;
+  close(slave);
+  close(master);
+}
+
+// --tty with no terminal anywhere: the workload's stdout and stderr are a terminal (for
+// colour and line buffering), merged on brig's stdout; its stdin is still brig's, and the
+// terminal is not its controlling one, so nothing waits on it for input.
+TEST_F(Stdio, TtyWithoutATerminalGivesOneForOutputOnly) {
+  auto r = RunCommand({"/bin/sh", "-c",
+                       "echo data | " + BrigBinary() +
+                           " run --tty -- /bin/sh -c 'test -t 1 && echo out-terminal; "
+                           "test -t 2 && echo err-terminal >&2; test -t 0 || echo in-pipe; "
+                           "read x; echo \"read=$x\"; (: </dev/tty) 2>/dev/null || echo "
+                           "no-controlling-terminal'"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "out-terminal\r\nerr-terminal\r\nin-pipe\r\nread=data\r\nno-controlling-terminal\r\n");
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(Stdio, SttyInsideLeavesTheCallersTerminalAsItWas) {
   int master = -1, slave = -1;
   ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
@@ -324,7 +423,8 @@ TEST_F(Stdio, TheLimitNeverSendsATerminalPartOfASequence) {
 // A real terminal emulator: tmux answers device attributes, status and cursor reports,
 // XTVERSION and colour queries itself, on the pane's input. The workload writes queries,
 // reads a line, and writes them again as it exits; brig then ends, and the pane's shell
-// reads a line. The test types each line once it has seen, through tmux's pipe-pane, the
+// reads a line. The pane's shell runs brig as a script's child, so --tty asks for the
+// terminal. The test types each line once it has seen, through tmux's pipe-pane, the
 // output before it: tmux has parsed that output by then and queued any answer ahead of
 // the keys, so an answer would show in the line, inside the sandbox or after brig.
 class StdioTmux : public HostTest {
@@ -364,8 +464,9 @@ TEST_F(StdioTmux, NoAnswerReachesTheSandboxOrTheCallersPromptAfterBrigExits) {
   std::string queries = "\x1b[c\x1b[>c\x1b[5n\x1b[6n\x1b[>q\x1b]10;?\x07\x1b]11;?\x07\x1b[14t";
   d.Write("ws/workload.sh", PrintfOf(queries) + "; echo ready; printf 'during=%s|\\n' \"$(" +
                                 kHexLine + ")\"; " + PrintfOf(queries) + "\n");
-  d.Write("pane.sh", "tmux -S " + socket_ + " wait-for go\n" + BrigBinary() + " run --workspace " +
-                         d.path() + "/ws -- /bin/sh /workspace/workload.sh\necho brig-exited\n" +
+  d.Write("pane.sh", "tmux -S " + socket_ + " wait-for go\n" + BrigBinary() +
+                         " run --tty --workspace " + d.path() +
+                         "/ws -- /bin/sh /workspace/workload.sh\necho brig-exited\n" +
                          "printf 'after=%s|end\\n' \"$(" + kHexLine + ")\"\n");
   auto r = Tmux({"-f", "/dev/null", "new-session", "-d", "-s", "brig", "-x", "80", "-y", "24",
                  "/bin/sh " + d.path() + "/pane.sh"});
