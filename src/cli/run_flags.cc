@@ -346,6 +346,10 @@ const std::vector<Flag>& Flags() {
       {"--export-changes", "DIR",
        "with a copy workspace: write what the sandbox changed to DIR, a new directory",
        Path("--export-changes", &config::Overrides::export_changes)},
+      {"--export-owner", "USER[:GROUP]",
+       "give the export to USER (a name or uid) and GROUP (default USER's group) "
+       "(default: the workspace's owner; brig's caller for a workspace of root's)",
+       Path("--export-owner", &config::Overrides::export_owner, "empty user")},
       {"--result", "FILE", "write the result as one JSON object to FILE",
        Path("--result", &config::Overrides::result_path)},
       {"--manifest", "FILE",

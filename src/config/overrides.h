@@ -45,6 +45,7 @@ struct Overrides {
   bool dry_run = false;       // --dry-run
   std::optional<fs::WorkspaceMode> workspace_mode;
   std::string export_changes;
+  std::string export_owner;  // --export-owner USER[:GROUP], as given
   std::string copy_dir;
   std::optional<std::chrono::milliseconds> timeout, grace;
   std::optional<uint64_t> tmp_size, disk_size, rlimit_nofile, rlimit_nproc, rlimit_core,

@@ -2,7 +2,9 @@
 #include "config/probe.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/openat2.h>
+#include <pwd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,18 +56,66 @@ Status CheckRlimits(const security::Rlimits& limits) {
   return {};
 }
 
-// A root-owned workspace is read through an id map (ProbeWorkspace); it is never written.
+// A root-owned workspace is read through an id map (ProbeWorkspace), never written: a
+// copy reads it so too, and its changes stay in brig's scratch space until they are
+// exported, set-id bits dropped, to the export's owner.
 Status CheckRootOwned(const Sandbox& sb, const struct stat& st) {
-  if (st.st_uid != 0 || sb.fs.workspace_mode == fs::WorkspaceMode::kReadOnly) return {};
-  const std::string who = "owned by root (uid 0), whom the sandbox user is never mapped to";
-  if (sb.fs.workspace_mode == fs::WorkspaceMode::kCopy) {
-    return BadInput("workspace", sb.fs.workspace,
-                    who + "; a copy of a root-owned tree would export what the sandbox made "
-                          "as root's; use a read-only workspace, or chown it");
-  }
+  if (st.st_uid != 0 || sb.fs.workspace_mode != fs::WorkspaceMode::kReadWrite) return {};
   return BadInput("workspace", sb.fs.workspace,
-                  who + "; brig will not write through an id map onto a root-owned tree (a "
-                        "setuid path onto the host); use a read-only workspace, or chown it");
+                  "owned by root (uid 0); brig will not write through an id map onto a "
+                  "root-owned tree (a set-uid path onto the host); use a copy workspace "
+                  "(--workspace-mode copy, with --export-changes), or chown it");
+}
+
+// --export-owner's "USER[:GROUP]": names or numbers; a user's group is its primary one.
+Result<std::pair<uid_t, gid_t>> ParseOwner(const std::string& spec) {
+  const std::string flag = "--export-owner";
+  size_t colon = spec.find(':');
+  std::string user = spec.substr(0, colon);
+  std::optional<std::string> grp;
+  if (colon != std::string::npos) grp = spec.substr(colon + 1);
+  std::pair<uid_t, gid_t> out;
+  std::optional<gid_t> primary;
+  if (auto n = util::ParseLimit(user); n && *n < UINT32_MAX) {
+    out.first = static_cast<uid_t>(*n);
+    if (const passwd* pw = getpwuid(out.first)) primary = pw->pw_gid;
+  } else if (const passwd* pw = user.empty() ? nullptr : getpwnam(user.c_str())) {
+    out.first = pw->pw_uid;
+    primary = pw->pw_gid;
+  } else {
+    return BadInput(flag, spec, "no such user '" + user + "' on this host");
+  }
+  if (!grp) {
+    if (!primary) return BadInput(flag, spec, "uid " + user + " has no entry here; name its group");
+    out.second = *primary;
+  } else if (auto n = util::ParseLimit(*grp); n && *n < UINT32_MAX) {
+    out.second = static_cast<gid_t>(*n);
+  } else if (const struct group* gr = grp->empty() ? nullptr : getgrnam(grp->c_str())) {
+    out.second = gr->gr_gid;
+  } else {
+    return BadInput(flag, spec, "no such group '" + *grp + "' on this host");
+  }
+  return out;
+}
+
+// Whose the export is: --export-owner's, else the workspace's owner, else (root's
+// workspace) brig's caller, who runs the harness. Without root brig can give it only to
+// the caller.
+Status ProbeExportOwner(Sandbox& sb, const struct stat& ws) {
+  if (sb.fs.export_changes.empty()) return {};
+  std::pair<uid_t, gid_t> owner = {ws.st_uid, ws.st_gid};
+  if (!sb.export_owner.empty()) {
+    owner = BRIG_TRY(ParseOwner(sb.export_owner));
+  } else if (ws.st_uid == 0) {
+    owner = {getuid(), getgid()};
+  }
+  if (geteuid() != 0 && (owner.first != geteuid() || owner.second != getegid())) {
+    return BadInput("--export-owner", sb.export_owner.empty() ? sb.fs.workspace : sb.export_owner,
+                    "without root brig gives the export only to its caller (uid " +
+                        std::to_string(geteuid()) + ", gid " + std::to_string(getegid()) + ")");
+  }
+  sb.fs.export_owner = owner;
+  return {};
 }
 
 // The workspace, canonical, and its owner, whom the sandbox's ids map to.
@@ -85,6 +135,7 @@ Status ProbeWorkspace(Sandbox& sb) {
   if (st.st_uid != 0) sb.host_uid = st.st_uid;
   if (st.st_gid != 0) sb.host_gid = st.st_gid;
   BRIG_TRY(CheckRootOwned(sb, st));
+  BRIG_TRY(ProbeExportOwner(sb, st));
   // The sandbox user is the workspace's owner inside: its owner bits are what it may do.
   const bool rw = sb.fs.workspace_mode == fs::WorkspaceMode::kReadWrite;
   const mode_t need = rw ? S_IRWXU : S_IRUSR | S_IXUSR;

@@ -209,6 +209,9 @@ Status ResolveCopy(const Limits& l, const Overrides& run, fs::Spec& spec) {
                     "of copy)");
   }
   spec.export_changes = run.export_changes;
+  if (!run.export_owner.empty() && run.export_changes.empty()) {
+    return BadInput("--export-owner", run.export_owner, "needs --export-changes");
+  }
   while (spec.export_changes.size() > 1 && spec.export_changes.back() == '/') {
     spec.export_changes.pop_back();
   }
@@ -318,6 +321,7 @@ Result<Sandbox> Resolve(const v1::Profile& profile, const Overrides& run) {
   BRIG_TRY(ResolveBrokers(profile, run, sb));
   BRIG_TRY(ResolveFilesystem(profile, run, sb));
   BRIG_TRY(ResolveCopy(limits, run, sb.fs));
+  sb.export_owner = run.export_owner;
   BRIG_TRY(ResolveChdir(run, sb));
   BRIG_TRY(ResolveMounts(profile, run, sb));
   sb.env = BuildEnv(run);

@@ -97,6 +97,7 @@ struct Sandbox {
   std::string result_path;
   std::string audit_path;
   std::string manifest_path;  // --manifest: where the manifest goes
+  std::string export_owner;   // --export-owner, as given (the probe fills fs.export_owner)
   bool dry_run = false;       // --dry-run: plan and print the manifest, make nothing
 
   // Host ids the sandbox uid/gid map to: the workspace's owner, never 0.

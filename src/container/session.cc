@@ -426,8 +426,8 @@ void Session::TearDown() {
   // The sandbox is gone; its copy's changes are still in brig's scratch space.
   if (started_workload_ && !sb_.fs.export_changes.empty()) {
     if (auto s = fs::ExportChanges(record_, plan_.copy_scratch.get(), plan_.copy_merged.get(),
-                                   sb_.fs.workspace,
-                                   sb_.fs.export_changes, plan_.protected_paths, plan_.hidden);
+                                   sb_.fs.workspace, sb_.fs.export_changes, plan_.protected_paths,
+                                   plan_.hidden, *sb_.fs.export_owner);
         !s) {
       out_.export_error = std::move(s).error();
     }

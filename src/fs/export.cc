@@ -249,10 +249,10 @@ Result<sys::UniqueFd> MakeDirAt(int dir, const std::string& name, const std::str
 }
 
 // ExportChanges into `dest`, a directory it makes: root's and no one else's to enter until
-// everything in it is written and given to the workspace's owner, its top last.
+// everything in it is written and given to `to`, its top last.
 Status ExportInto(int scratch, int merged, const std::string& source, const std::string& dest,
                   const std::vector<std::string>& protected_paths,
-                  const std::vector<std::string>& hidden) {
+                  const std::vector<std::string>& hidden, std::pair<uid_t, gid_t> to) {
   sys::UniqueFd upper(openat(scratch, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!upper) return SysError("export: open", "the copy's changes");
   sys::UniqueFd lower(open(source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -275,8 +275,11 @@ Status ExportInto(int scratch, int merged, const std::string& source, const std:
     GitTrees trees{lower.get(), files.get(), merged, owner.st_uid, owner.st_gid};
     BRIG_TRY(WriteGitFiles(out.get(), files.get(), trees, c, hidden, dest));
   }
+  if (to.first != owner.st_uid || to.second != owner.st_gid) {
+    BRIG_TRY(util::ChownTreeAt(out.get(), "files", to.first, to.second, dest + "/files"));
+  }
   for (const char* name : {"deleted", "git.diff", "ignored.txt", "."}) {
-    if (fchownat(out.get(), name, owner.st_uid, owner.st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&
+    if (fchownat(out.get(), name, to.first, to.second, AT_SYMLINK_NOFOLLOW) < 0 &&
         errno != ENOENT) {
       return SysError("export: chown", dest + "/" + name);
     }
@@ -289,11 +292,11 @@ Status ExportInto(int scratch, int merged, const std::string& source, const std:
 
 Status ExportChanges(state::Record& record, int scratch, int merged, const std::string& source,
                      const std::string& dest, const std::vector<std::string>& protected_paths,
-                     const std::vector<std::string>& hidden) {
+                     const std::vector<std::string>& hidden, std::pair<uid_t, gid_t> owner) {
   // Written beside `dest` and renamed into place whole: a failed export leaves nothing.
   std::string partial = dest + ".partial-" + std::to_string(getpid());
   BRIG_TRY(NoteOutputTemp(record, kPartialKind, partial));
-  Status s = ExportInto(scratch, merged, source, partial, protected_paths, hidden);
+  Status s = ExportInto(scratch, merged, source, partial, protected_paths, hidden, owner);
   if (s && renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, dest.c_str(), RENAME_NOREPLACE) < 0) {
     s = SysError("export: rename", partial + " to " + dest);
   }

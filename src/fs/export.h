@@ -15,11 +15,16 @@
 //                    (the copy's .gitignore files, the source's .git/info/exclude; a
 //                    tracked file is never ignored) leave out of git.diff, still in files/:
 //                    one a line, "SIZE<tab>PATH", SIZE in bytes, PATH escaped as in deleted
-// DIR and everything in it belong to the workspace's owner (the source directory's uid and
-// gid), DIR with the source directory's permission bits: the owner applies the patch.
+// DIR and everything in it belong to `owner` (brig run --export-owner; by default the
+// workspace's owner, or brig's caller for a workspace of root's), DIR with the source
+// directory's permission bits: the owner applies the patch. git runs as the workspace's
+// owner, with no capability even where that is root (export_git.h).
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "brig/result.h"
@@ -36,6 +41,6 @@ namespace brig::fs {
 // paths (what the sandbox made there is exported).
 Status ExportChanges(state::Record& record, int scratch, int merged, const std::string& source,
                      const std::string& dest, const std::vector<std::string>& protected_paths,
-                     const std::vector<std::string>& hidden);
+                     const std::vector<std::string>& hidden, std::pair<uid_t, gid_t> owner);
 
 }  // namespace brig::fs

@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 
+#include "security/caps.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
@@ -140,14 +141,13 @@ Result<bool> SetUpRoot(const GitTrees& t, const std::vector<GitPath>& paths, sys
   return index;
 }
 
-// From here on the child is the workspace's owner, with no capability left (none kept
-// across setresuid) and no way to gain one.
+// From here on the child is the workspace's owner, with no capability left and no way to
+// gain one, even as uid 0 (a root-owned workspace): every set empty, the bounding set
+// too, so no execve gives root's back; no_new_privs.
 Status DropTo(uid_t uid, gid_t gid) {
-  if (setgroups(0, nullptr) < 0 || setresgid(gid, gid, gid) < 0 ||
-      setresuid(uid, uid, uid) < 0) {
-    return SysError("export: become", "the workspace's owner " + std::to_string(uid));
+  if (auto s = security::ApplyCredentials({.uid = uid, .gid = gid, .no_new_privs = true}); !s) {
+    return std::move(s).error().Wrap("export: become the workspace's owner " + std::to_string(uid));
   }
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return SysError("export: no_new_privs");
   if (chdir(kRoot) < 0) return SysError("export: chdir", kRoot);
   return {};
 }

@@ -6,7 +6,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/dirs.h"
@@ -69,6 +71,9 @@ struct Spec {
   // copy: where to write what the sandbox changed, at the end (--export-changes); empty:
   // nowhere.
   std::string export_changes;
+  // copy: whose the export is, uid and gid: --export-owner's, else the workspace's owner,
+  // else (a workspace of root's) brig's caller. The probe fills it in.
+  std::optional<std::pair<uid_t, gid_t>> export_owner;
   // copy: a directory under which brig makes the copy's scratch space (--copy-dir), named
   // scratch_name; empty: a tmpfs of disk_size, else of tmp_size.
   std::string copy_dir;

@@ -103,6 +103,84 @@ TEST_F(Export, BelongsToTheOwnerAndAppliesAsGitStatusSeesIt) {
   EXPECT_EQ(ReadFileOrEmpty(clone + "/dist/tracked.js"), "built\nagain\n");
 }
 
+// Issue 32, item 3: a harness running as root `git clone`s its checkouts, root's. A copy
+// workspace takes one (it is read through an id map and never written); the export is the
+// caller's, root's, and root's `git apply` takes it in the checkout itself, where a chown
+// would have made git refuse ("dubious ownership"). What the sandbox tried to leave behind
+// with set-id bits comes out without them.
+TEST_F(Export, ARootOwnedCheckoutIsCopiedAndItsExportAppliesAsRoot) {
+  ScratchDir ws, out;
+  ws.Write("app.js", "one\n");
+  ASSERT_EQ(RunCommand({"sh", "-c",
+                        "cd " + ws.path() +
+                            " && git init -q && git add -A && "
+                            "git -c user.email=t@test -c user.name=t commit -qm init"})
+                .exit_code,
+            0);
+  ASSERT_EQ(chmod(ws.path().c_str(), 0700), 0);
+  std::string exported = out.path() + "/changes";
+  auto r =
+      Sh("cd /workspace; echo two >> app.js; cp /bin/true suid; chmod 6755 suid; "
+         "mkdir d; chmod 2775 d; stat -c %a suid d",
+         {"--profile", Shipped("untrusted-code-write"), "--workspace", ws.path(),
+          "--export-changes", exported});
+  if (r.err.find("cannot be id-mapped") != std::string::npos) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "6755\n2775\n") << "the sandbox could not even try";
+  struct stat st;
+  ASSERT_EQ(stat(exported.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  ASSERT_EQ(stat((exported + "/files/suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_EQ(stat((exported + "/files/d").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07000, 0u);
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/app.js"), "one\n") << "the checkout was written";
+  auto apply = RunCommand({"git", "-C", ws.path(), "apply", exported + "/git.diff"});
+  ASSERT_EQ(apply.exit_code, 0) << apply.err;
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/app.js"), "one\ntwo\n");
+  // The same checkout read-write is still refused, naming the copy workspace.
+  auto rw = Sh("true", {"--profile", Shipped("trusted-code-write"), "--workspace", ws.path()});
+  EXPECT_EQ(rw.exit_code, 125);
+  EXPECT_NE(rw.err.find("use a copy workspace (--workspace-mode copy, with --export-changes)"),
+            std::string::npos)
+      << rw.err;
+}
+
+// --export-owner gives the export to another user, whose clone takes git.diff; without
+// --export-changes it is refused, as is a user the host does not know.
+TEST_F(Export, ExportOwnerGivesTheExportToThatUser) {
+  ScratchDir ws, out;
+  Repo(ws, {{"app.js", "one\n"}});
+  Own(out.path());
+  std::string clone = out.path() + "/clone", exported = out.path() + "/changes";
+  ASSERT_EQ(AsOwner({"git", "clone", "-q", ws.path(), clone}).exit_code, 0);
+  ASSERT_EQ(RunCommand({"chown", "-R", "0:0", ws.path()}).exit_code, 0);
+  auto r = Sh(
+      "echo two >> /workspace/app.js",
+      {"--profile", Shipped("untrusted-code-write"), "--workspace", ws.path(), "--export-changes",
+       exported, "--export-owner", std::to_string(kOwner) + ":" + std::to_string(kOwner)});
+  if (r.err.find("cannot be id-mapped") != std::string::npos) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(RunCommand({"find", exported, "!", "-uid", std::to_string(kOwner), "-o", "!", "-gid",
+                        std::to_string(kOwner)})
+                .out,
+            "");
+  auto apply = AsOwner({"git", "-C", clone, "apply", exported + "/git.diff"});
+  ASSERT_EQ(apply.exit_code, 0) << apply.err;
+  EXPECT_EQ(ReadFileOrEmpty(clone + "/app.js"), "one\ntwo\n");
+  auto lone = Sh("true", {"--profile", Shipped("untrusted-code-write"), "--workspace", ws.path(),
+                          "--export-owner", "root"});
+  EXPECT_EQ(lone.exit_code, 125);
+  EXPECT_NE(lone.err.find("--export-owner 'root': needs --export-changes"), std::string::npos)
+      << lone.err;
+  auto nobody =
+      Sh("true", {"--profile", Shipped("untrusted-code-write"), "--workspace", ws.path(),
+                  "--export-changes", out.path() + "/x", "--export-owner", "no-such-user-here"});
+  EXPECT_EQ(nobody.exit_code, 125);
+  EXPECT_NE(nobody.err.find("no such user 'no-such-user-here'"), std::string::npos) << nobody.err;
+  EXPECT_NE(access((out.path() + "/x").c_str(), F_OK), 0);
+}
+
 // A workspace whose git config names a program for everything git could run (fsmonitor,
 // hooks, a diff driver and its textconv, a filter, a pager) and whose attributes select
 // them for every file: exporting its changes runs none of them, nor those of a repository
