@@ -225,6 +225,17 @@ Status SetNoTty(RunRequest& r, const std::string&) {
   return {};
 }
 
+// --ro-bind SRC DST takes two values (ParseRunArgs); the table's entry is for its usage.
+Status RoBindNeedsTwo(RunRequest&, const std::string& v) {
+  return BadInput("--ro-bind", v, "takes two values: --ro-bind SRC DST");
+}
+
+Status AddRoBind(RunRequest& r, const std::string& src, const std::string& dst) {
+  if (src.empty() || dst.empty()) return BadInput("--ro-bind", src + " " + dst, "empty path");
+  r.ro_binds.emplace_back(src, dst);
+  return {};
+}
+
 Status SetHelp(RunRequest& r, const std::string&) {
   r.help = true;
   return {};
@@ -300,6 +311,12 @@ const std::vector<Flag>& Flags() {
        "the source of the profile's per-run mount NAME (repeatable); no other mount can be "
        "added",
        AddMount},
+      {"--ro-bind", "SRC DST",
+       "mount the host directory SRC at DST inside, read-only, nosuid and nodev, as a "
+       "read-only workspace is: the profile's hidden paths hidden in it, its sockets and "
+       "FIFOs out of reach (repeatable; writable mounts are the profile's, brig-profile(5) "
+       "MOUNTS)",
+       RoBindNeedsTwo},
       {"--timeout", "DURATION", "kill the sandbox after DURATION (profile default 30m): 124",
        Parsed("--timeout", &config::Overrides::timeout, util::ParseDuration)},
       {"--grace", "DURATION",
@@ -383,6 +400,12 @@ Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
     // A lone "-" is stdin's name elsewhere, never a command here.
     if (a == "-") return BadInput("brig run", a, "not a command or an option");
     if (a.size() < 2 || a[0] != '-') break;  // the command starts here
+    if (a == "--ro-bind") {
+      if (i + 2 >= args.size()) return BadInput("--ro-bind", "", "needs SRC and DST");
+      BRIG_TRY(AddRoBind(req, args[i + 1], args[i + 2]));
+      i += 2;
+      continue;
+    }
     BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig run"));
     if (req.help) return req;
   }

@@ -31,6 +31,8 @@ struct Overrides {
   std::optional<std::string> chdir;
   // --mount NAME=PATH: sources of the profile's per-run mounts, in order.
   std::vector<std::pair<std::string, std::string>> mounts;
+  // --ro-bind SRC DST: host directories mounted read-only inside, in order.
+  std::vector<std::pair<std::string, std::string>> ro_binds;
   std::string profile = kDefaultProfile;  // its name or path, as given, for messages
   // Where profiles and policies are found; the front end fills in the installed one
   // (profile.h, ResolvePolicyDir) when none is given.

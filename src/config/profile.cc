@@ -88,6 +88,21 @@ bool IsNormalTarget(const std::string& t) {
   return true;
 }
 
+}  // namespace
+
+std::string MountTargetProblem(const std::string& target) {
+  if (!IsNormalTarget(target)) {
+    return "'" + target + "' is not an absolute path without '.' or '..'";
+  }
+  for (const char* r : kReservedTargets) {
+    if (Overlap(target, r))
+      return "'" + target + "' overlaps " + r + ", which brig provides itself";
+  }
+  return "";
+}
+
+namespace {
+
 // The problems of the profile's mount `i`, each at its field.
 void ValidateMount(const v1::Profile& p, int i, Problems& out) {
   const v1::Mount& m = p.mounts(i);
@@ -96,16 +111,8 @@ void ValidateMount(const v1::Profile& p, int i, Problems& out) {
     out.push_back({"mounts.name", i,
                    "'" + m.name() + "': expected [A-Za-z0-9][A-Za-z0-9_.-]{0,63}"});
   }
-  if (!IsNormalTarget(m.target())) {
-    out.push_back({"mounts.target", i,
-                   what + ": '" + m.target() + "' is not an absolute path without '.' or '..'"});
-  }
-  for (const char* r : kReservedTargets) {
-    if (Overlap(m.target(), r)) {
-      out.push_back({"mounts.target", i,
-                     what + ": '" + m.target() + "' overlaps " + r +
-                         ", which brig provides itself"});
-    }
+  if (std::string why = MountTargetProblem(m.target()); !why.empty()) {
+    out.push_back({"mounts.target", i, what + ": " + why});
   }
   if (m.source() != v1::MOUNT_PER_RUN && m.source() != v1::MOUNT_CACHE) {
     out.push_back({"mounts.source", i, what + ": must be MOUNT_PER_RUN or MOUNT_CACHE"});

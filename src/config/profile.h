@@ -59,4 +59,9 @@ inline std::string ProfileCacheDir() { return util::RunDir() + "/profiles"; }
 // The built-in defaults of Limits (limits.h), filled into unset fields.
 void FillDefaults(v1::Profile& profile);
 
+// Why `target` cannot be a mount's target inside (not absolute and normalised, or on what
+// brig mounts itself or the root's system directories), or "": a profile's named mount's
+// and brig run --ro-bind's alike.
+std::string MountTargetProblem(const std::string& target);
+
 }  // namespace brig::config

@@ -178,10 +178,12 @@ Status ResolveFilesystem(const v1::Profile& profile, const Overrides& run, Sandb
   sb.fs.scratch_name = run.id;
   if (!sb.isolated) {
     if (!run.rootfs.empty() || !run.layers.empty() || run.workspace_mode ||
-        !run.export_changes.empty() || !run.copy_dir.empty() || run.disk_size) {
+        !run.export_changes.empty() || !run.copy_dir.empty() || run.disk_size ||
+        !run.ro_binds.empty()) {
       return Fail("profile", run.profile,
                   "ISOLATION_NONE has no root or workspace mounts: --rootfs, --layer, "
-                  "--workspace-mode, --copy-dir, --disk-size and --export-changes do not apply",
+                  "--workspace-mode, --copy-dir, --disk-size, --export-changes and --ro-bind "
+                  "do not apply",
                   ErrorKind::kBadInput);
     }
     return {};
@@ -229,6 +231,35 @@ Status ResolveCopy(const Limits& l, const Overrides& run, fs::Spec& spec) {
   return {};
 }
 
+// --ro-bind SRC DST: read-only mounts a run adds, each a named mount of its own ("--ro-bind
+// DST") with the holds of a read-only workspace. DST is checked as a profile's mount target
+// is, and against the other mounts and the brokers' sockets; the probe checks SRC.
+Status ResolveRoBinds(const Overrides& run, Sandbox& sb) {
+  for (const auto& [src, dst] : run.ro_binds) {
+    const std::string given = src + " " + dst;
+    if (std::string why = MountTargetProblem(dst); !why.empty()) {
+      return BadInput("--ro-bind", given, why);
+    }
+    for (const fs::NamedMount& m : sb.fs.mounts) {
+      if (util::PathWithin(dst, m.target) || util::PathWithin(m.target, dst)) {
+        return BadInput("--ro-bind", given,
+                        "'" + dst + "' overlaps " + m.target + " (" +
+                            (m.ro_bind ? "another --ro-bind" : "mount '" + m.name + "'") + ")");
+      }
+    }
+    for (const auto& b : sb.brokers) {
+      if (util::PathWithin(b.unix_path, dst)) {
+        return BadInput("--ro-bind", given,
+                        "broker " + b.name + "'s socket " + b.unix_path + " is under it");
+      }
+    }
+    fs::NamedMount m{"--ro-bind " + dst, dst, false, false, src, 0, 0};
+    m.ro_bind = true;
+    sb.fs.mounts.push_back(std::move(m));
+  }
+  return {};
+}
+
 // The profile's named mounts with the run's sources (--mount NAME=PATH). A run names only
 // sources: a name the profile does not declare, or a path for a cache, is refused, so
 // nothing on the command line adds a mount (Invariant 2).
@@ -243,7 +274,11 @@ Status ResolveMounts(const v1::Profile& profile, const Overrides& run, Sandbox& 
       return BadInput("--mount", spec,
                       "profile '" + run.profile + "' declares no mount '" + name + "' (" +
                           (declared.empty() ? "it declares none" : "it declares: " + declared) +
-                          ")");
+                          "); a read-only one is --ro-bind " + path +
+                          " DST, a writable one the profile's (brig-profile(5), MOUNTS): "
+                          "mounts { name: \"" +
+                          name + "\" target: \"/mnt/" + name +
+                          "\" writable: true source: MOUNT_PER_RUN }");
     }
     if (m->source() == v1::MOUNT_CACHE) {
       return BadInput("--mount", spec, "'" + name + "' is a cache brig keeps; it takes no path");
@@ -267,7 +302,7 @@ Status ResolveMounts(const v1::Profile& profile, const Overrides& run, Sandbox& 
     }
     sb.fs.mounts.push_back(std::move(nm));
   }
-  return {};
+  return ResolveRoBinds(run, sb);
 }
 
 // --chdir needs a workspace to be in; the probe checks that the directory is there.

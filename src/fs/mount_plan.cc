@@ -657,11 +657,17 @@ Result<sys::UniqueFd> OwnDir(int dirfd, const std::string& name, uid_t uid, gid_
 // FIFO a host process may use there is covered by the sandbox's /dev/null (connect(2) and
 // open(2) of one ignore a read-only mount), and in a writable one a file that is a hard
 // link to a file outside is held read-only, so nothing the sandbox writes leaves through
-// it. Found in the source before anything is mounted, as for the workspace.
-Status HoldInMount(MountPlan& plan, int src, const NamedMount& m, const std::string& path) {
+// it. A --ro-bind's hides the profile's hidden paths too, as the workspace does. Found in
+// the source before anything is mounted, as for the workspace.
+Status HoldInMount(MountPlan& plan, int src, const NamedMount& m, const std::string& path,
+                   const Spec& spec) {
   sys::UniqueFd dir(openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return SysError("open", path);
-  WorkspaceScan scan = BRIG_TRY_CTX(ScanWorkspace(dir.get(), {}, m.writable), path);
+  std::vector<HiddenPattern> patterns;
+  if (m.ro_bind) {
+    for (const auto& h : spec.hidden_paths) patterns.push_back(BRIG_TRY(ParseHiddenPattern(h)));
+  }
+  WorkspaceScan scan = BRIG_TRY_CTX(ScanWorkspace(dir.get(), patterns, m.writable), path);
   const std::string op = "mount '" + m.name + "'", remedy = "mount another directory";
   BRIG_TRY(CheckHeld(path, scan.ipc, "unix sockets and FIFOs are in the mount's source",
                      "out of the sandbox's reach", op, remedy));
@@ -669,6 +675,7 @@ Status HoldInMount(MountPlan& plan, int src, const NamedMount& m, const std::str
                      "files of the writable mount's source are hard links to files outside it",
                      "read-only", op, remedy));
   const std::string at = m.target.substr(1) + "/";
+  for (const auto& h : scan.hidden) plan.steps.push_back(Make(StepKind::kHide, at + h));
   for (const auto& p : scan.ipc) plan.steps.push_back(Make(StepKind::kHoldIpc, at + p));
   for (const auto& p : scan.linked_out) {
     Step held = Make(StepKind::kProtect, at + p);
@@ -709,7 +716,7 @@ Status AddNamedMounts(MountPlan& plan, const Spec& spec, IdMapper& mapper) {
       }
     }
     plan.steps.push_back(std::move(s));
-    if (!m.cache) BRIG_TRY(HoldInMount(plan, src.get(), m, path));
+    if (!m.cache) BRIG_TRY(HoldInMount(plan, src.get(), m, path, spec));
   }
   return {};
 }

@@ -46,6 +46,9 @@ struct NamedMount {
   std::string source;  // a per-run mount's directory (canonical after the probe)
   // A cache's owner on the host: the sandbox user's host id (the probe).
   uint32_t uid = 0, gid = 0;
+  // brig run --ro-bind's: the profile's hidden paths are hidden in it too, as in the
+  // workspace.
+  bool ro_bind = false;
 };
 
 struct Spec {

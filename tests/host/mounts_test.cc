@@ -110,7 +110,10 @@ TEST_F(Mounts, OnlyWhatTheProfileDeclaresCanBeMounted) {
                          "home=/root", "--", "true"});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_EQ(r.err, "brig: --mount 'home=/root': profile '" + profile +
-                       "' declares no mount 'home' (it declares: data, " + cache.name() + ")\n");
+                       "' declares no mount 'home' (it declares: data, " + cache.name() +
+                       "); a read-only one is --ro-bind /root DST, a writable one the "
+                       "profile's (brig-profile(5), MOUNTS): mounts { name: \"home\" target: "
+                       "\"/mnt/home\" writable: true source: MOUNT_PER_RUN }\n");
   EXPECT_NE(access(cache.path().c_str(), F_OK), 0) << "a refused run made the cache";
   // A declared per-run mount without its source is refused too.
   r = RunBrig({"run", "--profile", profile, "--", "true"});
@@ -163,6 +166,65 @@ TEST_F(Mounts, HostSocketsFifosAndOutsideLinksInAMountAreOutOfReach) {
     EXPECT_FALSE(ipc.Written()) << writable << ": the host's FIFO got a byte from inside; "
                                 << "the probe said: " << r.out;
     EXPECT_EQ(ReadFileOrEmpty(secret), "as it was\n") << writable << ": " << r.err;
+  }
+}
+
+// --ro-bind SRC DST, bwrap's, as a harness uses it for the agent's own code: read-only,
+// nosuid and nodev, with the holds of a read-only workspace: the profile's hidden paths
+// are hidden in it, a host socket or FIFO in it is out of reach.
+TEST_F(Mounts, RoBindMountsAHostDirectoryReadOnlyWithTheWorkspacesHolds) {
+  ScratchDir ws, code;
+  ws.Write("brig-probe", ReadFileOrEmpty(ProbeBinary()), 0755);
+  code.Write("tool.sh", "echo tool-ran\n", 0755);
+  code.Write(".env", "SECRET=1\n");
+  code.Write("keys/id.pem", "KEY\n");
+  HostIpc ipc(code.path(), "agent.sock", "cmd.fifo");
+  ASSERT_TRUE(ipc.ok());
+  RunCommand({"chown", "-R", "1234:1234", ws.path()});
+  auto r =
+      Sh("sh /opt/agent/tool.sh; touch /opt/agent/new 2>/dev/null || echo read-only; "
+         "cat /opt/agent/.env /opt/agent/keys/id.pem 2>/dev/null; "
+         "grep -c ' /opt/agent .*nosuid,nodev' /proc/self/mountinfo; "
+         "/workspace/brig-probe unix /opt/agent/agent.sock; "
+         "/workspace/brig-probe fifo /opt/agent/cmd.fifo; true",
+         {"--workspace", ws.path(), "--ro-bind", code.path(), "/opt/agent"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "tool-ran\nread-only\n1\n")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "SECRET")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "KEY")) << r.out;
+  EXPECT_FALSE(ipc.Connected()) << r.out;
+  EXPECT_FALSE(ipc.Written()) << r.out;
+  EXPECT_NE(access((code.path() + "/new").c_str(), F_OK), 0);
+}
+
+// What a --ro-bind may not be, each refused with one line before anything starts: a
+// symlinked source, brig's own state, a target on what brig mounts itself or the root's
+// system directories, two binds on one target, a missing DST.
+TEST_F(Mounts, RoBindIsCheckedAsAMountIs) {
+  ScratchDir code, other;
+  std::string link = other.path() + "/link";
+  ASSERT_EQ(symlink(code.path().c_str(), link.c_str()), 0);
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--ro-bind", link, "/opt/a"}, "a symlink; name the directory itself"},
+           {{"--ro-bind", "/run/brig", "/opt/a"}, "overlaps /run/brig"},
+           {{"--ro-bind", code.path(), "/workspace/a"}, "overlaps /workspace, which brig provides"},
+           {{"--ro-bind", code.path(), "/etc"}, "overlaps /etc, which brig provides"},
+           {{"--ro-bind", code.path(), "opt"}, "is not an absolute path"},
+           {{"--ro-bind", code.path(), "/opt/a", "--ro-bind", other.path(), "/opt/a/b"},
+            "'/opt/a/b' overlaps /opt/a (another --ro-bind)"},
+           {{"--ro-bind", code.path()}, "--ro-bind: needs SRC and DST"},
+       }) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    if (c.args.size() > 2) args.insert(args.end(), {"--", "true"});
+    RunOutput r = RunBrig(args);
+    EXPECT_EQ(r.exit_code, 125) << c.says;
+    EXPECT_TRUE(Contains(r.err, c.says)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
 
