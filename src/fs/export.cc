@@ -232,6 +232,10 @@ Status WriteGitFiles(int out, int files, const GitTrees& trees, const Changes& c
   std::vector<GitPath> paths = GitCandidates(trees.source, c, hidden);
   GitChanges git = BRIG_TRY(DiffForGit(trees, paths));
   BRIG_TRY(WriteAll(out, "git.diff", FixHeaders(git.patch), dest));
+  if (!git.mbox.empty()) {
+    BRIG_TRY(WriteAll(out, "commits.mbox", git.mbox, dest));
+    BRIG_TRY(WriteAll(out, "commits.bundle", git.bundle, dest));
+  }
   std::string listed;
   for (const auto& p : git.ignored) {
     struct stat st;
@@ -272,13 +276,14 @@ Status ExportInto(int scratch, int merged, const std::string& source, const std:
   BRIG_TRY(WriteAll(out.get(), "deleted", deleted, dest));
   struct stat st;
   if (fstatat(lower.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    GitTrees trees{lower.get(), files.get(), merged, owner.st_uid, owner.st_gid};
+    GitTrees trees{lower.get(), files.get(), merged, upper.get(), owner.st_uid, owner.st_gid};
     BRIG_TRY(WriteGitFiles(out.get(), files.get(), trees, c, hidden, dest));
   }
   if (to.first != owner.st_uid || to.second != owner.st_gid) {
     BRIG_TRY(util::ChownTreeAt(out.get(), "files", to.first, to.second, dest + "/files"));
   }
-  for (const char* name : {"deleted", "git.diff", "ignored.txt", "."}) {
+  for (const char* name :
+       {"deleted", "git.diff", "ignored.txt", "commits.mbox", "commits.bundle", "."}) {
     if (fchownat(out.get(), name, to.first, to.second, AT_SYMLINK_NOFOLLOW) < 0 &&
         errno != ENOENT) {
       return SysError("export: chown", dest + "/" + name);

@@ -11,6 +11,11 @@
 //                    outside .git that git status would show, source against copy, which
 //                    `git apply` takes in the source (export_git.h: git runs as the
 //                    workspace's owner and reads no configuration of the workspace's)
+//   DIR/commits.mbox, DIR/commits.bundle
+//                    with git.diff, where the copy's HEAD is another commit than the
+//                    source's: the commits since, as `git format-patch --stdout` writes
+//                    them (for git am) and as a bundle of the ref "sandbox" (for git fetch);
+//                    the copy's refs and hooks are never read or applied
 //   DIR/ignored.txt  with git.diff: the changed files that the repository's ignore rules
 //                    (the copy's .gitignore files, the source's .git/info/exclude; a
 //                    tracked file is never ignored) leave out of git.diff, still in files/:

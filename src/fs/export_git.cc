@@ -23,6 +23,7 @@
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 #include "util/files.h"
+#include "util/parse.h"
 
 namespace brig::fs {
 namespace {
@@ -121,9 +122,62 @@ Status WriteWorkTree(int root, int merged, const std::vector<GitPath>& paths) {
   return {};
 }
 
-// The child's mount namespace and /tmp, everything in it the owner's, o/ and n/ attached.
+// The regular files under `from` (a directory of the copy's changes) into `to`, by fd,
+// never following a symlink; directories as they come, anything else left out.
+Status CopyFiles(int from, int to, const std::string& path) {
+  for (const std::string& name : util::ListDir(from)) {
+    struct stat st;
+    if (fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      sys::UniqueFd sub(
+          openat(from, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub) return SysError("export: open", path + "/" + name);
+      if (mkdirat(to, name.c_str(), 0755) < 0 && errno != EEXIST) {
+        return SysError("export: mkdir", path + "/" + name);
+      }
+      sys::UniqueFd dst(openat(to, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!dst) return SysError("export: open", path + "/" + name);
+      BRIG_TRY(CopyFiles(sub.get(), dst.get(), path + "/" + name));
+    } else if (S_ISREG(st.st_mode)) {
+      sys::UniqueFd in(openat(from, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      if (!in) return SysError("export: open", path + "/" + name);
+      std::string data = BRIG_TRY(util::ReadFd(in.get(), 0));
+      BRIG_TRY(WriteAt(to, name, data));
+    }
+  }
+  return {};
+}
+
+// Where the copy's HEAD moved, git's objects: what the sandbox added, copied from the
+// copy's changes (its .git/objects in the overlay's upper layer, info/ and its alternates
+// left out), and the source's own through git/objects/info/alternates, at o/.
+Status WriteCommitsDir(int root, int upper) {
+  auto objects = sys::Openat2(upper, ".git/objects", O_RDONLY | O_DIRECTORY,
+                              RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+  sys::UniqueFd to(openat(root, "git/objects", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!to) return SysError("export: open", "git/objects");
+  if (objects) {
+    for (const std::string& name : util::ListDir(objects->get())) {
+      if (name == "info") continue;
+      sys::UniqueFd one(
+          openat(objects->get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!one) continue;  // a file or a whiteout: not an object directory
+      if (mkdirat(to.get(), name.c_str(), 0755) < 0) return SysError("export: mkdir", name);
+      sys::UniqueFd dst(openat(to.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!dst) return SysError("export: open", name);
+      BRIG_TRY(CopyFiles(one.get(), dst.get(), ".git/objects/" + name));
+    }
+  }
+  if (mkdirat(root, "git/objects/info", 0755) < 0) {
+    return SysError("export: mkdir", "git/objects/info");
+  }
+  return WriteAt(root, "git/objects/info/alternates", "/tmp/o/.git/objects\n");
+}
+
+// The child's mount namespace and /tmp, everything in it the owner's, o/ and n/ attached;
+// with `commits`, the copy's objects named for git (WriteCommitsDir).
 Result<bool> SetUpRoot(const GitTrees& t, const std::vector<GitPath>& paths, sys::UniqueFd o,
-                       sys::UniqueFd n) {
+                       sys::UniqueFd n, bool commits) {
   if (unshare(CLONE_NEWNS) < 0) return SysError("export: unshare", "a mount namespace for git");
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
     return SysError("export: make mounts private", "/");
@@ -135,6 +189,7 @@ Result<bool> SetUpRoot(const GitTrees& t, const std::vector<GitPath>& paths, sys
   if (!root) return SysError("export: open", kRoot);
   bool index = BRIG_TRY(WriteGitDir(root.get(), t.source));
   BRIG_TRY(WriteWorkTree(root.get(), t.merged, paths));
+  if (commits) BRIG_TRY(WriteCommitsDir(root.get(), t.upper));
   BRIG_TRY(util::ChownTreeAt(root.get(), ".", t.uid, t.gid, kRoot));
   BRIG_TRY(sys::MoveMount(o.get(), "", root.get(), "o", MOVE_MOUNT_F_EMPTY_PATH));
   BRIG_TRY(sys::MoveMount(n.get(), "", root.get(), "n", MOVE_MOUNT_F_EMPTY_PATH));
@@ -248,6 +303,43 @@ Result<std::string> Classify(const std::vector<GitPath>& paths, bool index) {
   return answer;
 }
 
+// The copy's commits from `old` (none: the source has no commit) to `now`, as the owner:
+// brig's ref "sandbox" set to `now`, format-patch's mbox, and the bundle of that ref.
+Status Commits(const std::optional<std::string>& old, const std::string& now, GitChanges& c) {
+  GitRun set = BRIG_TRY(RunGit({"update-ref", "refs/heads/sandbox", now}, "/dev/null", false));
+  if (set.status != 0) return GitFailed("update-ref", now, set);
+  std::string range = old ? *old + "..refs/heads/sandbox" : "refs/heads/sandbox";
+  std::vector<std::string> args = {"format-patch", "--stdout", "--no-color", "--binary"};
+  if (old) {
+    args.push_back(range);
+  } else {
+    args.insert(args.end(), {"--root", "refs/heads/sandbox"});
+  }
+  GitRun mbox = BRIG_TRY(RunGit(args, "/dev/null", false));
+  if (mbox.status != 0) return GitFailed("format-patch", range, mbox);
+  c.mbox = std::move(mbox.out);
+  if (c.mbox.empty()) return {};  // HEAD moved back, or onto the source's history only
+  std::vector<std::string> bundle = {"bundle", "create", "-q", "/tmp/commits.bundle",
+                                     "refs/heads/sandbox"};
+  if (old) bundle.push_back("^" + *old);
+  GitRun made = BRIG_TRY(RunGit(bundle, "/dev/null", false));
+  if (made.status != 0) return GitFailed("bundle", range, made);
+  c.bundle = BRIG_TRY(util::ReadFile("/tmp/commits.bundle"));
+  return {};
+}
+
+// A length, ":" and the bytes: the answer's fields, each whatever it holds.
+std::string Field(const std::string& s) { return std::to_string(s.size()) + ":" + s; }
+
+std::optional<std::string> NextField(const std::string& in, size_t& at) {
+  size_t colon = in.find(':', at);
+  if (colon == std::string::npos) return std::nullopt;
+  auto n = util::ParseLimit(in.substr(at, colon - at));
+  if (!n || *n > in.size() - colon - 1) return std::nullopt;
+  at = colon + 1 + *n;
+  return in.substr(colon + 1, *n);
+}
+
 [[noreturn]] void ChildMain(const GitTrees& t, const std::vector<GitPath>& paths, int out) {
   (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
   sigset_t none;
@@ -256,9 +348,15 @@ Result<std::string> Classify(const std::vector<GitPath>& paths, bool index) {
   Result<std::string> r = [&]() -> Result<std::string> {
     sys::UniqueFd o = BRIG_TRY(CloneReadOnly(t.source, "the source"));
     sys::UniqueFd n = BRIG_TRY(CloneReadOnly(t.files, "files/"));
-    bool index = BRIG_TRY(SetUpRoot(t, paths, std::move(o), std::move(n)));
+    // The copy's commits, where its HEAD is another commit than the source's.
+    std::optional<std::string> old = HeadCommit(t.source), now = HeadCommit(t.merged);
+    bool commits = now && now != old;
+    bool index = BRIG_TRY(SetUpRoot(t, paths, std::move(o), std::move(n), commits));
     BRIG_TRY(DropTo(t.uid, t.gid));
-    return Classify(paths, index);
+    std::string classified = BRIG_TRY(Classify(paths, index));
+    GitChanges c;
+    if (commits) BRIG_TRY(Commits(old, *now, c));
+    return Field(classified) + Field(c.mbox) + Field(c.bundle);
   }();
   std::string answer = r ? "O" + *r : "E" + r.error().Render();
   for (size_t done = 0; done < answer.size();) {
@@ -271,6 +369,38 @@ Result<std::string> Classify(const std::vector<GitPath>& paths, bool index) {
 }
 
 }  // namespace
+
+std::optional<std::string> HeadCommit(int root) {
+  auto is_hash = [](std::string_view h) {
+    return (h.size() == 40 || h.size() == 64) &&
+           h.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  };
+  auto head = ReadBeneath(root, ".git/HEAD");
+  if (!head) return std::nullopt;
+  std::string line = head->substr(0, head->find('\n'));
+  if (is_hash(line)) return line;
+  if (line.rfind("ref: refs/", 0) != 0) return std::nullopt;
+  std::string ref = line.substr(5);
+  if (ref.find("..") != std::string::npos ||
+      ref.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") !=
+          std::string::npos) {
+    return std::nullopt;
+  }
+  if (auto loose = ReadBeneath(root, ".git/" + ref)) {
+    std::string hash = loose->substr(0, loose->find('\n'));
+    return is_hash(hash) ? std::optional(hash) : std::nullopt;
+  }
+  auto packed = ReadBeneath(root, ".git/packed-refs");
+  if (!packed) return std::nullopt;
+  for (std::string_view l : util::Split(*packed, '\n')) {
+    size_t space = l.find(' ');
+    if (space != std::string_view::npos && l.substr(space + 1) == ref &&
+        is_hash(l.substr(0, space))) {
+      return std::string(l.substr(0, space));
+    }
+  }
+  return std::nullopt;
+}
 
 Result<GitChanges> DiffForGit(const GitTrees& trees, const std::vector<GitPath>& paths) {
   sys::FdPair report = BRIG_TRY(sys::FdPair::Pipe(true, "export"));
@@ -287,12 +417,20 @@ Result<GitChanges> DiffForGit(const GitTrees& trees, const std::vector<GitPath>&
   if (out.empty() || out[0] != 'O' || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     return Fail("export", "git.diff", "git's helper process died");
   }
+  size_t field = 1;
+  std::optional<std::string> classified = NextField(out, field), mbox = NextField(out, field),
+                             bundle = NextField(out, field);
+  if (!classified || !mbox || !bundle)
+    return Fail("export", "git.diff", "git's helper's answer is cut");
   GitChanges c;
-  size_t at = 1;
-  for (size_t end; (end = out.find('\0', at)) != std::string::npos && end > at; at = end + 1) {
-    c.ignored.push_back(out.substr(at, end - at));
+  c.mbox = std::move(*mbox);
+  c.bundle = std::move(*bundle);
+  const std::string& in = *classified;
+  size_t at = 0;
+  for (size_t end; (end = in.find('\0', at)) != std::string::npos && end > at; at = end + 1) {
+    c.ignored.push_back(in.substr(at, end - at));
   }
-  c.patch = out.substr(at + 1);
+  c.patch = in.substr(at + 1);
   return c;
 }
 

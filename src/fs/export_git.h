@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct GitTrees {
   int source = -1;  // the workspace (the copy's lower layer)
   int files = -1;   // the export's files/
   int merged = -1;  // the copy as the sandbox left it: where its .gitignore files are read
+  int upper = -1;   // the copy's changes (the overlay's upper layer): its new git objects
   uid_t uid = 0;    // the workspace's owner, as whom git runs
   gid_t gid = 0;
 };
@@ -38,12 +40,24 @@ struct GitTrees {
 struct GitChanges {
   std::string patch;                 // git.diff
   std::vector<std::string> ignored;  // the paths of `paths` left out of it, in its order
+  // The commits the copy made on top of the source's HEAD, where its HEAD moved: as `git
+  // format-patch --stdout` writes them (commits.mbox, for git am) and as a bundle of the
+  // ref "sandbox" (commits.bundle, for git fetch). Empty where there are none.
+  std::string mbox, bundle;
 };
+
+// The commit a repository's HEAD names, read by brig from `root`/.git (HEAD, then the ref
+// it names, loose or packed), never following a symlink: 40 or 64 hex digits, or nothing.
+std::optional<std::string> HeadCommit(int root);
 
 // Classifies `paths` with `git check-ignore` (the index's tracked files are never ignored,
 // as in git status) and diffs the rest with `git diff --no-index --binary`, source against
 // copy. Ignore rules: the .gitignore files of the copy, the source's .git/info/exclude;
 // never a core.excludesFile (the repository's config is not read, nor the host user's).
+// Then, where the copy's HEAD is another commit than the source's, the commits between as
+// GitChanges' mbox and bundle: brig copies the objects the sandbox added (regular files,
+// no symlink followed) into its own git dir, which reaches the source's as alternates and
+// has one ref, brig's; nothing of the copy's refs, config or hooks is read or applied.
 Result<GitChanges> DiffForGit(const GitTrees& trees, const std::vector<GitPath>& paths);
 
 }  // namespace brig::fs

@@ -103,6 +103,54 @@ TEST_F(Export, BelongsToTheOwnerAndAppliesAsGitStatusSeesIt) {
   EXPECT_EQ(ReadFileOrEmpty(clone + "/dist/tracked.js"), "built\nagain\n");
 }
 
+// Issue 32, item 5: the agent commits in its copy. Its commits come out as a format-patch
+// series (commits.mbox, which git am takes in a clone of the source) and a bundle
+// (commits.bundle, whose ref "sandbox" git fetch takes); git.diff stays the working tree's
+// change against the source. The copy's own refs and config go nowhere (its .git/hooks is
+// the profile's protected path): no git of brig's reads them, and the clone's branch is
+// where it was until the owner fetches.
+TEST_F(Export, CommitsMadeInTheCopyComeOutAsASeriesAndABundle) {
+  ScratchDir ws, out;
+  Repo(ws, {{"app.js", "one\n"}});
+  Own(out.path());
+  std::string clone = out.path() + "/clone", exported = out.path() + "/changes";
+  ASSERT_EQ(AsOwner({"git", "clone", "-q", ws.path(), clone}).exit_code, 0);
+  auto r =
+      Sh("cd /workspace && g() { git -c user.email=agent@test -c user.name=agent \"$@\"; } && "
+         "echo two >> app.js && g commit -qam 'agent: two' && "
+         "echo three >> app.js && g commit -qam 'agent: three' && "
+         "echo wip > WIP.md",
+         {"--profile", Shipped("untrusted-code-write"), "--workspace", ws.path(),
+          "--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string mbox = ReadFileOrEmpty(exported + "/commits.mbox");
+  EXPECT_NE(mbox.find("Subject: [PATCH 1/2] agent: two"), std::string::npos) << mbox;
+  EXPECT_NE(mbox.find("Subject: [PATCH 2/2] agent: three"), std::string::npos) << mbox;
+  struct stat st;
+  ASSERT_EQ(stat((exported + "/commits.bundle").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kOwner);
+  std::string diff = ReadFileOrEmpty(exported + "/git.diff");
+  EXPECT_NE(diff.find("b/WIP.md"), std::string::npos) << diff;
+  auto am = AsOwner({"git", "-C", clone, "-c", "user.email=o@test", "-c", "user.name=o", "am", "-q",
+                     exported + "/commits.mbox"});
+  ASSERT_EQ(am.exit_code, 0) << am.err;
+  EXPECT_EQ(ReadFileOrEmpty(clone + "/app.js"), "one\ntwo\nthree\n");
+  auto fetched =
+      AsOwner({"git", "-C", clone, "fetch", "-q", exported + "/commits.bundle", "sandbox:agent"});
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.err;
+  auto log = AsOwner({"git", "-C", clone, "log", "--format=%s", "agent"});
+  EXPECT_EQ(log.out, "agent: three\nagent: two\ninit\n");
+  // The source's own repository did not move.
+  EXPECT_EQ(ReadFileOrEmpty(ws.path() + "/app.js"), "one\n");
+  // Without a commit, no series and no bundle.
+  std::string plain = out.path() + "/plain";
+  r = Sh("echo x >> /workspace/app.js", {"--profile", Shipped("untrusted-code-write"),
+                                         "--workspace", ws.path(), "--export-changes", plain});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(access((plain + "/commits.mbox").c_str(), F_OK), 0);
+  EXPECT_NE(access((plain + "/commits.bundle").c_str(), F_OK), 0);
+}
+
 // Issue 32, item 3: a harness running as root `git clone`s its checkouts, root's. A copy
 // workspace takes one (it is read through an id map and never written); the export is the
 // caller's, root's, and root's `git apply` takes it in the checkout itself, where a chown
