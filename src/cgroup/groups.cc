@@ -395,22 +395,35 @@ Status Groups::CheckJoined() const {
   return {};
 }
 
-Result<std::unique_ptr<Groups>> Groups::ForSandbox(const Layout& layout, const cgroup::Plan& plan,
-                                                   const std::string& id, const Limits& limits,
-                                                   const Note& note) {
+std::unique_ptr<Groups> Groups::LaySandbox(const Layout& layout, const cgroup::Plan& plan,
+                                           const std::string& id, std::string& path,
+                                           std::set<std::string>& v2) {
   std::string parent = plan.parent;
   while (!parent.empty() && parent.back() == '/') parent.pop_back();
   // Relative: under the group brig runs in (GroupDir).
-  std::string path = plan.parent.empty() ? id : parent + "/" + id;
-  std::set<std::string> v2;
+  path = plan.parent.empty() ? id : parent + "/" + id;
   std::vector<std::string> v1;
   for (Controller c : kControllers) {
     if (plan.For(c) == Path::kV2) v2.insert(std::string(Name(c)));
     if (plan.For(c) == Path::kV1) v1.emplace_back(Name(c));
   }
-  std::unique_ptr<Groups> cg = Lay(layout, path, [&v1](std::string_view c) {
-    return std::find(v1.begin(), v1.end(), c) != v1.end();
-  });
+  return Lay(layout, path,
+             [&v1](std::string_view c) { return std::find(v1.begin(), v1.end(), c) != v1.end(); });
+}
+
+std::vector<std::string> Groups::SandboxDirs(const Layout& layout, const cgroup::Plan& plan,
+                                             const std::string& id) {
+  std::string path;
+  std::set<std::string> v2;
+  return LaySandbox(layout, plan, id, path, v2)->dirs_;
+}
+
+Result<std::unique_ptr<Groups>> Groups::ForSandbox(const Layout& layout, const cgroup::Plan& plan,
+                                                   const std::string& id, const Limits& limits,
+                                                   const Note& note) {
+  std::string path;
+  std::set<std::string> v2;
+  std::unique_ptr<Groups> cg = LaySandbox(layout, plan, id, path, v2);
   cg->sandbox_ = true;
   for (const auto& g : cg->groups_) {
     if (!g.owned) return Fail("cgroup", g.dir, "exists already: a sandbox's group is its own");

@@ -70,6 +70,10 @@ class Groups {
   static Result<std::unique_ptr<Groups>> ForSandbox(const Layout& layout, const cgroup::Plan& plan,
                                                     const std::string& id, const Limits& limits,
                                                     const Note& note);
+  // The directories ForSandbox would make for `id` (the v1 freezer's for a kill aside),
+  // made nothing of: what brig run's manifest and its dry run list.
+  static std::vector<std::string> SandboxDirs(const Layout& layout, const cgroup::Plan& plan,
+                                              const std::string& id);
   void Keep() { made_ = false; }
   Groups(const Groups&) = delete;
   Groups& operator=(const Groups&) = delete;
@@ -159,6 +163,11 @@ class Groups {
   Groups() = default;
   // The groups of `clean_path`, as they are on the host now: nothing made. A v1 hierarchy
   // gets one if `v1` holds one of its controllers; v2, if mounted, always.
+  // ForSandbox's and SandboxDirs' groups, laid out: `path` under the mounts, and the v2
+  // controllers the plan puts there.
+  static std::unique_ptr<Groups> LaySandbox(const Layout& layout, const cgroup::Plan& plan,
+                                            const std::string& id, std::string& path,
+                                            std::set<std::string>& v2);
   static std::unique_ptr<Groups> Lay(const Layout& layout, const std::string& clean_path,
                                      const std::function<bool(std::string_view)>& v1);
   // `r` as writes to these groups, planned before they exist.

@@ -15,10 +15,13 @@ namespace brig::cli {
 // (i then advances past the value) or a flag without a value; "-h" means "--help", and a
 // table whose flags have an `alias` ("-t") takes that too.
 // Returns the table entry applied. Errors are bad input naming the option.
+// An unknown option's `hint` (empty: none), such as the verb's way for another tool's flag,
+// follows "unknown option" in the error.
 template <typename FlagT, typename Req>
 Result<const FlagT*> ApplyFlag(const std::vector<FlagT>& flags,
                                const std::vector<std::string>& args, size_t& i, Req& req,
-                               const std::string& verb) {
+                               const std::string& verb,
+                               std::string (*hint)(const std::string&) = nullptr) {
   const std::string& a = args[i];
   std::string name = a == "-h" ? "--help" : a, value;
   bool inline_value = false;
@@ -34,7 +37,11 @@ Result<const FlagT*> ApplyFlag(const std::vector<FlagT>& flags,
       if (f.alias && name == f.alias) flag = &f;
     }
   }
-  if (!flag) return BadInput(verb, a, "unknown option (see " + verb + " --help)");
+  if (!flag) {
+    std::string why = hint ? hint(name) : "";
+    return BadInput(
+        verb, a, "unknown option" + (why.empty() ? "" : "; " + why) + " (see " + verb + " --help)");
+  }
   if (flag->metavar && !inline_value) {
     if (i + 1 >= args.size()) return BadInput(flag->name, "", "needs a value");
     value = args[++i];

@@ -241,6 +241,58 @@ Status SetHelp(RunRequest& r, const std::string&) {
   return {};
 }
 
+// What a Docker or bubblewrap user reaches for, and brig's way to it (issue 32, item 6).
+struct ForeignFlag {
+  const char* names;  // " -v --volume " : each name with a space on either side
+  const char* way;
+};
+
+const ForeignFlag kForeignFlags[] = {
+    {" -i -it -ti --interactive ",
+     "brig passes its stdin on as Docker's -i does (a terminal only with -t, --tty)"},
+    {" -e --setenv ", "set a variable with --env K=V"},
+    {" -v --volume --mount-bind ",
+     "mount a host directory read-only with --ro-bind SRC DST; the workspace is "
+     "--workspace DIR, and a writable mount is the profile's (--mount NAME=PATH, "
+     "brig-profile(5) MOUNTS)"},
+    {" --bind --bind-try --dev-bind ",
+     "writable mounts are the profile's (--mount NAME=PATH, brig-profile(5) MOUNTS); "
+     "read-only ones --ro-bind SRC DST"},
+    {" --network --net --share-net --unshare-net ",
+     "the network is the profile's network.posture (none, broker-only, allowlist, open); "
+     "--allow-host adds a host to an allowlist"},
+    {" --rm ", "brig run leaves nothing behind; there is nothing to remove"},
+    {" -u --user --uid --gid ",
+     "the workload runs as uid and gid 1000 inside, the workspace's owner's files its own "
+     "(brig-run(1), Users and ids)"},
+    {" -w --workdir ", "start in a directory of the workspace with --chdir DIR"},
+    {" -m ", "limit memory with --memory SIZE"},
+    {" --pids-limit ", "limit tasks with --pids N"},
+    {" -d --detach ",
+     "brig run stays in the foreground with its sandbox; brig list and brig exec reach it "
+     "meanwhile"},
+    {" --entrypoint ", "the command follows the options (brig run [OPTIONS] -- CMD)"},
+    {" --read-only ", "the root is always read-only"},
+    {" --cap-add --cap-drop --privileged ", "every capability is dropped; none can be added"},
+    {" --security-opt --seccomp ", "the seccomp policy is the profile's security.seccomp_policy"},
+    {" -p --publish ", "nothing reaches the sandbox from outside; brokers (--broker) reach out"},
+    {" --unshare-all --unshare-user --unshare-pid --unshare-ipc --unshare-uts "
+     "--unshare-cgroup --new-session --die-with-parent ",
+     "brig always does so: every namespace new, a session of its own, the sandbox ended "
+     "with brig"},
+    {" --clearenv ", "the environment is built from nothing already (--env, --pass-env)"},
+    {" --tmpfs ", "/tmp is a tmpfs already (--tmp-size)"},
+    {" --proc --dev ", "brig mounts /proc and /dev itself"},
+    {" --stop-timeout ", "the grace period after a forwarded signal is --grace DURATION"},
+};
+
+std::string ForeignHint(const std::string& name) {
+  for (const ForeignFlag& f : kForeignFlags) {
+    if (std::string_view(f.names).find(" " + name + " ") != std::string_view::npos) return f.way;
+  }
+  return "";
+}
+
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> flags = {
       {"--profile", "NAME|PATH",
@@ -406,7 +458,7 @@ Result<RunRequest> ParseRunArgs(const std::vector<std::string>& args) {
       i += 2;
       continue;
     }
-    BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig run"));
+    BRIG_TRY(ApplyFlag(Flags(), args, i, req, "brig run", ForeignHint));
     if (req.help) return req;
   }
   req.argv.assign(args.begin() + static_cast<ptrdiff_t>(i), args.end());

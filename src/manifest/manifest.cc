@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cgroup/groups.h"
 #include "net/sealed_net.h"
 #include "util/digest.h"
 #include "util/dirs.h"
@@ -134,6 +135,10 @@ v1::ManifestLimits Limits(const config::Sandbox& sb) {
   u->set_namespaces(sb.user_counts.namespaces);
   l.set_egress_budget_bytes(sb.egress_budget.value_or(0));
   l.set_wait_all(sb.wait_all);
+  for (const std::string& dir :
+       cgroup::Groups::SandboxDirs(sb.cgroup_layout, sb.cgroup_plan, sb.id)) {
+    l.add_cgroups(dir);
+  }
   return l;
 }
 

@@ -134,6 +134,24 @@ TEST_F(Manifest, ARealRunsManifestIsWhatItsSandboxHas_NoSecretAndTheAuditHasItsD
   EXPECT_EQ(s.attempt(), 3u);
 }
 
+// The manifest names the cgroups a run makes (issue 32, item 6): under --cgroup-parent,
+// one per hierarchy, each named after the sandbox; a dry run makes none of them, nor the
+// parent.
+TEST_F(Manifest, ADryRunListsTheCgroupsItWouldMakeAndMakesNone) {
+  const std::string parent = "/brig-manifest-test-" + std::to_string(getpid());
+  auto r = RunBrig({"run", "--dry-run", "--cgroup-parent", parent, "--", "true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::Manifest m = ParseManifest(r.out);
+  ASSERT_GT(m.limits().cgroups_size(), 0) << r.out;
+  for (const std::string& dir : m.limits().cgroups()) {
+    EXPECT_EQ(dir.rfind("/sys/fs/cgroup/", 0), 0u) << dir;
+    EXPECT_TRUE(Contains(dir, parent + "/" + m.sandbox_id())) << dir;
+    EXPECT_EQ(dir.substr(dir.size() - m.sandbox_id().size()), m.sandbox_id()) << dir;
+    std::string made = dir.substr(0, dir.find(parent) + parent.size());
+    EXPECT_NE(access(made.c_str(), F_OK), 0) << made << " was made by a dry run";
+  }
+}
+
 TEST_F(Manifest, ADryRunRefusesBadInputAsARunDoes) {
   ScratchDir out;
   auto r = RunBrig({"run", "--dry-run", "--memory", "lots", "--", "true"});

@@ -292,6 +292,39 @@ TEST(Docs, EveryPageIsInstalledAndNamedByBrigAndItsHelp) {
   }
 }
 
+// The README's `brig run` commands and its table for Docker and bubblewrap users name
+// only options brig run has (issue 32, item 6): a stale flag there fails here.
+TEST(Docs, TheReadmesRunOptionsExist) {
+  std::ifstream in(fs::path(testing::SourceRoot()) / "README.md");
+  ASSERT_TRUE(in);
+  Names run = HelpOptions(cli::RunUsage()), named;
+  const std::regex option(R"re((--[a-z][a-z0-9-]*))re");
+  bool command = false, table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("### ", 0) == 0 || line.rfind("## ", 0) == 0) {
+      table = line == "### Coming from Docker or bubblewrap";
+    }
+    // A command's options, up to its " -- ", over its continued lines.
+    std::string text;
+    if (line.rfind("build/brig run ", 0) == 0 || command) text = line;
+    command = !text.empty() && !line.empty() && line.back() == '\\';
+    if (size_t end = text.find(" -- "); end != std::string::npos) {
+      text.resize(end);
+      command = false;
+    }
+    if (table && line.rfind("| `", 0) == 0) text = line.substr(line.find(" | ") + 3);
+    for (std::sregex_iterator m(text.begin(), text.end(), option), end; m != end; ++m) {
+      named.insert((*m)[1]);
+    }
+  }
+  ASSERT_GT(named.size(), 10u) << "the README's brig run options were not found";
+  Names stale;
+  for (const auto& o : named) {
+    if (!run.count(o)) stale.insert(o);
+  }
+  EXPECT_TRUE(stale.empty()) << "in the README, not in brig run --help: " << Show(stale);
+}
+
 TEST(Docs, TheShippedProfilesAreTheOnesDescribed) {
   Names shipped;
   for (const auto& e : fs::directory_iterator(fs::path(testing::SourceRoot()) / "policies" /

@@ -27,6 +27,35 @@ TEST(RunFlags, ParsesOptionsAndCommand) {
   EXPECT_EQ(r->argv, (std::vector<std::string>{"sh", "-c", "echo hi"}));
 }
 
+// A Docker or bubblewrap flag brig does not take is refused naming brig's way to the same
+// end (issue 32, item 6); an option no tool has gets the plain refusal.
+TEST(RunFlags, DockerAndBwrapFlagsNameTheBrigWay) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"-it", "true"}, "-t, --tty"},
+           {{"-e", "A=1", "true"}, "--env K=V"},
+           {{"-v", "/a:/b", "true"}, "--ro-bind SRC DST"},
+           {{"--network", "none", "true"}, "network.posture"},
+           {{"--network=host", "true"}, "network.posture"},
+           {{"--rm", "true"}, "leaves nothing behind"},
+           {{"--user", "1000", "true"}, "uid and gid 1000"},
+           {{"--bind", "/a", "/b", "true"}, "brig-profile(5) MOUNTS"},
+           {{"--unshare-all", "true"}, "every namespace new"},
+       }) {
+    auto r = Parse(c.args);
+    ASSERT_FALSE(r) << c.args[0];
+    EXPECT_NE(r.error().Render().find("unknown option; "), std::string::npos) << r.error().Render();
+    EXPECT_NE(r.error().Render().find(c.says), std::string::npos) << r.error().Render();
+  }
+  auto plain = Parse({"--frobnicate", "true"});
+  ASSERT_FALSE(plain);
+  EXPECT_EQ(plain.error().Render(),
+            "brig run '--frobnicate': unknown option (see brig run --help)");
+}
+
 TEST(RunFlags, CommandWithoutDashDash) {
   auto r = Parse({"--timeout", "1m", "true", "--not-a-brig-flag"});
   ASSERT_TRUE(r);
