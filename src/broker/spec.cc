@@ -457,8 +457,16 @@ Status Lookup(Config& c) {
 
 }  // namespace
 
-Status Resolve(Config& c, char** environ) {
-  for (Header& h : c.headers) BRIG_TRY(ReadValue(h, environ));
+Status Resolve(Config& c, char** environ, bool dry_run) {
+  for (Header& h : c.headers) {
+    Status read = ReadValue(h, environ);
+    if (!dry_run) {
+      BRIG_TRY(std::move(read));
+      continue;
+    }
+    if (!read) c.unread.push_back(read.error().Render());
+    h.value.clear();
+  }
   return Lookup(c);
 }
 

@@ -62,6 +62,9 @@ struct Config {
   std::vector<std::string> methods, paths;  // empty: any (http only)
   // Filled in by Resolve: where the target is.
   std::vector<Address> addresses;
+  // A dry run's: the headers whose value could not be read now, each "header NAME: why"
+  // (a run would refuse them). A dry run keeps no value.
+  std::vector<std::string> unread;
 };
 
 // `NAME=SPEC`, as --broker takes it, into the profile's message. Errors name the value
@@ -73,8 +76,10 @@ Result<Config> Check(const v1::Broker& b);
 // All of a run's brokers together: names, ports and unix paths distinct.
 Status CheckAll(const std::vector<Config>& brokers);
 // Reads every header's value (from `environ`, or a file on the host) and resolves the
-// target's host name. Errors name the header or the target.
-Status Resolve(Config& broker, char** environ);
+// target's host name. Errors name the header or the target. A `dry_run` holds no secret:
+// it reads each value only to check it, keeps none, and notes a header it cannot read in
+// `unread` instead of failing.
+Status Resolve(Config& broker, char** environ, bool dry_run = false);
 
 // A header name as RFC 9110 allows it (a token); a value without CR, LF or NUL.
 bool IsHeaderName(std::string_view s);

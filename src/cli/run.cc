@@ -324,6 +324,14 @@ int DryRun(const config::Sandbox& sb) {
     fprintf(stderr, "brig: %s\n", written.error().Render().c_str());
     return kExitRefused;
   }
+  // A planning step holds no secret: what a run would need and could not read now.
+  for (const broker::Config& b : sb.brokers) {
+    for (const std::string& u : b.unread) {
+      fprintf(stderr,
+              "brig: broker %s: %s (the manifest's unread_headers; a run would refuse it)\n",
+              b.name.c_str(), u.c_str());
+    }
+  }
   return 0;
 }
 

@@ -248,7 +248,7 @@ Status ProbePaths(Sandbox& sb) {
 Status ProbeBrokers(Sandbox& sb, char** environ) {
   for (size_t i = 0; i < sb.brokers.size(); ++i) {
     broker::Config& c = sb.brokers[i];
-    auto s = broker::Resolve(c, environ);
+    auto s = broker::Resolve(c, environ, sb.dry_run);
     if (s) continue;
     const std::string spec = i < sb.broker_specs.size() ? sb.broker_specs[i] : "";
     if (!spec.empty()) return BadInput("--broker", spec, s.error().Render());

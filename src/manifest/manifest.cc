@@ -210,6 +210,7 @@ v1::ManifestBroker Broker(const broker::Config& b) {
   for (const auto& x : b.methods) m.add_methods(x);
   for (const auto& x : b.paths) m.add_paths(x);
   for (const auto& a : b.addresses) m.add_addresses(AddressStr(a));
+  for (const auto& u : b.unread) m.add_unread_headers(u);
   return m;
 }
 

@@ -152,6 +152,27 @@ TEST_F(Manifest, ADryRunListsTheCgroupsItWouldMakeAndMakesNone) {
   }
 }
 
+// A planning step holds no secret (issue 32, item 7): a dry run whose broker's variable is
+// unset still gets its manifest, the header named as unread there and on stderr; a run
+// refuses it.
+TEST_F(Manifest, ADryRunWithABrokersVariableUnsetNamesItAndPlansAnyway) {
+  const std::string broker =
+      "model=port=8080,to=http://127.0.0.1:9,header=x-api-key:env:BRIG_TEST_UNSET_KEY";
+  auto r = RunBrig({"run", "--dry-run", "--broker", broker, "--", "true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::Manifest m = ParseManifest(r.out);
+  ASSERT_EQ(m.brokers_size(), 1);
+  ASSERT_EQ(m.brokers(0).unread_headers_size(), 1);
+  EXPECT_EQ(m.brokers(0).unread_headers(0), "header x-api-key: $BRIG_TEST_UNSET_KEY is not set");
+  EXPECT_TRUE(Contains(r.err,
+                       "brig: broker model: header x-api-key: $BRIG_TEST_UNSET_KEY is not "
+                       "set"))
+      << r.err;
+  auto run = RunBrig({"run", "--broker", broker, "--", "true"});
+  EXPECT_EQ(run.exit_code, 125);
+  EXPECT_TRUE(Contains(run.err, "$BRIG_TEST_UNSET_KEY is not set")) << run.err;
+}
+
 TEST_F(Manifest, ADryRunRefusesBadInputAsARunDoes) {
   ScratchDir out;
   auto r = RunBrig({"run", "--dry-run", "--memory", "lots", "--", "true"});

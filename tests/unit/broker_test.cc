@@ -169,6 +169,19 @@ TEST(BrokerSpec, HeaderValuesComeFromTheHost) {
   EXPECT_NE(Resolve(injected, env).error().Render().find("CR, LF or NUL"), std::string::npos);
 }
 
+// A dry run plans without the secrets (issue 32, item 7): a header it cannot read is
+// noted, not refused, and no value it could read is kept.
+TEST(BrokerSpec, ADryRunNotesAnUnreadHeaderAndKeepsNoValue) {
+  std::string e1 = "MODEL_KEY=k-123";
+  char* env[] = {e1.data(), nullptr};
+  auto c = *Spec("m=port=1,to=unix:/x,header=x-api-key:env:MODEL_KEY,header=b:env:UNSET_HERE");
+  ASSERT_TRUE(Resolve(c, env, true));
+  EXPECT_EQ(c.unread, std::vector<std::string>{"header b: $UNSET_HERE is not set"});
+  for (const auto& h : c.headers) EXPECT_EQ(h.value, "") << h.name;
+  auto run = *Spec("m=port=1,to=unix:/x,header=x-api-key:env:MODEL_KEY,header=b:env:UNSET_HERE");
+  EXPECT_FALSE(Resolve(run, env));
+}
+
 TEST(BrokerSpec, ProfilesCheckTheirBrokers) {
   const std::string base =
       "isolation: ISOLATION_SANDBOX filesystem { workspace: WORKSPACE_RO } "
