@@ -173,6 +173,24 @@ TEST_F(Manifest, ADryRunWithABrokersVariableUnsetNamesItAndPlansAnyway) {
   EXPECT_TRUE(Contains(run.err, "$BRIG_TEST_UNSET_KEY is not set")) << run.err;
 }
 
+// The hidden paths a workspace holds are in its manifest whatever the workspace's mode
+// (issue 32, item 7: a copy's were not).
+TEST_F(Manifest, TheHiddenPathsFoundAreListedForACopyAsForABoundWorkspace) {
+  ScratchDir ws;
+  ws.Write(".env", "SECRET=1\n");
+  ws.Write("id.pem", "KEY\n");
+  ASSERT_EQ(RunCommand({"chown", "-R", "1234:1234", ws.path()}).exit_code, 0);
+  for (const char* profile : {"untrusted-code-read", "untrusted-code-write"}) {
+    auto r =
+        RunBrig({"run", "--dry-run", "--profile", profile, "--workspace", ws.path(), "--", "true"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    v1::Manifest m = ParseManifest(r.out);
+    std::vector<std::string> hidden(m.hidden().begin(), m.hidden().end());
+    EXPECT_EQ(hidden, (std::vector<std::string>{"/workspace/.env", "/workspace/id.pem"}))
+        << profile;
+  }
+}
+
 TEST_F(Manifest, ADryRunRefusesBadInputAsARunDoes) {
   ScratchDir out;
   auto r = RunBrig({"run", "--dry-run", "--memory", "lots", "--", "true"});

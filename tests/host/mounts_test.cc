@@ -177,19 +177,20 @@ TEST_F(Mounts, RoBindMountsAHostDirectoryReadOnlyWithTheWorkspacesHolds) {
   ws.Write("brig-probe", ReadFileOrEmpty(ProbeBinary()), 0755);
   code.Write("tool.sh", "echo tool-ran\n", 0755);
   code.Write(".env", "SECRET=1\n");
+  ASSERT_EQ(mkdir((code.path() + "/keys").c_str(), 0755), 0);
   code.Write("keys/id.pem", "KEY\n");
   HostIpc ipc(code.path(), "agent.sock", "cmd.fifo");
   ASSERT_TRUE(ipc.ok());
   RunCommand({"chown", "-R", "1234:1234", ws.path()});
   auto r =
       Sh("sh /opt/agent/tool.sh; touch /opt/agent/new 2>/dev/null || echo read-only; "
-         "cat /opt/agent/.env /opt/agent/keys/id.pem 2>/dev/null; "
+         "cat /opt/agent/.env /opt/agent/keys/id.pem 2>/dev/null; ls /opt/agent/keys; "
          "grep -c ' /opt/agent .*nosuid,nodev' /proc/self/mountinfo; "
          "/workspace/brig-probe unix /opt/agent/agent.sock; "
          "/workspace/brig-probe fifo /opt/agent/cmd.fifo; true",
          {"--workspace", ws.path(), "--ro-bind", code.path(), "/opt/agent"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "tool-ran\nread-only\n1\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "tool-ran\nread-only\nid.pem\n1\n")) << r.out;
   EXPECT_FALSE(Contains(r.out, "SECRET")) << r.out;
   EXPECT_FALSE(Contains(r.out, "KEY")) << r.out;
   EXPECT_FALSE(ipc.Connected()) << r.out;
