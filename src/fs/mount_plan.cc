@@ -643,12 +643,17 @@ Result<sys::UniqueFd> OwnDir(int dirfd, const std::string& name, uid_t uid, gid_
   if (st.st_uid != uid || (st.st_mode & foreign) != 0) {
     char mode[8];
     snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    // A cache is one owner's: another's is never shared, nor to be removed for this run.
+    std::string name = path.substr(path.rfind('/') + 1);
     return BadInput("cache", path,
                     "owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
                         ", not uid " + std::to_string(uid) +
-                        (uid ? " (this run's sandbox user on the host) with mode 0700"
-                             : " (root) that no one else may write") +
-                        "; remove it");
+                        (uid ? " (this run's sandbox user on the host) with mode 0700; it is "
+                               "another owner's cache, which brig never shares: give each "
+                               "workspace owner a cache name of its own (a profile whose "
+                               "mount is named " +
+                                   name + "-" + std::to_string(uid) + ", say)"
+                             : " (root) that no one else may write; remove it"));
   }
   return fd;
 }

@@ -240,6 +240,13 @@ TEST_F(Mounts, ACacheOfAnotherOwnerIsRefused) {
   RunOutput r = RunBrig({"run", "--profile", profile, "--", "true"});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_TRUE(Contains(r.err, "owned by uid 12345 with mode 0700, not uid 65534")) << r.err;
+  EXPECT_TRUE(Contains(r.err,
+                       "another owner's cache, which brig never shares: give each "
+                       "workspace owner a cache name of its own (a profile whose mount "
+                       "is named " +
+                           cache.name() + "-65534, say)"))
+      << r.err;
+  EXPECT_FALSE(Contains(r.err, "remove it")) << r.err;
   ASSERT_EQ(rmdir(cache.path().c_str()), 0);
   ASSERT_EQ(symlink("/etc", cache.path().c_str()), 0);
   r = RunBrig({"run", "--profile", profile, "--", "true"});
