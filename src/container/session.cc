@@ -28,6 +28,7 @@
 #include "sys/id_map.h"
 #include "sys/syscalls.h"
 #include "util/dirs.h"
+#include "util/files.h"
 
 namespace brig::container {
 namespace {
@@ -140,8 +141,13 @@ Session::~Session() {
 
 // What `brig list` shows of the sandbox while it runs (state/record.h, kAboutKind).
 Status Session::Describe() {
+  // A profile given by a path is shown whole: brig list runs in another directory.
+  std::string profile = sb_.profile;
+  if (profile.find('/') != std::string::npos) {
+    profile = util::RealPath(sb_.profile_path).value_or(sb_.profile_path);
+  }
   BRIG_TRY(record_.Describe({{"name", sb_.name},
-                             {"profile", sb_.profile},
+                             {"profile", profile},
                              {"posture", sb_.posture_name},
                              {"brig_pid", std::to_string(getpid())}}));
   if (!sb_.isolated) return {};

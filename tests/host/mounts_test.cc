@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "host/host_fixture.h"
@@ -325,7 +326,15 @@ std::vector<std::string> Waiter(const ScratchDir& ws, const std::string& name) {
 TEST_F(RunKnobs, ListShowsTheRunningSandboxes) {
   ScratchDir ws, out;
   std::string name = "list-" + std::to_string(getpid());
-  pid_t brig = SpawnBrig(Waiter(ws, name), out.path());
+  // A profile named by a path relative to brig's directory is listed whole (issue 32).
+  std::string profile =
+      out.Write("mine.textproto",
+                ReadFileOrEmpty(SourceRoot() + "/policies/profiles/untrusted-code-read.textproto"));
+  std::vector<std::string> args = Waiter(ws, name);
+  args.insert(args.begin() + 1,
+              {"--profile", std::filesystem::relative(profile, std::filesystem::current_path())});
+  ASSERT_NE(args[2][0], '/');
+  pid_t brig = SpawnBrig(args, out.path());
   ASSERT_TRUE(Eventually([&] {
     return Contains(ReadFileOrEmpty(out.path() + "/stdout"), "started");
   })) << ReadFileOrEmpty(out.path() + "/stderr");
@@ -335,7 +344,7 @@ TEST_F(RunKnobs, ListShowsTheRunningSandboxes) {
   EXPECT_EQ(table.exit_code, 0) << table.err;
   EXPECT_TRUE(Contains(table.out, "ID ")) << table.out;
   EXPECT_TRUE(Contains(table.out, ids[0] + " ")) << table.out;
-  EXPECT_TRUE(Contains(table.out, " untrusted-code-read ")) << table.out;
+  EXPECT_TRUE(Contains(table.out, " " + profile + " ")) << table.out;
   RunOutput json = RunBrig({"list", "--format", "json"});
   EXPECT_EQ(json.exit_code, 0) << json.err;
   std::string file = out.Write("list.json", json.out);
