@@ -101,6 +101,10 @@ v1::Limits WithDefaults(const v1::Limits& given, bool isolated) {
   // Merging fills what `given` leaves unset: an empty string, an absent optional number or
   // message field, leaves the default's.
   l.MergeFrom(given);
+  // Swap is 0 unless set (ParseCgroup), and means something only beside a memory limit:
+  // said so, an unset swap and "0" read, show and diff as the one thing they are.
+  if (!l.memory().empty() && l.swap().empty()) l.set_swap("0");
+  if (l.memory().empty() && l.swap() == "0") l.clear_swap();
   return l;
 }
 

@@ -399,6 +399,17 @@ TEST(PolicyDiff, TwoProfilesDifferFieldByField) {
   r = Policy({"diff", a, a});
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "");
+  // Swap 0 and swap unset are one thing (issue 32, item 7): no difference.
+  std::string zero = dir.Write("zero.textproto",
+                               "description: \"z\"\n"
+                               "isolation: ISOLATION_SANDBOX\n"
+                               "filesystem { workspace: WORKSPACE_RO }\n"
+                               "network { posture: POSTURE_NONE }\n"
+                               "security { seccomp_policy: \"default\" }\n"
+                               "limits { memory: \"1G\" swap: \"0\" }\n");
+  r = Policy({"diff", a, zero});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
   // Shipped profiles by name; their seccomp differences follow the fields'.
   r = Policy({"diff", "untrusted-code-read", "trusted-code-write"});
   EXPECT_EQ(r.rc, 1) << r.err;

@@ -262,19 +262,20 @@ TEST(Resolve, ACopysCapIsTheRunsThenTheProfilesThenEightGUnderACopyDir) {
 
 TEST(Resolve, IsolationNoneTakesNoMountsAndNoBrokers) {
   const auto none = Unconfined();
-  std::vector<Overrides> runs(7, AnyRun());
+  std::vector<Overrides> runs(8, AnyRun());
   runs[0].rootfs = kNowhere;
   runs[1].layers = {kNowhere};
   runs[2].workspace_mode = fs::WorkspaceMode::kReadOnly;
   runs[3].export_changes = kNowhere;
   runs[4].copy_dir = kNowhere;
   runs[5].disk_size = 8u << 20;
+  runs[7].ro_binds = {{kNowhere, "/opt/x"}};
   for (auto& run : runs) run.profile = "none";
-  for (size_t i = 0; i < 6; ++i) {
+  for (size_t i : {0, 1, 2, 3, 4, 5, 7}) {
     EXPECT_EQ(Refusal(Resolve(none, runs[i])),
               "profile 'none': ISOLATION_NONE has no root or workspace mounts: --rootfs, "
-              "--layer, --workspace-mode, --copy-dir, --disk-size and --export-changes do not "
-              "apply")
+              "--layer, --workspace-mode, --copy-dir, --disk-size, --export-changes and "
+              "--ro-bind do not apply")
         << i;
   }
   runs[6].brokers.emplace_back("m=port=8080,to=tcp:127.0.0.1:1",
@@ -549,10 +550,13 @@ TEST(Resolve, RefusesAMountTheProfileDoesNotDeclare) {
   run.mounts = {{"data", "/srv/d"}, {"home", "/home"}};
   EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
             "--mount 'home=/home': profile 'p' declares no mount 'home' (it declares: data, "
-            "opt, npm)");
+            "opt, npm); a read-only one is --ro-bind /home DST, a writable one the profile's "
+            "(brig-profile(5), MOUNTS): mounts { name: \"home\" target: \"/mnt/home\" "
+            "writable: true source: MOUNT_PER_RUN }");
   run.mounts = {{"x", "/y"}};
-  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE"), run)),
-            "--mount 'x=/y': profile 'p' declares no mount 'x' (it declares none)");
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE"), run))
+                .rfind("--mount 'x=/y': profile 'p' declares no mount 'x' (it declares none); ", 0),
+            0u);
   run.mounts = {{"data", "/srv/d"}, {"npm", "/tmp/evil"}};
   EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
             "--mount 'npm=/tmp/evil': 'npm' is a cache brig keeps; it takes no path");
