@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sys/fd.h"
+#include "util/proto_json.h"
 
 namespace brig::audit {
 
@@ -17,14 +18,7 @@ Status Append(const std::string& path, const std::string& sandbox_id, v1::AuditE
   *event.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
   event.set_sandbox_id(sandbox_id);
   event.set_name(name);
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  std::string line;
-  if (!google::protobuf::util::MessageToJsonString(event, &line, opts).ok()) {
-    return Fail("encode audit event", path, "protobuf JSON encoding failed", ErrorKind::kInternal);
-  }
-  line += '\n';
+  std::string line = util::ProtoJson(event) + '\n';
   // Never through a symlink, and never waiting on a FIFO: the audit log is a regular file.
   sys::UniqueFd fd(open(path.c_str(),
                         O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));

@@ -11,6 +11,7 @@
 #include "cli/flags.h"
 #include "proto/brig.pb.h"
 #include "state/record.h"
+#include "util/proto_json.h"
 
 namespace brig::cli {
 namespace {
@@ -104,17 +105,8 @@ void PrintTable(const std::vector<v1::ListedSandbox>& all) {
 }
 
 Status PrintJson(const std::vector<v1::ListedSandbox>& all) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
   std::string out = "[";
-  for (size_t i = 0; i < all.size(); ++i) {
-    std::string one;
-    if (!google::protobuf::util::MessageToJsonString(all[i], &one, opts).ok()) {
-      return Fail("encode", all[i].id(), "protobuf JSON encoding failed", ErrorKind::kInternal);
-    }
-    out += (i ? "," : "") + one;
-  }
+  for (size_t i = 0; i < all.size(); ++i) out += (i ? "," : "") + util::ProtoJson(all[i]);
   printf("%s]\n", out.c_str());
   return {};
 }

@@ -32,6 +32,7 @@
 #include "util/dirs.h"
 #include "util/files.h"
 #include "util/parse.h"
+#include "util/proto_json.h"
 
 namespace brig::cli {
 namespace {
@@ -142,14 +143,7 @@ container::Outcome Refused(Error e) {
 // `note_temp` notes the temporary file in the sandbox's record while there is one.
 Status WriteResult(const std::string& path, const v1::RunResult& r,
                    const util::NoteTemp& note_temp) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(r, &json, opts).ok()) {
-    return Fail("encode result", path, "protobuf JSON encoding failed", ErrorKind::kInternal);
-  }
-  return util::WriteUserFileAtomic(path, json + "\n", note_temp);
+  return util::WriteUserFileAtomic(path, util::ProtoJson(r) + "\n", note_temp);
 }
 
 // What the run may do, as the audit's first word on it: with the manifest's digest, unless

@@ -18,6 +18,7 @@
 #include "util/digest.h"
 #include "util/dirs.h"
 #include "util/parse.h"
+#include "util/proto_json.h"
 
 namespace brig::manifest {
 namespace {
@@ -265,16 +266,7 @@ v1::Manifest Build(const Inputs& in) {
   return m;
 }
 
-Result<std::string> Json(const google::protobuf::Message& m) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(m, &json, opts).ok()) {
-    return Fail("encode manifest", "", "protobuf JSON encoding failed", ErrorKind::kInternal);
-  }
-  return json + "\n";
-}
+Result<std::string> Json(const google::protobuf::Message& m) { return util::ProtoJson(m) + "\n"; }
 
 std::string CpuCount(uint64_t milli) {
   char cpus[32];
