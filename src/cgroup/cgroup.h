@@ -149,6 +149,7 @@ struct Stats {
   std::optional<uint64_t> memory_cache, swap_usage, swap_limit;
   std::optional<uint64_t> pids_current, pids_limit;  // limit unset: max
   std::optional<uint64_t> pids_peak;                 // not in runc's JSON; brig run's result
+  std::optional<uint64_t> pids_limit_hits;           // forks refused at the limit (pids.events max)
   std::optional<uint64_t> oom_kills;
 };
 

@@ -691,6 +691,7 @@ Stats Groups::ReadStats() const {
     s.pids_limit = Number(p->dir + "/pids.max");
     if (s.pids_limit == UINT64_MAX) s.pids_limit.reset();
     s.pids_peak = Number(p->dir + "/pids.peak");
+    s.pids_limit_hits = Keyed(p->dir + "/pids.events", "max");
   }
   return s;
 }

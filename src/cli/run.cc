@@ -93,8 +93,14 @@ void Judge(const container::Outcome& o, v1::RunResult& r) {
       r.set_exit_code(WEXITSTATUS(st));
     }
   } else if (o.killed_for_signal) {
+    // brig's doing, not the workload's: it passed the signal on, then killed.
     r.set_signal(o.killed_for_signal);
     r.set_exit_code(ExitCodeForSignal(o.killed_for_signal));
+    r.set_error_code("killed");
+    const char* abbrev = sigabbrev_np(o.killed_for_signal);
+    std::string sig = abbrev ? std::string("SIG") + abbrev : std::to_string(o.killed_for_signal);
+    r.set_error("brig passed " + sig + " on to the sandbox and killed it " +
+                (o.grace_ended ? "when the grace period (--grace) ended" : "at a second signal"));
   } else {
     r.set_exit_code(kExitRefused);
     r.set_error_code("internal");
@@ -128,6 +134,7 @@ v1::RunResult BuildResult(const std::string& id, const std::string& name,
   u->set_peak_memory_bytes(cs.memory_max_usage ? static_cast<int64_t>(*cs.memory_max_usage)
                                                : static_cast<int64_t>(o.usage.ru_maxrss) * 1024);
   u->set_peak_pids(static_cast<uint32_t>(cs.pids_peak.value_or(0)));
+  u->set_pids_limit_hits(static_cast<uint32_t>(cs.pids_limit_hits.value_or(0)));
   if (o.network) *r.mutable_network() = *o.network;
   *r.mutable_output() = o.output.value_or(v1::Output());
   r.set_left_killed(o.left_killed);
@@ -205,6 +212,11 @@ int Report(const std::string& result_path, const container::Outcome& o, v1::RunR
     say(log::Level::kError, o.export_error->Render());
   }
   for (const std::string& w : o.warnings) say(log::Level::kWarn, w);
+  if (uint32_t hits = r.usage().pids_limit_hits(); hits > 0) {
+    say(log::Level::kWarn, "the sandbox reached its task limit (--pids, limits.pids) and " +
+                               std::to_string(hits) + " fork" + (hits > 1 ? "s" : "") +
+                               " failed (EAGAIN); the result's usage.pids_limit_hits says so");
+  }
   // What the sandbox was refused, where the user looks (the audit log has each event).
   for (const std::string& line : egress::DenialLines(r.network())) say(log::Level::kWarn, line);
   if (!result_path.empty()) {

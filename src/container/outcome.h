@@ -25,6 +25,7 @@ struct Outcome {
   uint32_t left_killed = 0;
   bool timed_out = false;
   int killed_for_signal = 0;  // brig received this signal and killed the sandbox after grace
+  bool grace_ended = false;   // ... when the grace period ended (else: at a second signal)
   bool oom_killed = false;    // the memory limit was hit and the sandbox was killed
   // --deny stop: the refusal for which brig ended the phase.
   std::optional<v1::DenialStop> denial_stop;

@@ -325,7 +325,11 @@ void Session::OnSignal(supervise::Loop& loop, int sig) {
   if (pending_signal_ != 0) return kill();
   pending_signal_ = sig;
   (void)child_.Signal(sig);
-  if (auto t = loop.At(std::chrono::steady_clock::now() + sb_.grace, kill); !t) kill();
+  auto grace_ended = [this, kill] {
+    out_.grace_ended = true;
+    kill();
+  };
+  if (auto t = loop.At(std::chrono::steady_clock::now() + sb_.grace, grace_ended); !t) kill();
 }
 
 // A name's first refusal for a reason, as it happens (issue 32): said in the summary's

@@ -91,6 +91,11 @@ TEST_F(Cgroups, ForkBombStopsAtPidsMaxAndTheHostStaysResponsive) {
   auto res = Result(result_);
   EXPECT_LE(res.usage().peak_pids(), 64u);
   EXPECT_GE(res.usage().peak_pids(), 32u) << "the bomb never reached the limit";
+  // The limit leaves its mark (issue 32, item 7): the forks it refused, and a line.
+  EXPECT_GT(res.usage().pids_limit_hits(), 0u);
+  EXPECT_NE(ReadFileOrEmpty(out_.path() + "/stderr")
+                .find("brig: the sandbox reached its task limit (--pids, limits.pids) and "),
+            std::string::npos);
 }
 
 TEST_F(Cgroups, MemoryBombIsOomKilled) {

@@ -141,15 +141,24 @@ TEST_F(Lifecycle, ACallerIgnoringSigchldStillGetsTheWorkloadsStatus) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
 }
 
+// The kill at the grace period's end is brig's doing, and the result and stderr say so
+// (issue 32, item 7): error_code killed, the signal passed on.
 TEST_F(Lifecycle, GracePeriodThenKill) {
   ScratchDir d;
   auto start = std::chrono::steady_clock::now();
-  pid_t pid = SpawnBrig({"run", "--grace", "1s", "--", "sh", "-c",
+  std::string result = d.path() + "/result.json";
+  pid_t pid = SpawnBrig({"run", "--grace", "1s", "--result", result, "--", "sh", "-c",
                          "trap '' TERM; echo ready; sleep 1238"},
                         d.path());
   ASSERT_TRUE(Eventually([&] { return !ReadFileOrEmpty(d.path() + "/stdout").empty(); }));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitExit(pid), 128 + SIGTERM);
+  std::string json = ReadFileOrEmpty(result);
+  EXPECT_NE(json.find("\"signal\":15,\"error_code\":\"killed\""), std::string::npos) << json;
+  EXPECT_NE(ReadFileOrEmpty(d.path() + "/stderr")
+                .find("brig: brig passed SIGTERM on to the sandbox and killed it when the grace "
+                      "period (--grace) ended"),
+            std::string::npos);
   // A bound that only a brig that never kills reaches (see Timeout above).
   EXPECT_LT(std::chrono::steady_clock::now() - start, 31s);
   EXPECT_TRUE(FindProcesses("sleep 1238").empty());
