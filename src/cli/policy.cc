@@ -335,7 +335,13 @@ int Check(const PolicyRequest& r) {
 int Explain(const PolicyRequest& r) {
   auto p = LoadPolicy(r, r.operands[0]);
   if (!p) return Refuse(p.error());
-  Out(security::FormatExplain(*p));
+  if (r.operands.size() < 2) {
+    Out(security::FormatExplain(*p));
+    return 0;
+  }
+  auto one = security::FormatExplainOne(*p, r.operands[1]);
+  if (!one) return Refuse(one.error());
+  Out(*one);
   return 0;
 }
 
@@ -415,7 +421,10 @@ const std::vector<Command>& Commands() {
       {"show", "PROFILE", 1, 1, "the profile with its defaults filled in", Show},
       {"check", "FILE...", 1, SIZE_MAX,
        "validate: \"FILE: ok\", or each error as FILE:LINE:COL: error", Check},
-      {"explain", "POLICY", 1, 1, "a row per syscall: action, conditions, why", Explain},
+      {"explain", "POLICY [SYSCALL]", 1, 2,
+       "a row per syscall: action, conditions, why; or SYSCALL's alone, the default's "
+       "where no rule decides",
+       Explain},
       {"export", "POLICY", 1, 1, "the policy in the --format given", Export},
       {"diff", "A B", 2, 2, "what two profiles or two policies decide differently", Diff},
       {"paths", "", 0, 0, "kernel paths every sandbox masks or holds read-only", Paths},

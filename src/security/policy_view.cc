@@ -449,11 +449,13 @@ std::vector<ExplainRow> ExplainRows(const v1::SeccompPolicy& policy) {
   return rows;
 }
 
-std::string FormatExplain(const v1::SeccompPolicy& policy) {
+namespace {
+
+// `rows` under a header, aligned.
+std::string FormatRows(std::vector<ExplainRow> rows) {
   // Conditions longer than this are not padded: one ioctl rule would push every rationale
   // far to the right.
   constexpr size_t kMaxPaddedConditions = 40;
-  std::vector<ExplainRow> rows = ExplainRows(policy);
   rows.insert(rows.begin(), {"SYSCALL", "ACTION", "CONDITIONS", "RATIONALE"});
   size_t w_name = 0, w_action = 0, w_cond = 0;
   for (auto& r : rows) {
@@ -471,7 +473,36 @@ std::string FormatExplain(const v1::SeccompPolicy& policy) {
                        pad(r.conditions, w_cond) + "  " + r.rationale;
     out += std::string(Trim(line)) + "\n";
   }
-  out += "(default) " + DefaultActionText(policy) + " for every syscall not listed\n";
+  return out;
+}
+
+}  // namespace
+
+std::string FormatExplain(const v1::SeccompPolicy& policy) {
+  return FormatRows(ExplainRows(policy)) + "(default) " + DefaultActionText(policy) +
+         " for every syscall not listed\n";
+}
+
+Result<std::string> FormatExplainOne(const v1::SeccompPolicy& policy, const std::string& syscall) {
+  if (!ResolveSyscallX86_64(syscall)) {
+    return BadInput("syscall", syscall, "not a system call name libseccomp knows on x86_64");
+  }
+  std::vector<ExplainRow> rows;
+  for (ExplainRow& r : ExplainRows(policy)) {
+    if (r.syscall == syscall) rows.push_back(std::move(r));
+  }
+  if (rows.empty()) {
+    return "(default) " + DefaultActionText(policy) + " for " + syscall +
+           ": no rule of the policy names it\n";
+  }
+  // Rules with conditions decide only where their arguments match; the default the rest.
+  bool conditional = std::all_of(rows.begin(), rows.end(),
+                                 [](const ExplainRow& r) { return !r.conditions.empty(); });
+  std::string out = FormatRows(std::move(rows));
+  if (conditional) {
+    out += "(default) " + DefaultActionText(policy) + " for " + syscall +
+           " where no condition above matches\n";
+  }
   return out;
 }
 

@@ -54,6 +54,11 @@ std::vector<ExplainRow> ExplainRows(const v1::SeccompPolicy& policy);
 // The rows as aligned text with a header, ending with the default action's line.
 std::string FormatExplain(const v1::SeccompPolicy& policy);
 
+// What the policy decides for `syscall` alone: its rows as FormatExplain prints them, or,
+// where no rule names it, the default action's line for it. `syscall` must be a name
+// libseccomp knows (bad input otherwise).
+Result<std::string> FormatExplainOne(const v1::SeccompPolicy& policy, const std::string& syscall);
+
 // The policy as OCI/Docker JSON (protobuf JSON mapping, camelCase names, numbers as JSON
 // numbers so that Docker and runc accept it), each rule's rationale in "comment".
 Result<std::string> ExportOciJson(const v1::SeccompPolicy& policy);

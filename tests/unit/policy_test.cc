@@ -118,6 +118,29 @@ TEST(PolicyGolden, ExplainDefault) {
   ExpectGolden("explain-default.txt", r.out);
 }
 
+// One syscall's answer, the default's included (issue 32, item 7).
+TEST(Policy, ExplainOneSyscallSaysWhatDecidesIt) {
+  auto r = Policy({"explain", "default", "openat"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("SYSCALL  ACTION  CONDITIONS  RATIONALE\nopenat   ALLOW   -  ", 0), 0u)
+      << r.out;
+  EXPECT_EQ(r.out.find("(default)"), std::string::npos) << r.out;
+  r = Policy({"explain", "default", "ptrace"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "(default) ERRNO(EPERM) for ptrace: no rule of the policy names it\n");
+  r = Policy({"explain", "default", "clone"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\nclone    ALLOW   arg0 & 0x7e020000 == 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n(default) ERRNO(EPERM) for clone where no condition above matches\n"),
+            std::string::npos)
+      << r.out;
+  r = Policy({"explain", "default", "frobnicate"});
+  EXPECT_EQ(r.rc, 125);
+  EXPECT_EQ(r.err,
+            "brig: syscall 'frobnicate': not a system call name libseccomp knows on "
+            "x86_64\n");
+}
+
 TEST(PolicyGolden, ExportDefaultOciJson) {
   auto r = Policy({"export", "default", "--format", "oci-json"});
   EXPECT_EQ(r.rc, 0) << r.err;
