@@ -158,13 +158,13 @@ void PrintNftExitWait(const std::vector<Feature>& features) {
   bool on = expedited && !expedited->empty() && (*expedited)[0] == '1';
   char figure[32];
   snprintf(figure, sizeof figure, "%.1f ms", wait->ms);
-  std::string why = "a run with an interface waits this long at its end for the kernel";
+  std::string why = "what removing its nftables elements adds to a run with an interface";
   if (wait->removal == net::Removal::kExpire) {
-    why += ": its nftables elements are expired, not deleted, so no RCU grace period is "
-           "waited for";
+    why += ": they are expired, not deleted, and no RCU grace period is waited for";
   } else {
-    why += " to finish deleting its nftables elements (an RCU grace period; this kernel "
-           "cannot expire them early";
+    why +=
+        ": the kernel's deleting them, an RCU grace period it waits for (this kernel "
+        "cannot expire them early";
     why += on ? "; expedited, as /sys/kernel/rcu_expedited is 1)"
               : "); 1 in /sys/kernel/rcu_expedited makes grace periods expedited, host-wide, "
                 "and this wait a fraction of a millisecond";

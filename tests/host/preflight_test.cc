@@ -63,11 +63,14 @@ TEST_F(Preflight, CheckProbesEveryFeatureAndNamesTheProfilesThatRunHere) {
   // What a run with an interface waits for at its end: a figure, whether its elements are
   // expired or deleted, and, if deleted, which grace periods this host has.
   std::string wait = LineOf(r.out, "exit wait");
-  EXPECT_TRUE(std::regex_search(wait, std::regex("^exit wait +[0-9]+\\.[0-9] ms +a run with an "
-                                                 "interface waits this long at its end")))
+  EXPECT_TRUE(std::regex_search(wait, std::regex("^exit wait +[0-9]+\\.[0-9] ms +what removing "
+                                                 "its nftables elements adds to a run with an "
+                                                 "interface: ")))
       << r.out;
   if (KernelUpdatesElementExpiry()) {
-    EXPECT_NE(wait.find("expired, not deleted, so no RCU grace period"), std::string::npos) << wait;
+    EXPECT_NE(wait.find("they are expired, not deleted, and no RCU grace period is waited for"),
+              std::string::npos)
+        << wait;
   } else {
     EXPECT_NE(wait.find("this kernel cannot expire them early"), std::string::npos) << wait;
     bool expedited = ReadFileOrEmpty("/sys/kernel/rcu_expedited").rfind("1", 0) == 0;
