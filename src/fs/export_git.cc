@@ -370,36 +370,46 @@ std::optional<std::string> NextField(const std::string& in, size_t& at) {
 
 }  // namespace
 
-std::optional<std::string> HeadCommit(int root) {
-  auto is_hash = [](std::string_view h) {
-    return (h.size() == 40 || h.size() == 64) &&
-           h.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-  };
-  auto head = ReadBeneath(root, ".git/HEAD");
-  if (!head) return std::nullopt;
-  std::string line = head->substr(0, head->find('\n'));
-  if (is_hash(line)) return line;
-  if (line.rfind("ref: refs/", 0) != 0) return std::nullopt;
-  std::string ref = line.substr(5);
-  if (ref.find("..") != std::string::npos ||
+bool IsObjectHash(std::string_view h) {
+  return (h.size() == 40 || h.size() == 64) &&
+         h.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+std::optional<GitHead> ParseHead(std::string_view text) {
+  std::string_view line = text.substr(0, text.find('\n'));
+  if (IsObjectHash(line)) return GitHead{std::string(line), ""};
+  if (line.substr(0, 10) != "ref: refs/") return std::nullopt;
+  std::string_view ref = line.substr(5);
+  if (ref.find("..") != std::string_view::npos || ref.back() == '/' ||
       ref.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") !=
-          std::string::npos) {
+          std::string_view::npos) {
     return std::nullopt;
   }
-  if (auto loose = ReadBeneath(root, ".git/" + ref)) {
-    std::string hash = loose->substr(0, loose->find('\n'));
-    return is_hash(hash) ? std::optional(hash) : std::nullopt;
-  }
-  auto packed = ReadBeneath(root, ".git/packed-refs");
-  if (!packed) return std::nullopt;
-  for (std::string_view l : util::Split(*packed, '\n')) {
+  return GitHead{"", std::string(ref)};
+}
+
+std::optional<std::string> PackedRef(std::string_view packed, std::string_view ref) {
+  for (std::string_view l : util::Split(packed, '\n')) {
     size_t space = l.find(' ');
     if (space != std::string_view::npos && l.substr(space + 1) == ref &&
-        is_hash(l.substr(0, space))) {
+        IsObjectHash(l.substr(0, space))) {
       return std::string(l.substr(0, space));
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> HeadCommit(int root) {
+  auto text = ReadBeneath(root, ".git/HEAD");
+  if (!text) return std::nullopt;
+  std::optional<GitHead> head = ParseHead(*text);
+  if (!head || !head->hash.empty()) return head ? std::optional(head->hash) : std::nullopt;
+  if (auto loose = ReadBeneath(root, ".git/" + head->ref)) {
+    std::string hash = loose->substr(0, loose->find('\n'));
+    return IsObjectHash(hash) ? std::optional(hash) : std::nullopt;
+  }
+  auto packed = ReadBeneath(root, ".git/packed-refs");
+  return packed ? PackedRef(*packed, head->ref) : std::nullopt;
 }
 
 Result<GitChanges> DiffForGit(const GitTrees& trees, const std::vector<GitPath>& paths) {

@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brig/result.h"
@@ -48,7 +49,19 @@ struct GitChanges {
 
 // The commit a repository's HEAD names, read by brig from `root`/.git (HEAD, then the ref
 // it names, loose or packed), never following a symlink: 40 or 64 hex digits, or nothing.
+// The files are the sandbox's: the parsers below are pure, and fuzzed.
 std::optional<std::string> HeadCommit(int root);
+
+// An object name: 40 (sha1) or 64 (sha256) lowercase hex digits.
+bool IsObjectHash(std::string_view h);
+// HEAD's first line: a detached commit (hash) or "ref: refs/..." (ref, of [A-Za-z0-9/._-],
+// no "..", not ending in '/'); nothing else.
+struct GitHead {
+  std::string hash, ref;
+};
+std::optional<GitHead> ParseHead(std::string_view text);
+// `ref`'s commit in a packed-refs file ("HASH REF" lines), if it is there.
+std::optional<std::string> PackedRef(std::string_view packed, std::string_view ref);
 
 // Classifies `paths` with `git check-ignore` (the index's tracked files are never ignored,
 // as in git status) and diffs the rest with `git diff --no-index --binary`, source against
