@@ -465,8 +465,16 @@ void Stdio::Say(const std::string& line) {
   ssize_t n;
   if (to && to->kind == Stream::Kind::kSend) {
     n = send(to->dst_fd(), text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  } else if (to) {
+    n = write(to->dst_fd(), text.data(), text.size());
   } else {
-    n = write(to ? to->dst_fd() : 2, text.data(), text.size());
+    // No relay of brig's own stderr (it is the workload's terminal's, or merged on
+    // stdout): reached as Aim reaches a caller's fd, without waiting on its reader.
+    Stream direct;
+    Aim(direct, 2, false);
+    n = direct.kind == Stream::Kind::kSend
+            ? send(direct.dst_fd(), text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL)
+            : write(direct.dst_fd(), text.data(), text.size());
   }
   (void)n;
 }
