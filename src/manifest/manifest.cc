@@ -258,7 +258,10 @@ v1::Manifest Build(const Inputs& in) {
   *m.mutable_network() = Network(in);
   for (const broker::Config& b : sb.brokers) *m.add_brokers() = Broker(b);
   for (const fs::Step& s : in.plan.steps) *m.add_mounts() = Mount(s);
-  for (const std::string& h : in.plan.hidden) m.add_hidden("/workspace/" + h);
+  // Sorted: the plan has them in the order the directories listed them.
+  std::vector<std::string> hidden = in.plan.hidden;
+  std::sort(hidden.begin(), hidden.end());
+  for (const std::string& h : hidden) m.add_hidden("/workspace/" + h);
   if (in.seccomp) *m.mutable_seccomp() = Seccomp(sb, *in.seccomp);
   *m.mutable_limits() = Limits(sb);
   for (const std::string& kv : sb.env) m.add_env_names(kv.substr(0, kv.find('=')));
