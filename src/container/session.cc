@@ -362,7 +362,7 @@ void Session::OnDenied(const std::string& name, const v1::Denial& d) {
 void Session::KillAll() {
   if (group_->Kill()) return;
   if (!sb_.isolated) (void)kill(-child_.pid(), SIGKILL);
-  if (pidns_) sys::KillPidNamespace(*pidns_);
+  if (pidns_) (void)sys::SignalPidNamespace(*pidns_, SIGKILL);
   (void)child_.Signal(SIGKILL);
 }
 

@@ -40,19 +40,21 @@ Error NotIn(const std::string& id, ContainerStatus s, std::string_view what) {
                   std::string(what) + " (it is " + std::string(StatusName(s)) + ")");
 }
 
+bool HasCgroups(const Opened& c) { return c.rec.cgroups_size() + c.rec.joined_cgroups_size() > 0; }
+
 // A container made without cgroups (brig without root, none delegated: GoesWithoutCgroups)
 // cannot be frozen, limited or counted: the verb that would is refused, saying so.
 Status NeedsCgroups(const Opened& c, std::string_view what) {
-  if (c.rec.cgroups_size() + c.rec.joined_cgroups_size() > 0) return {};
+  if (HasCgroups(c)) return {};
   return Fail(std::string(what), c.rec.id(),
               "the container has no cgroup (brig, not root, was delegated none to make it)");
 }
 
-// The processes of the container: its groups' members; without groups, those of the pid
-// namespace its process made (all of them, as the namespace's init's death kills them); a
-// container with neither cannot tell its own.
-Result<std::vector<pid_t>> Members(const Opened& c) {
-  if (c.rec.cgroups_size() + c.rec.joined_cgroups_size() > 0) return c.cgroups->Pids();
+// Where the container has no groups, its processes are those of the pid namespace its
+// process made (all of them, as the namespace's init's death kills them): that
+// namespace, or none once the process is gone. A container with neither cannot tell its
+// own.
+Result<std::optional<struct stat>> OwnPidNamespace(const Opened& c) {
   bool own_pid_ns = false;
   for (const Namespace& ns : c.rec.config().linux().namespaces()) {
     own_pid_ns |= ns.type() == "pid" && ns.path().empty();
@@ -62,8 +64,16 @@ Result<std::vector<pid_t>> Members(const Opened& c) {
                 "has neither a cgroup nor a pid namespace of its own to tell its processes by");
   }
   std::optional<sys::UniqueFd> pidfd = OpenProcess(c.rec);
-  if (!pidfd) return std::vector<pid_t>{};
-  return sys::PidsInPidNamespaceOf(c.rec.pid());
+  if (!pidfd) return std::optional<struct stat>();
+  return std::optional(BRIG_TRY(sys::PidNamespaceOf(c.rec.pid())));
+}
+
+// The processes of the container: its groups' members, or its pid namespace's.
+Result<std::vector<pid_t>> Members(const Opened& c) {
+  if (HasCgroups(c)) return c.cgroups->Pids();
+  std::optional<struct stat> ns = BRIG_TRY(OwnPidNamespace(c));
+  if (!ns) return std::vector<pid_t>{};
+  return sys::PidsInPidNamespace(*ns);
 }
 
 // Waits until the process behind `pidfd` has exited (it may stay a zombie of its parent).
@@ -108,8 +118,13 @@ Status Kill(const std::string& root, const std::string& id, int sig, bool all) {
   if ((c.status == ContainerStatus::kStopped && !all) || c.status == ContainerStatus::kCreating) {
     return Fail("kill", id, "container not running");
   }
+  if (all && !HasCgroups(c)) {
+    // As brig run's KillAll without a group: each process checked to be in the namespace.
+    std::optional<struct stat> ns = BRIG_TRY(OwnPidNamespace(c));
+    return ns ? sys::SignalPidNamespace(*ns, sig) : Status();
+  }
   if (all) {
-    for (pid_t pid : BRIG_TRY(Members(c))) {
+    for (pid_t pid : BRIG_TRY(c.cgroups->Pids())) {
       auto pidfd = sys::PidfdOpen(pid, "container " + id);
       if (!pidfd) continue;  // gone meanwhile
       (void)sys::PidfdSendSignal(pidfd->get(), sig);

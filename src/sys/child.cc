@@ -111,21 +111,20 @@ Result<std::vector<pid_t>> PidsInPidNamespace(const struct stat& ns) {
   return pids;
 }
 
-Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid) {
+Result<struct stat> PidNamespaceOf(pid_t pid) {
   std::string own = "/proc/" + std::to_string(pid) + "/ns/pid";
   struct stat target;
   if (stat(own.c_str(), &target) < 0) return SysError("stat", own);
-  return PidsInPidNamespace(target);
+  return target;
 }
 
-void KillPidNamespace(const struct stat& ns) {
-  auto pids = PidsInPidNamespace(ns);
-  if (!pids) return;
-  for (pid_t p : *pids) {
+Status SignalPidNamespace(const struct stat& ns, int sig) {
+  for (pid_t p : BRIG_TRY(PidsInPidNamespace(ns))) {
     auto pidfd = PidfdOpen(p, std::to_string(p));
     // Checked again through the pidfd's process: a pid reused since is not signalled.
-    if (pidfd && InNamespace(std::to_string(p), ns)) (void)PidfdSendSignal(pidfd->get(), SIGKILL);
+    if (pidfd && InNamespace(std::to_string(p), ns)) (void)PidfdSendSignal(pidfd->get(), sig);
   }
+  return {};
 }
 
 }  // namespace brig::sys

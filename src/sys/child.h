@@ -80,11 +80,12 @@ std::optional<UniqueFd> OpenProcessStartedAt(pid_t pid, uint64_t start_time);
 // The processes in the pid namespace whose ns file `ns` is a stat of, as /proc shows them
 // to this process; those whose namespace it may not read are left out.
 Result<std::vector<pid_t>> PidsInPidNamespace(const struct stat& ns);
-// The same for `pid`'s pid namespace (its own, not one its children were made in).
-Result<std::vector<pid_t>> PidsInPidNamespaceOf(pid_t pid);
-// SIGKILL to each of those processes at once, each through a pidfd checked to be in the
-// namespace still: where there is no cgroup to kill through, the processes are stopped
-// before brig goes on (killing the namespace's init alone ends the rest only later).
-void KillPidNamespace(const struct stat& ns);
+// A stat of `pid`'s pid namespace's file (its own, not one its children were made in).
+Result<struct stat> PidNamespaceOf(pid_t pid);
+// `sig` to each of those processes, each through a pidfd checked to be in the namespace
+// still, so a pid reused meanwhile is not signalled: where there is no cgroup to signal
+// through (brig run's KillAll, an OCI container's kill --all), and where killing the
+// namespace's init alone would end the rest only later.
+Status SignalPidNamespace(const struct stat& ns, int sig);
 
 }  // namespace brig::sys
