@@ -260,7 +260,7 @@ int Refuse(const std::string& id, const std::string& name, const std::string& re
 Status Announce(const config::Sandbox& sb, container::Session& session) {
   std::string digest;
   if (!sb.manifest_path.empty() || !sb.audit_path.empty()) {
-    std::string json = BRIG_TRY(manifest::Json(manifest::Build(session.ManifestInputs())));
+    std::string json = manifest::Json(manifest::Build(session.ManifestInputs()));
     if (!sb.manifest_path.empty()) {
       state::Record& record = session.record();
       BRIG_TRY(util::WriteUserFileAtomic(sb.manifest_path, json, [&](const std::string& temp) {

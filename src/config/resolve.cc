@@ -231,6 +231,19 @@ Status ResolveCopy(const Limits& l, const Overrides& run, fs::Spec& spec) {
   return {};
 }
 
+// A broker's socket is bound in brig's root: under a mount at `target` it would be made in
+// the host's directory.
+// `what` names the mount ("mount 'data'", "a --ro-bind").
+Status BrokerSocketsOutside(const Sandbox& sb, const std::string& target, const std::string& what) {
+  for (const auto& b : sb.brokers) {
+    if (util::PathWithin(b.unix_path, target)) {
+      return BadInput("broker " + b.name, b.unix_path,
+                      "its socket is in " + what + " (" + target + ")");
+    }
+  }
+  return {};
+}
+
 // --ro-bind SRC DST: read-only mounts a run adds, each a named mount of its own ("--ro-bind
 // DST") with the holds of a read-only workspace. DST is checked as a profile's mount target
 // is, and against the other mounts and the brokers' sockets; the probe checks SRC.
@@ -247,12 +260,7 @@ Status ResolveRoBinds(const Overrides& run, Sandbox& sb) {
                             (m.ro_bind ? "another --ro-bind" : "mount '" + m.name + "'") + ")");
       }
     }
-    for (const auto& b : sb.brokers) {
-      if (util::PathWithin(b.unix_path, dst)) {
-        return BadInput("--ro-bind", given,
-                        "broker " + b.name + "'s socket " + b.unix_path + " is under it");
-      }
-    }
+    BRIG_TRY(BrokerSocketsOutside(sb, dst, "a --ro-bind"));
     fs::NamedMount m{"--ro-bind " + dst, dst, false, false, src, 0, 0};
     m.ro_bind = true;
     sb.fs.mounts.push_back(std::move(m));
@@ -292,14 +300,7 @@ Status ResolveMounts(const v1::Profile& profile, const Overrides& run, Sandbox& 
       return BadInput("profile", run.profile,
                       "mount '" + m.name() + "' needs a source: --mount " + m.name() + "=PATH");
     }
-    // A broker's socket is bound in brig's root: under a mount it would be made in the
-    // host's directory.
-    for (const auto& b : sb.brokers) {
-      if (util::PathWithin(b.unix_path, m.target())) {
-        return BadInput("broker " + b.name, b.unix_path,
-                        "its socket is in mount '" + m.name() + "' (" + m.target() + ")");
-      }
-    }
+    BRIG_TRY(BrokerSocketsOutside(sb, m.target(), "mount '" + m.name() + "'"));
     sb.fs.mounts.push_back(std::move(nm));
   }
   return ResolveRoBinds(run, sb);

@@ -269,7 +269,7 @@ v1::Manifest Build(const Inputs& in) {
   return m;
 }
 
-Result<std::string> Json(const google::protobuf::Message& m) { return util::ProtoJson(m) + "\n"; }
+std::string Json(const google::protobuf::Message& m) { return util::ProtoJson(m) + "\n"; }
 
 std::string CpuCount(uint64_t milli) {
   char cpus[32];

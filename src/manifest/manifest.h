@@ -33,8 +33,8 @@ struct Inputs {
 v1::Manifest Build(const Inputs& in);
 
 // The manifest (or an OCI container's plan, oci/dry_run.h) as brig prints it: JSON, proto
-// field names, one line and a newline.
-Result<std::string> Json(const google::protobuf::Message& m);
+// field names, 64-bit integers as numbers (util/proto_json.h), one line and a newline.
+std::string Json(const google::protobuf::Message& m);
 
 // One broker as the manifest and the audit's sandbox_start show it: never a header's value
 // or where that value is read.

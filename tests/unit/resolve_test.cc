@@ -568,6 +568,13 @@ TEST(Resolve, RefusesAMountTheProfileDoesNotDeclare) {
   run.brokers.emplace_back(spec, *broker::ParseSpec(spec));
   EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
             "broker api '/data/api.sock': its socket is in mount 'data' (/data)");
+  // A --ro-bind is held to the same: a broker's socket is never in it.
+  run.brokers.clear();
+  const std::string other = "api=unix=/opt/agent/api.sock,to=tcp:127.0.0.1:1";
+  run.brokers.emplace_back(other, *broker::ParseSpec(other));
+  run.ro_binds = {{"/srv/agent", "/opt/agent"}};
+  EXPECT_EQ(Refusal(Resolve(Profile("WORKSPACE_RO", "POSTURE_NONE", kMounts), run)),
+            "broker api '/opt/agent/api.sock': its socket is in a --ro-bind (/opt/agent)");
 }
 
 TEST(Profile, RefusesMountTargetsThatOverlapBrigsOwn) {
