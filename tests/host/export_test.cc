@@ -151,6 +151,45 @@ TEST_F(Export, CommitsMadeInTheCopyComeOutAsASeriesAndABundle) {
   EXPECT_NE(access((plain + "/commits.bundle").c_str(), F_OK), 0);
 }
 
+// The copy's repository is the sandbox's: with a profile that leaves .git writable, the
+// agent commits, then writes a config git would refuse to read (an unknown repository
+// format) and that names a program (fsmonitor), and a hook. The export still has the
+// commit, made by a git that read none of it (git fails on that config): nothing ran, and
+// the series holds the agent's commit only.
+TEST_F(Export, TheCopysConfigAndHooksAreNeverReadForItsCommits) {
+  ScratchDir ws, out;
+  Repo(ws, {{"app.js", "one\n"}});
+  Own(out.path());
+  std::string text =
+      ReadFileOrEmpty(SourceRoot() + "/policies/profiles/untrusted-code-write.textproto");
+  std::string open_git;
+  for (size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    if (line.find("protected_paths: \".git") == std::string::npos) open_git += line + "\n";
+  }
+  ScratchDir policy;
+  std::string profile = policy.Write("open-git.textproto", open_git);
+  std::string marker = out.path() + "/ran", exported = out.path() + "/changes";
+  auto r =
+      Sh("cd /workspace && echo two >> app.js && "
+         "git -c user.email=a@test -c user.name=agent commit -qam 'agent: two' && "
+         "printf '[core]\\n\\trepositoryformatversion = 99\\n\\tfsmonitor = touch " +
+             marker +
+             "\\n' > .git/config && "
+             "printf '#!/bin/sh\\ntouch " +
+             marker +
+             "\\n' > .git/hooks/post-commit && "
+             "chmod +x .git/hooks/post-commit",
+         {"--profile", profile, "--workspace", ws.path(), "--export-changes", exported});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string mbox = ReadFileOrEmpty(exported + "/commits.mbox");
+  EXPECT_NE(mbox.find("Subject: [PATCH] agent: two"), std::string::npos) << mbox;
+  EXPECT_EQ(mbox.find("Subject: [PATCH 2/"), std::string::npos) << mbox;
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "a program the copy's repository named ran";
+}
+
 // Issue 32, item 3: a harness running as root `git clone`s its checkouts, root's. A copy
 // workspace takes one (it is read through an id map and never written); the export is the
 // caller's, root's, and root's `git apply` takes it in the checkout itself, where a chown
